@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything Gufo builds and tests with, from Debian packages only.
+# Idempotent: packages already present are left alone, and apt is only asked when
+# something is missing. Run as root (or with sudo available). Usage: scripts/install-deps.sh
+set -euo pipefail
+
+# NOTE(deps): g++-12 is the pinned, qualified toolchain (preset `default`); clang-16 is
+# the candidate toolchain (presets `clang`, `asan`); libclang-rt-16-dev carries the
+# sanitizer and libFuzzer runtimes for clang-16.
+PACKAGES=(
+  g++-12 clang-16 libclang-rt-16-dev
+  cmake ninja-build git pkg-config
+  libcli11-dev libfmt-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+# Node.js and npm run the independent oracles (tests/js); any node >= 18 will do.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+
+if ((${#missing[@]})); then
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+fi
+
+# The CUDA toolkit is not a Debian package here; the `cuda` preset needs nvcc 13.x.
+if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "install-deps: CUDA toolkit found ($(${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)} --version | tail -n 2 | head -n 1))"
+else
+  echo "install-deps: no CUDA toolkit found; the 'cuda' preset will not configure (CPU presets are unaffected)"
+fi

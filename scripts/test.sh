@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this and nothing else):
+#   1. dependencies (Debian packages; npm oracle packages pinned by tests/js/package-lock.json)
+#   2. `default` (g++-12): build + unit tests, including the oracle tests
+#   3. `clang` (clang-16): build + unit tests, side by side in build/clang
+#   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + a short libFuzzer run of the GGUF reader
+#   5. `cuda` (g++-12 + nvcc): compile only; its GPU tests run on a GPU machine (ctest --preset gpu)
+# Usage: scripts/test.sh        GUFO_FUZZ_SECONDS=N changes step 4's fuzz time (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+(cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+
+cmake --workflow --preset default
+cmake --workflow --preset clang
+cmake --workflow --preset asan
+tests/fuzz/run_fuzz.sh "${GUFO_FUZZ_SECONDS:-60}" build/asan
+
+if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  cmake --workflow --preset cuda
+else
+  echo "test.sh: no CUDA toolkit; skipping the 'cuda' compile check" >&2
+fi
+echo "test.sh: all test steps passed"

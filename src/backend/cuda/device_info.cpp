@@ -1,0 +1,75 @@
+// The device and library query behind `gufo diagnose` (see device_info.h). Host C++ only, so
+// the host compiler's warnings apply. Tested by tests/gpu/device_info_test.cpp (label gpu).
+#include "backend/cuda/device_info.h"
+
+#include <cstdio>
+#include <string>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/compat.cuh"
+
+namespace gufo::cuda {
+namespace {
+
+// The 16 raw UUID bytes in nvidia-smi's 8-4-4-4-12 form.
+std::string format_uuid(const unsigned char (&bytes)[16]) {
+  std::string out = "GPU-";
+  char hex[3];
+  for (int byte_idx = 0; byte_idx < 16; ++byte_idx) {
+    if (byte_idx == 4 || byte_idx == 6 || byte_idx == 8 || byte_idx == 10) out += '-';
+    std::snprintf(hex, sizeof hex, "%02x", bytes[byte_idx]);
+    out += hex;
+  }
+  return out;
+}
+
+}  // namespace
+
+LibraryVersions query_library_versions() {
+  LibraryVersions versions;
+  if (gpu::driver_get_version(&versions.driver) != gpu::success) versions.driver = 0;
+  if (gpu::runtime_get_version(&versions.runtime) != gpu::success) versions.runtime = 0;
+  versions.cublas = gpu::blas_version();
+  versions.cublaslt = gpu::blaslt_version();
+  gpu::get_last_error();  // a failed query must not linger as the next call's error
+  return versions;
+}
+
+Result<std::vector<DeviceInfo>> query_devices() {
+  int count = 0;
+  const gpu::error_t code = gpu::get_device_count(&count);
+  if (code != gpu::success) {
+    gpu::get_last_error();
+    return Error{std::string("no CUDA device: ") + gpu::error_string(code)};
+  }
+  if (count <= 0) return Error{"no CUDA device: the driver reports 0 devices"};
+
+  std::vector<DeviceInfo> devices;
+  for (int device_idx = 0; device_idx < count; ++device_idx) {
+    const std::string context = "CUDA device " + std::to_string(device_idx);
+    gpu::device_prop_t prop{};
+    GUFO_GPU_RETURN_IF_ERROR(gpu::get_device_properties(&prop, device_idx), context);
+    // NOTE(cuda): "dddd:bb:dd.f" needs 13 bytes with the terminator; 64 leaves room for any
+    // longer domain format a driver may use.
+    char bus_id[64] = {};
+    GUFO_GPU_RETURN_IF_ERROR(gpu::device_get_pci_bus_id(bus_id, sizeof bus_id, device_idx),
+                             context);
+    DeviceInfo info;
+    info.index = device_idx;
+    info.name = prop.name;
+    info.cc_major = prop.major;
+    info.cc_minor = prop.minor;
+    info.total_memory_bytes = prop.totalGlobalMem;
+    info.multiprocessor_count = prop.multiProcessorCount;
+    info.pci_bus_id = bus_id;
+    unsigned char uuid_bytes[16];
+    for (int byte_idx = 0; byte_idx < 16; ++byte_idx) {
+      uuid_bytes[byte_idx] = static_cast<unsigned char>(prop.uuid.bytes[byte_idx]);
+    }
+    info.uuid = format_uuid(uuid_bytes);
+    devices.push_back(std::move(info));
+  }
+  return devices;
+}
+
+}  // namespace gufo::cuda
