@@ -2,7 +2,8 @@
 # The whole test suite, exactly as CI runs it (.ci/run calls this and nothing else):
 #   1. dependencies (Debian packages; npm oracle packages pinned by tests/js/package-lock.json)
 #   2. `default` (g++-12): build + unit tests, including the oracle tests
-#   3. `clang` (clang-16): build + unit tests, side by side in build/clang
+#   3. `clang` (clang-16): build + unit tests, side by side in build/clang; then both builds'
+#      `gufo diagnose` must name their real compilers and give different fingerprints
 #   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + a short libFuzzer run of the GGUF reader
 #   5. `cuda` (g++-12 + nvcc): compile only; its GPU tests run on a GPU machine (ctest --preset gpu)
 # Usage: scripts/test.sh        GUFO_FUZZ_SECONDS=N changes step 4's fuzz time (default 60).
@@ -14,6 +15,7 @@ scripts/install-deps.sh
 
 cmake --workflow --preset default
 cmake --workflow --preset clang
+node tests/toolchain/compare_builds.mjs build/default/bin/gufo g++-12 build/clang/bin/gufo clang++-16
 cmake --workflow --preset asan
 tests/fuzz/run_fuzz.sh "${GUFO_FUZZ_SECONDS:-60}" build/asan
 
