@@ -262,7 +262,7 @@ int run_inspect(const InspectOptions& options) {
 Command register_inspect(CLI::App& root) {
   auto options = std::make_shared<InspectOptions>();
   CLI::App* app = root.add_subcommand("inspect", "Show a GGUF file's header, metadata and tensors");
-  app->add_option("file", options->path, "the GGUF file")->required();
+  app->add_option("FILE", options->path, "the GGUF file")->required();
   app->add_flag("--json", options->json, "print one JSON document instead of text");
   return Command{app, [options] { return run_inspect(*options); }};
 }
