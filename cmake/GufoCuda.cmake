@@ -52,16 +52,23 @@ endif()
 set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
 enable_language(CUDA)
 
-get_filename_component(_gufo_nvcc_real "${CMAKE_CUDA_COMPILER}" REALPATH)
-get_filename_component(_gufo_cuda_bin "${_gufo_nvcc_real}" DIRECTORY)
-get_filename_component(_gufo_cuda_root "${_gufo_cuda_bin}" DIRECTORY)
+# NOTE(cuda): nvcc on PATH may be a wrapper script (e.g. /usr/local/bin/nvcc running
+# /usr/local/cuda-13.0/bin/nvcc), so its own path does not say where its installation is.
+# CMake asks nvcc itself (`nvcc -v` prints TOP=...) and records it as the toolkit root.
+if(CMAKE_CUDA_COMPILER_TOOLKIT_ROOT)
+  get_filename_component(_gufo_cuda_root "${CMAKE_CUDA_COMPILER_TOOLKIT_ROOT}" REALPATH)
+else()
+  get_filename_component(_gufo_nvcc_real "${CMAKE_CUDA_COMPILER}" REALPATH)
+  get_filename_component(_gufo_cuda_root "${_gufo_nvcc_real}/../.." REALPATH)
+endif()
+set(_gufo_cuda_bin "${_gufo_cuda_root}/bin")
 set(CUDAToolkit_ROOT "${_gufo_cuda_root}")
 find_package(CUDAToolkit REQUIRED)
 
 # 1. The toolkit CMake found must be nvcc's own.
 get_filename_component(_gufo_tk_bin "${CUDAToolkit_BIN_DIR}" REALPATH)
 if(NOT _gufo_tk_bin STREQUAL _gufo_cuda_bin)
-  message(FATAL_ERROR "gufo: nvcc is ${_gufo_nvcc_real} but the CUDA toolkit was found in "
+  message(FATAL_ERROR "gufo: nvcc (${CMAKE_CUDA_COMPILER}) belongs to ${_gufo_cuda_root} but the CUDA toolkit was found in "
                       "${CUDAToolkit_BIN_DIR}; toolchains are mixed.")
 endif()
 

@@ -1,4 +1,5 @@
-# Runs a fresh configure of the Gufo source tree that must FAIL with a given message.
+# Runs a fresh configure of the Gufo source tree that must FAIL with a given message, or,
+# with -DMUST_SUCCEED=ON, succeed and print it.
 # cmake -DSOURCE_DIR=... -DWORK_DIR=... -DEXPECT=regex -DARG0=-DX=1 -DARG1=... -P this_file
 set(ARGS "")
 foreach(index RANGE 0 9)
@@ -13,10 +14,14 @@ execute_process(
   OUTPUT_VARIABLE output
   ERROR_VARIABLE output)
 file(REMOVE_RECURSE "${WORK_DIR}")
-if(result EQUAL 0)
+if(MUST_SUCCEED)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "configure failed but had to succeed with /${EXPECT}/:\n${output}")
+  endif()
+elseif(result EQUAL 0)
   message(FATAL_ERROR "configure succeeded but had to fail with /${EXPECT}/:\n${output}")
 endif()
 if(NOT output MATCHES "${EXPECT}")
-  message(FATAL_ERROR "configure failed without /${EXPECT}/:\n${output}")
+  message(FATAL_ERROR "configure ended without /${EXPECT}/:\n${output}")
 endif()
-message(STATUS "configure failed as expected: /${EXPECT}/")
+message(STATUS "configure ended as expected: /${EXPECT}/")
