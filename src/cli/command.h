@@ -25,5 +25,8 @@ int report_error(const Error& error);
 // Each subcommand lives in its own <name>_command.cpp.
 Command register_inspect(CLI::App& root);
 Command register_diagnose(CLI::App& root);
+Command register_convert(CLI::App& root);
+Command register_tokenize(CLI::App& root);
+Command register_detokenize(CLI::App& root);
 
 }  // namespace gufo::cli

@@ -33,6 +33,9 @@ int run_main(int argc, char** argv) {
   std::vector<Command> commands;
   commands.push_back(register_inspect(app));
   commands.push_back(register_diagnose(app));
+  commands.push_back(register_convert(app));
+  commands.push_back(register_tokenize(app));
+  commands.push_back(register_detokenize(app));
 
   try {
     app.parse(argc, argv);
