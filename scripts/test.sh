@@ -4,7 +4,8 @@
 #   2. `default` (g++-12): build + unit tests, including the oracle tests
 #   3. `clang` (clang-16): build + unit tests, side by side in build/clang; then both builds'
 #      `gufo diagnose` must name their real compilers and give different fingerprints
-#   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + a short libFuzzer run of the GGUF reader
+#   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + short libFuzzer runs of the GGUF
+#      reader and the tokenizer
 #   5. `cuda` (g++-12 + nvcc): compile only; its GPU tests run on a GPU machine (ctest --preset gpu)
 # Usage: scripts/test.sh        GUFO_FUZZ_SECONDS=N changes step 4's fuzz time (default 60).
 set -euo pipefail

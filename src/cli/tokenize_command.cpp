@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -37,6 +38,20 @@ std::string read_stdin() {
   return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 }
 
+// --json-lines: runs `handle(line, "stdin line N")` on every stdin line; the first error
+// ends the run with exit code 1, as any other bad input does.
+int for_each_stdin_line(
+    const std::function<Status(const std::string&, const std::string&)>& handle) {
+  std::string line;
+  size_t line_no = 0;
+  while (std::getline(std::cin, line)) {
+    ++line_no;
+    const Status status = handle(line, "stdin line " + std::to_string(line_no));
+    if (!status.ok()) return report_error(status.error());
+  }
+  return 0;
+}
+
 std::vector<int32_t> encode(const tokenizer::Tokenizer& tok, const std::string& text,
                             const TokenizeOptions& options) {
   std::vector<int32_t> ids;
@@ -51,18 +66,12 @@ int run_tokenize(const TokenizeOptions& options) {
   if (!tok.ok()) return report_error(tok.error());
   if (options.json_lines) {
     // Each stdin line is a JSON string; each output line the JSON array of its ids.
-    std::string line;
-    size_t line_no = 0;
-    while (std::getline(std::cin, line)) {
-      ++line_no;
+    return for_each_stdin_line([&](const std::string& line, const std::string& where) -> Status {
       const json text = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (text.is_discarded() || !text.is_string()) {
-        return report_error(Error{"stdin line " + std::to_string(line_no) +
-                                  ": expected a JSON string"});
-      }
+      if (text.is_discarded() || !text.is_string()) return Error{where + ": expected a JSON string"};
       std::cout << json(encode(*tok, text.get<std::string>(), options)).dump() << '\n';
-    }
-    return 0;
+      return {};
+    });
   }
   const std::vector<int32_t> ids = encode(*tok, read_stdin(), options);
   if (options.json_output) {
@@ -95,15 +104,11 @@ int run_detokenize(const TokenizeOptions& options) {
   if (!tok.ok()) return report_error(tok.error());
   if (options.json_lines) {
     // Each stdin line a JSON array of ids; each output line the text as a JSON string.
-    std::string line;
-    size_t line_no = 0;
-    while (std::getline(std::cin, line)) {
-      ++line_no;
-      auto text = detokenize_json(*tok, line, "stdin line " + std::to_string(line_no));
-      if (!text.ok()) return report_error(text.error());
-      std::cout << json(*text).dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
-    }
-    return 0;
+    return for_each_stdin_line([&](const std::string& line, const std::string& where) -> Status {
+      GUFO_ASSIGN_OR_RETURN(std::string text, detokenize_json(*tok, line, where));
+      std::cout << json(text).dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+      return {};
+    });
   }
   auto text = detokenize_json(*tok, read_stdin(), "stdin");
   if (!text.ok()) return report_error(text.error());

