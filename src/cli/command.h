@@ -28,5 +28,11 @@ Command register_diagnose(CLI::App& root);
 Command register_convert(CLI::App& root);
 Command register_tokenize(CLI::App& root);
 Command register_detokenize(CLI::App& root);
+Command register_run(CLI::App& root);
+Command register_quality(CLI::App& root);
+Command register_bench(CLI::App& root);
+Command register_render_template(CLI::App& root);
+Command register_quantize(CLI::App& root);
+Command register_synth(CLI::App& root);
 
 }  // namespace gufo::cli

@@ -36,6 +36,12 @@ int run_main(int argc, char** argv) {
   commands.push_back(register_convert(app));
   commands.push_back(register_tokenize(app));
   commands.push_back(register_detokenize(app));
+  commands.push_back(register_run(app));
+  commands.push_back(register_quality(app));
+  commands.push_back(register_bench(app));
+  commands.push_back(register_render_template(app));
+  commands.push_back(register_quantize(app));
+  commands.push_back(register_synth(app));
 
   try {
     app.parse(argc, argv);

@@ -149,4 +149,17 @@ Result<Vocab> load_vocab(const gguf::File& file) {
   return build_vocab(spec, file.name());
 }
 
+Result<std::string> special_token_text(const gguf::File& file, std::string_view id_key) {
+  if (!file.has(id_key)) return std::string();
+  GUFO_ASSIGN_OR_RETURN(uint32_t id, file.get_u32(id_key));
+  GUFO_ASSIGN_OR_RETURN(const gguf::Array* tokens, file.get_array("tokenizer.ggml.tokens"));
+  const std::vector<std::string>* texts = tokens->get_if<std::string>();
+  if (texts == nullptr) return Error{file.name() + ": tokenizer.ggml.tokens: expected an array of strings"};
+  if (id >= texts->size()) {
+    return Error{file.name() + ": " + std::string(id_key) + " " + std::to_string(id) + " is not a token id (" +
+                 std::to_string(texts->size()) + " tokens)"};
+  }
+  return (*texts)[id];
+}
+
 }  // namespace gufo::tokenizer

@@ -66,4 +66,8 @@ Result<Vocab> build_vocab(const VocabSpec& spec, const std::string& name);
 // Reads the tokenizer.ggml.* keys of `file` and validates them.
 Result<Vocab> load_vocab(const gguf::File& file);
 
+// The text of the token that `id_key` (e.g. tokenizer.ggml.bos_token_id) names, without
+// building the whole vocabulary (chat templates need only BOS/EOS); "" when the key is absent.
+Result<std::string> special_token_text(const gguf::File& file, std::string_view id_key);
+
 }  // namespace gufo::tokenizer

@@ -1,0 +1,29 @@
+// The CPU backend: runs a model graph node by node with the operators in ops/, over a thread
+// pool, with the KV cache in host memory (F16 or F32). Weights are read in place from the
+// mmap'd GGUF. Tested by tests/unit/model/forward_test.cpp.
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace gufo::cpu {
+
+class CpuBackend final : public backend::Backend {
+ public:
+  explicit CpuBackend(int n_threads = 0);
+
+  std::string_view name() const override { return "cpu"; }
+  bool supports(const model::Node& node) const override;
+  Result<std::unique_ptr<backend::KvCache>> create_kv_cache(const backend::KvCacheSpec& spec) override;
+  Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,
+                 std::span<float> logits) override;
+
+  int n_threads() const { return pool_.n_threads(); }
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace gufo::cpu

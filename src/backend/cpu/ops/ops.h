@@ -1,0 +1,76 @@
+// The CPU backend's operators: scalar references written to be read (plain loops, fp32
+// accumulation), the oracle every faster CPU path and every CUDA kernel is tested against.
+// Activations are f32 row-major [rows, cols]; weights any type quant::dequantize_row reads.
+// Tested by tests/unit/backend/cpu_ops_test.cpp and end to end by tests/unit/model.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/thread_pool.h"
+#include "core/dtype.h"
+#include "core/result.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+
+namespace gufo::cpu {
+namespace fast {
+struct DotKernels;
+}  // namespace fast
+
+// A whole small tensor (norm weights, biases, rope factors) as f32.
+Result<std::vector<float>> weight_to_f32(const model::Weight& w);
+
+// out[i, :] = table[ids[i], :]; an id outside the table is an error.
+Status get_rows(const model::Weight& table, std::span<const int32_t> ids, float* out);
+
+// Each group of `group` values of each row: x / sqrt(mean(x²) + eps) * w[j].
+void rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int64_t group,
+              float eps, float* out);
+
+// out[r, n] = Σ_k x[r, k] · w[n, k]; w is [n_out, k] of any dequantizable type.
+Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const model::Weight& w,
+               float* out);
+
+// The same product, fast: SIMD dots chosen from the CPU's features (quant/dot_kernels.h).
+// F32/F16/BF16 weights keep f32 activations (results differ from mat_mul only by the order of
+// the sums); Q8_0 and the K-quants dot against the activation quantized to 8 bits per block
+// (error bounded in tests/unit/backend/cpu_matmul_test.cpp). Defined in mat_mul_fast.cpp.
+Status mat_mul_fast(ThreadPool& pool, const float* x, int64_t rows, int64_t k,
+                    const model::Weight& w, float* out);
+// As above with an explicit kernel set (tests pin the scalar or the AVX2 set).
+Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const float* x,
+                    int64_t rows, int64_t k, const model::Weight& w, float* out);
+
+// In place on x [rows, n_heads * head_dim]: rotates each head's pairs by position · θ_i with
+// θ_i = theta^(-2i/head_dim) / freq_factors[i] (factors may be null).
+void rope(float* x, int64_t rows, int64_t cols, std::span<const int32_t> positions,
+          int64_t head_dim, model::RopeType type, float theta, const float* freq_factors);
+
+// out = silu(gate) * up, elementwise.
+void swiglu(const float* gate, const float* up, int64_t n, float* out);
+
+// One layer's K and V for one sequence: [n_ctx, n_embd_kv] of `type` (F32 or F16).
+struct KvView {
+  DType type = DType::F16;
+  void* k = nullptr;
+  void* v = nullptr;
+  int64_t n_embd_kv = 0;
+};
+
+void kv_store(const KvView& kv, int32_t position, const float* k_row, const float* v_row);
+
+struct AttentionShape {
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+};
+
+// Causal attention of one query row q [n_head * head_dim] at `position` over cache positions
+// 0..position of its sequence: out [n_head * head_dim]. `scratch` holds position + 1 floats.
+void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
+            float* scratch, float* out);
+
+}  // namespace gufo::cpu

@@ -1,0 +1,253 @@
+// AVX2 + FMA + F16C row dot products (dot_kernels.h); this file alone is compiled with
+// -mavx2 -mfma -mf16c (src/backend/cpu/CMakeLists.txt) and only called after cpuid says so.
+// Each kernel computes exactly what its twin in dot_scalar.cpp computes, up to the order of
+// float sums. Tested by tests/unit/backend/cpu_matmul_test.cpp (scalar vs AVX2 vs reference).
+//
+// NOTE(avx2): everything here lives in an anonymous namespace and calls no inline function
+// from a shared header (no std:: algorithms, no quant/half.h, no unpack_scale_min_k4): an
+// inline function compiled here with AVX2 could be the copy the linker keeps for the whole
+// program, and would then fault on a CPU without AVX2.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/quant/dot_kernels.h"
+
+namespace gufo::cpu::fast {
+namespace {
+
+using quant::BlockQ4K;
+using quant::BlockQ5K;
+using quant::BlockQ6K;
+using quant::BlockQ8_0;
+using quant::BlockQ8K;
+using quant::kQ8_0BlockElems;
+using quant::kQkK;
+
+float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float half_to_float(uint16_t bits) { return _cvtsh_ss(bits); }
+
+uint16_t load_u16(const std::byte* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// As quant::unpack_scale_min_k4 (see blocks.h for the packing); duplicated, see NOTE above.
+void scale_min_k4(int sub, const uint8_t* s, int* scale, int* min) {
+  if (sub < 4) {
+    *scale = s[sub] & 63;
+    *min = s[sub + 4] & 63;
+  } else {
+    *scale = (s[sub + 4] & 0x0f) | ((s[sub - 4] >> 6) << 4);
+    *min = (s[sub + 4] >> 4) | ((s[sub] >> 6) << 4);
+  }
+}
+
+// Four independent accumulators hide the FMA latency; the tail is scalar.
+float dot_f32(int64_t k, const std::byte* w_row, const void* x_row) {
+  const auto* x = static_cast<const float*>(x_row);
+  const auto* w = reinterpret_cast<const float*>(w_row);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  int64_t j = 0;
+  for (; j + 32 <= k; j += 32) {
+    for (int a = 0; a < 4; ++a) {
+      acc[a] =
+          _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * a), _mm256_loadu_ps(w + j + 8 * a), acc[a]);
+    }
+  }
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; j < k; ++j) {
+    float wj;
+    std::memcpy(&wj, w_row + j * 4, sizeof wj);
+    sum += x[j] * wj;
+  }
+  return sum;
+}
+
+// kBf16: widen by shifting into the top half of an f32; otherwise F16C's vcvtph2ps (exact).
+template <bool kBf16>
+__m256 load8_half(const std::byte* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (kBf16) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  } else {
+    return _mm256_cvtph_ps(h);
+  }
+}
+
+template <bool kBf16>
+float dot_half(int64_t k, const std::byte* w_row, const void* x_row) {
+  const auto* x = static_cast<const float*>(x_row);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  int64_t j = 0;
+  for (; j + 32 <= k; j += 32) {
+    for (int a = 0; a < 4; ++a) {
+      acc[a] = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * a),
+                               load8_half<kBf16>(w_row + (j + 8 * a) * 2), acc[a]);
+    }
+  }
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; j < k; ++j) {
+    const uint16_t bits = load_u16(w_row + j * 2);
+    float wj;
+    if constexpr (kBf16) {
+      const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+      std::memcpy(&wj, &wide, sizeof wj);
+    } else {
+      wj = half_to_float(bits);
+    }
+    sum += x[j] * wj;
+  }
+  return sum;
+}
+
+// Sum of 32 signed int8 products as 8 int32 lanes. vpmaddubsw multiplies unsigned by signed
+// bytes, so the sign of `a` moves onto `b`: |a| * (b * sign(a)). |-128| wraps to 0x80, which
+// is 128 read unsigned, so any weight byte is exact; b must be in [-127, 127] (activations
+// are), which keeps each pair sum within int16: 2 * 128 * 127 = 32512.
+__m256i dot32_i8(__m256i a, __m256i b) {
+  const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+  return _mm256_madd_epi16(products, _mm256_set1_epi16(1));
+}
+
+float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
+  const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
+  const auto* x = static_cast<const ActBlockQ8_0*>(x_row);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const __m256 d = _mm256_set1_ps(half_to_float(w[b].d) * x[b].d);
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot32_i8(qw, qx)), acc);
+  }
+  return hsum(acc);
+}
+
+// Q4_K/Q5_K: 64 elements (sub-blocks 2c and 2c+1) per 32 quant bytes. The quants are
+// unsigned (0..15 or 0..31), so vpmaddubsw takes them directly: pair sums stay within
+// 2 * 31 * 127. vpmaddwd by the 6-bit scale then widens to int32. The min term comes from
+// the activation's per-16 sums.
+template <bool kFifthBit, typename Block>
+float dot_qk_4_5(int64_t k, const std::byte* w_row, const void* x_row) {
+  const auto* w = reinterpret_cast<const Block*>(w_row);
+  const auto* x = static_cast<const BlockQ8K*>(x_row);
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  float acc_min = 0.0f;
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    int scale[8];
+    int min[8];
+    for (int sub = 0; sub < 8; ++sub) scale_min_k4(sub, w[b].scales, &scale[sub], &min[sub]);
+    int32_t summ = 0;
+    for (int sub = 0; sub < 8; ++sub) {
+      summ += min[sub] * (x[b].bsums[2 * sub] + x[b].bsums[2 * sub + 1]);
+    }
+    __m256i high_bits = _mm256_setzero_si256();
+    if constexpr (kFifthBit) {
+      high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh));
+    }
+    __m256i sumi = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * c));
+      __m256i q_lo = _mm256_and_si256(packed, low_mask);
+      __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
+      if constexpr (kFifthBit) {
+        // Bit `sub` of qh[i] is the fifth bit of element i of sub-block `sub`; a 16-bit shift
+        // by at most 7 then a per-byte mask of bit 0 never mixes neighbouring bytes.
+        const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c), one);
+        const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c + 1), one);
+        q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
+        q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
+      }
+      const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c));
+      const __m256i x_hi =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c + 32));
+      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(q_lo, x_lo),
+                                             _mm256_set1_epi16(static_cast<int16_t>(scale[2 * c])));
+      const __m256i p_hi =
+          _mm256_madd_epi16(_mm256_maddubs_epi16(q_hi, x_hi),
+                            _mm256_set1_epi16(static_cast<int16_t>(scale[2 * c + 1])));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p_lo, p_hi));
+    }
+    const float d = x[b].d * half_to_float(w[b].d);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    acc_min += x[b].d * half_to_float(w[b].dmin) * static_cast<float>(summ);
+  }
+  return hsum(acc) - acc_min;
+}
+
+// Q6_K: per half of 128 elements, 64 ql bytes and 32 qh bytes give four runs of 32 quants
+// (0..63, unsigned for vpmaddubsw; pair sums within 2 * 63 * 127). The -32 offset is taken
+// out afterwards with the activation's per-16 sums: sum (q - 32) x = sum q x - 32 sum x.
+float dot_q6_k(int64_t k, const std::byte* w_row, const void* x_row) {
+  const auto* w = reinterpret_cast<const BlockQ6K*>(w_row);
+  const auto* x = static_cast<const BlockQ8K*>(x_row);
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  const __m256i two_bits = _mm256_set1_epi8(0x03);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    int32_t offset = 0;
+    for (int group = 0; group < kQkK / 16; ++group)
+      offset += w[b].scales[group] * x[b].bsums[group];
+    __m256i sumi = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = w[b].ql + 64 * half;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * half));
+      const __m256i quarter_quants[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, low_mask),
+                          _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4)),
+          _mm256_or_si256(
+              _mm256_and_si256(l1, low_mask),
+              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4)),
+          _mm256_or_si256(
+              _mm256_and_si256(_mm256_srli_epi16(l0, 4), low_mask),
+              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two_bits), 4)),
+          _mm256_or_si256(
+              _mm256_and_si256(_mm256_srli_epi16(l1, 4), low_mask),
+              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4)),
+      };
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        const int first = 128 * half + 32 * quarter;  // element index; scale index first / 16
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + first));
+        // Lanes 0-7 of the int16 products hold elements first..first+15, lanes 8-15 the rest.
+        const __m256i scales = _mm256_setr_m128i(_mm_set1_epi16(w[b].scales[first / 16]),
+                                                 _mm_set1_epi16(w[b].scales[first / 16 + 1]));
+        sumi = _mm256_add_epi32(
+            sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(quarter_quants[quarter], xq), scales));
+      }
+    }
+    sumi = _mm256_sub_epi32(sumi, _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
+    const float d = x[b].d * half_to_float(w[b].d);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum(acc);
+}
+
+}  // namespace
+
+// Called by avx2_dot_kernels() (cpu_features.cpp) once cpuid has confirmed AVX2, FMA, F16C.
+const DotKernels& avx2_dot_kernels_unchecked() {
+  static const DotKernels kernels{"avx2",
+                                  dot_f32,
+                                  dot_half<false>,
+                                  dot_half<true>,
+                                  dot_q8_0,
+                                  dot_qk_4_5<false, BlockQ4K>,
+                                  dot_qk_4_5<true, BlockQ5K>,
+                                  dot_q6_k};
+  return kernels;
+}
+
+}  // namespace gufo::cpu::fast

@@ -1,0 +1,76 @@
+// Row dot products for the fast CPU matmul (ops/mat_mul_fast.cpp): one weight row of any GGUF
+// type against one activation row, in a scalar version (the portable fallback, and what
+// non-x86 builds run) and an AVX2+FMA+F16C version chosen at run time from the CPU's features.
+// Tested by tests/unit/backend/cpu_matmul_test.cpp (fast vs reference mat_mul, scalar vs AVX2).
+//
+// Design in brief (the GGUF ecosystem's scheme, see ggml-cpu's vec_dot_* and quantize_row_q8_*):
+// - F32/F16/BF16 weights are dotted with the f32 activations directly (FMA; F16C/shift widen),
+//   so their results differ from the reference only by the order of the sums.
+// - Quantized weights meet an activation row quantized once per matmul to 8 bits: blocks of 32
+//   with an f32 scale for Q8_0 (ActBlockQ8_0), blocks of 256 with per-16 sums for the K-quants
+//   (quant::BlockQ8K). The block dot is then exact integer arithmetic times one float scale.
+// - Both kernel sets share the scalar activation quantizers, so scalar and AVX2 results differ
+//   only by float summation order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "quant/blocks.h"
+
+namespace gufo::cpu::fast {
+
+// An activation block paired with Q8_0 weights: x[i] ~= d * qs[i], qs in [-127, 127].
+// NOTE(dot): an f32 scale rather than ggml's fp16 one: it costs nothing here (the format never
+// leaves memory) and removes one rounding from the activation error.
+struct ActBlockQ8_0 {
+  float d;
+  int8_t qs[quant::kQ8_0BlockElems];
+};
+static_assert(sizeof(ActBlockQ8_0) == 36, "ActBlockQ8_0 must be unpadded");
+
+// sum_i w[i] * x[i] over k elements; x_row is f32 (F32/F16/BF16), ActBlockQ8_0 (Q8_0) or
+// quant::BlockQ8K (Q4_K/Q5_K/Q6_K) as activation_format() says. k is a multiple of the
+// weight type's block size; w_row holds k elements.
+using DotFn = float (*)(int64_t k, const std::byte* w_row, const void* x_row);
+
+struct DotKernels {
+  const char* name = "";
+  DotFn f32 = nullptr;
+  DotFn f16 = nullptr;
+  DotFn bf16 = nullptr;
+  DotFn q8_0 = nullptr;
+  DotFn q4_k = nullptr;
+  DotFn q5_k = nullptr;
+  DotFn q6_k = nullptr;
+};
+
+// What a weight type's kernel wants as its activation row.
+enum class ActivationFormat { F32, Q8_0, Q8K, Unsupported };
+ActivationFormat activation_format(DType weight_type);
+// The kernel of `kernels` for a weight type, or nullptr when there is none.
+DotFn dot_for(const DotKernels& kernels, DType weight_type);
+
+// x[k] -> k / 32 blocks: d = max|x| / 127, q = round(x / d). k % 32 == 0.
+void quantize_activation_q8_0(const float* x, ActBlockQ8_0* out, int64_t k);
+// x[k] -> k / 256 blocks: d = max|x| / 127, q = round(x / d), bsums[g] = sum of quants 16g..16g+15.
+void quantize_activation_q8_k(const float* x, quant::BlockQ8K* out, int64_t k);
+
+// The CPU features the kernels care about, read once (cpuid plus the OS's saved-state mask).
+struct CpuFeatures {
+  bool avx2 = false;  // with FMA and F16C, and the OS saving YMM registers
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vnni = false;
+};
+const CpuFeatures& detected_cpu_features();
+
+// The plain kernels: always available.
+const DotKernels& scalar_dot_kernels();
+// The AVX2 kernels, or nullptr when this build has none (non-x86) or `features` lacks AVX2.
+const DotKernels* avx2_dot_kernels(const CpuFeatures& features);
+// The fastest set `features` can run.
+const DotKernels& best_dot_kernels(const CpuFeatures& features);
+
+}  // namespace gufo::cpu::fast

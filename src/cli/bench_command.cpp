@@ -1,0 +1,196 @@
+// `gufo bench -m M.gguf [-p 64,512] [-n 128] [-d 0,4096] [-r 3] [-o md|json] [-t N]`: prefill
+// (pp) and decode (tg) throughput at context depth d, llama-bench style: each test runs -r
+// times after one warm-up and reports tokens/s mean ± stdev. Token ids are random (seeded),
+// as llama-bench's are; the depth is filled untimed before each run.
+// Tested by tests/unit/engine/bench_cli_test.cpp; numbers go to BENCHMARKS.md.
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/command.h"
+#include "engine/model.h"
+
+namespace gufo::cli {
+
+namespace {
+
+struct BenchOptions {
+  std::string model_path;
+  std::string prompts = "512";
+  int32_t n_gen = 128;
+  std::string depths = "0";
+  int32_t reps = 3;
+  std::string output = "md";
+  int threads = 0;
+};
+
+Result<std::vector<int64_t>> parse_list(const std::string& text, const char* flag, int64_t min) {
+  std::vector<int64_t> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      const long long value = std::stoll(item, &used);
+      if (used != item.size() || value < min) throw std::invalid_argument(item);
+      values.push_back(value);
+    } catch (const std::exception&) {
+      return Error{std::string(flag) + " " + text + ": expected comma-separated integers >= " + std::to_string(min)};
+    }
+  }
+  if (values.empty()) return Error{std::string(flag) + ": empty list"};
+  return values;
+}
+
+struct TestResult {
+  std::string name;
+  int64_t n_prompt = 0, n_gen = 0, depth = 0;
+  std::vector<double> tokens_per_s;
+  double mean() const {
+    double sum = 0;
+    for (double v : tokens_per_s) sum += v;
+    return sum / static_cast<double>(tokens_per_s.size());
+  }
+  double stdev() const {
+    if (tokens_per_s.size() < 2) return 0.0;
+    const double m = mean();
+    double sq = 0;
+    for (double v : tokens_per_s) sq += (v - m) * (v - m);
+    return std::sqrt(sq / static_cast<double>(tokens_per_s.size() - 1));
+  }
+};
+
+using Clock = std::chrono::steady_clock;
+
+// One run: fill `depth` untimed, then time `n_prompt` tokens as one batch or `n_gen` decode steps.
+Result<double> run_once(const engine::Model& model, backend::Backend& backend, int64_t depth, int64_t n_prompt,
+                        int64_t n_gen, std::mt19937& rng) {
+  const int64_t n_ctx = depth + std::max(n_prompt, n_gen);
+  GUFO_ASSIGN_OR_RETURN(engine::Session session, engine::Session::create(model, backend, n_ctx));
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.hparams().n_vocab - 1));
+  auto random_tokens = [&](int64_t n) {
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int32_t& id : ids) id = token(rng);
+    return ids;
+  };
+  for (int64_t filled = 0; filled < depth;) {
+    const int64_t chunk = std::min<int64_t>(512, depth - filled);
+    GUFO_RETURN_IF_ERROR(session.eval(random_tokens(chunk), false));
+    filled += chunk;
+  }
+  if (n_prompt > 0) {
+    const std::vector<int32_t> prompt = random_tokens(n_prompt);
+    const auto start = Clock::now();
+    GUFO_RETURN_IF_ERROR(session.eval(prompt, false));
+    return static_cast<double>(n_prompt) / std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  const std::vector<int32_t> steps = random_tokens(n_gen);
+  const auto start = Clock::now();
+  for (int32_t id : steps) GUFO_RETURN_IF_ERROR(session.eval(std::span<const int32_t>(&id, 1), false));
+  return static_cast<double>(n_gen) / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int run_bench(const BenchOptions& o) {
+  if (o.output != "md" && o.output != "json") return report_error(Error{"-o " + o.output + ": expected md or json"});
+  auto prompts = parse_list(o.prompts, "-p", 0);
+  if (!prompts.ok()) return report_error(prompts.error());
+  auto depths = parse_list(o.depths, "-d", 0);
+  if (!depths.ok()) return report_error(depths.error());
+  cpu::CpuBackend cpu(o.threads);
+  auto model = engine::Model::load(o.model_path, cpu);
+  if (!model.ok()) return report_error(model.error());
+  const model::HParams& hp = (*model)->hparams();
+
+  uint64_t n_params = 0, n_bytes = 0;
+  for (const gguf::TensorInfo& t : (*model)->file().tensors()) {
+    n_params += t.n_elements;
+    n_bytes += t.n_bytes;
+  }
+  std::vector<TestResult> results;
+  for (int64_t depth : *depths) {
+    std::vector<std::pair<int64_t, int64_t>> tests;
+    for (int64_t p : *prompts) {
+      if (p > 0) tests.push_back({p, 0});
+    }
+    if (o.n_gen > 0) tests.push_back({0, o.n_gen});
+    for (auto [n_prompt, n_gen] : tests) {
+      TestResult r;
+      r.n_prompt = n_prompt;
+      r.n_gen = n_gen;
+      r.depth = depth;
+      r.name = (n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen)) +
+               (depth > 0 ? " @ d" + std::to_string(depth) : "");
+      if (depth + std::max(n_prompt, n_gen) > hp.n_ctx_train) {
+        return report_error(Error{r.name + ": needs " + std::to_string(depth + std::max(n_prompt, n_gen)) +
+                                  " positions, the model allows " + std::to_string(hp.n_ctx_train)});
+      }
+      std::mt19937 rng(1234);
+      for (int32_t rep = -1; rep < o.reps; ++rep) {  // rep -1: warm-up, not counted
+        auto tps = run_once(**model, cpu, depth, n_prompt, n_gen, rng);
+        if (!tps.ok()) return report_error(tps.error());
+        if (rep >= 0) r.tokens_per_s.push_back(*tps);
+      }
+      results.push_back(r);
+    }
+  }
+
+  const std::string type = [&] {
+    // The most common weight type among 2-D tensors names the file, as llama-bench does with ftype.
+    std::map<std::string, uint64_t> bytes;
+    for (const gguf::TensorInfo& t : (*model)->file().tensors()) {
+      if (t.n_dims >= 2) bytes[std::string(dtype_name(t.type))] += t.n_bytes;
+    }
+    std::string best;
+    uint64_t most = 0;
+    for (const auto& [name, b] : bytes) {
+      if (b > most) most = b, best = name;
+    }
+    return best;
+  }();
+  if (o.output == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const TestResult& r : results) {
+      out.push_back({{"model", o.model_path}, {"arch", hp.arch_name}, {"type", type}, {"size_bytes", n_bytes},
+                     {"n_params", n_params}, {"backend", "CPU"}, {"threads", cpu.n_threads()},
+                     {"test", r.name}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"depth", r.depth},
+                     {"tokens_per_s", r.tokens_per_s}, {"mean", r.mean()}, {"stdev", r.stdev()}});
+    }
+    std::cout << out.dump(2) << '\n';
+    return 0;
+  }
+  std::printf("| model | size | params | backend | threads | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+  for (const TestResult& r : results) {
+    std::printf("| %s %s | %.2f MiB | %.2f M | CPU | %d | %s | %.2f ± %.2f |\n", hp.arch_name.c_str(), type.c_str(),
+                static_cast<double>(n_bytes) / (1 << 20), static_cast<double>(n_params) / 1e6, cpu.n_threads(),
+                r.name.c_str(), r.mean(), r.stdev());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command register_bench(CLI::App& root) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* app = root.add_subcommand("bench", "Prefill and decode throughput (llama-bench style)");
+  app->add_option("-m,--model", o->model_path, "a GGUF model")->required();
+  app->add_option("-p,--n-prompt", o->prompts, "prompt lengths, comma-separated (pp tests)");
+  app->add_option("-n,--n-gen", o->n_gen, "tokens to generate (tg test; 0: none)")->check(CLI::Range(0, 1 << 20));
+  app->add_option("-d,--depth", o->depths, "context depths, comma-separated");
+  app->add_option("-r,--repetitions", o->reps, "timed runs per test")->check(CLI::Range(1, 1000));
+  app->add_option("-o,--output", o->output, "md or json");
+  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  return Command{app, [o] { return run_bench(*o); }};
+}
+
+}  // namespace gufo::cli

@@ -1,0 +1,126 @@
+// `gufo run -m M.gguf -p PROMPT [-n N] [--temp T] [--seed S] [--validate-prefill] ...`: the
+// prompt as raw text (control tokens such as <|im_start|> parsed), generation streamed to
+// stdout. --validate-prefill first checks batch prefill against token-by-token decoding.
+// Tested by tests/unit/engine/run_cli_test.cpp.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/command.h"
+#include "engine/generate.h"
+#include "engine/model.h"
+#include "engine/validate_prefill.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string model_path;
+  std::string prompt;
+  int32_t n_predict = 128;
+  int64_t n_ctx = 4096;
+  int threads = 0;
+  std::string cache_type = "f16";
+  std::vector<std::string> stop;
+  bool validate_prefill = false;
+  engine::SamplerParams sampler;
+};
+
+Result<DType> parse_cache_type(const std::string& name) {
+  if (name == "f16") return DType::F16;
+  if (name == "f32") return DType::F32;
+  return Error{"--cache-type " + name + ": expected f16 or f32"};
+}
+
+// Prints the per-position report to stderr and whether it is within the tolerances.
+int report_prefill(const engine::PrefillReport& report) {
+  std::fprintf(stderr, "validate-prefill: %zu positions (limits: max|dlogit| <= %.0e x max|logit|, KL <= %.0e)\n",
+               report.positions.size(), engine::kValidateMaxAbsLogitRel, engine::kValidateMaxKl);
+  for (size_t i = 0; i < report.positions.size(); ++i) {
+    const engine::PrefillPosition& p = report.positions[i];
+    std::fprintf(stderr, "  pos %4zu  max|dlogit| %.3e  KL %.3e\n", i, p.max_abs_diff, p.kl);
+  }
+  if (!report.ok) {
+    return report_error(Error{"validate-prefill: batch prefill differs from token-by-token decoding beyond the limits"});
+  }
+  std::fprintf(stderr, "validate-prefill: ok\n");
+  return 0;
+}
+
+int run_run(const RunOptions& options) {
+  auto cache_type = parse_cache_type(options.cache_type);
+  if (!cache_type.ok()) return report_error(cache_type.error());
+  cpu::CpuBackend cpu(options.threads);
+  auto model = engine::Model::load(options.model_path, cpu);
+  if (!model.ok()) return report_error(model.error());
+  auto tok = tokenizer::Tokenizer::load((*model)->file());
+  if (!tok.ok()) return report_error(tok.error());
+  if (tok->vocab().n_vocab() > (*model)->hparams().n_vocab) {
+    return report_error(Error{options.model_path + ": the tokenizer has " + std::to_string(tok->vocab().n_vocab()) +
+                              " tokens but the model only " + std::to_string((*model)->hparams().n_vocab)});
+  }
+
+  std::vector<int32_t> prompt;
+  if (tok->vocab().add_bos) prompt.push_back(tok->vocab().bos_id);
+  const std::vector<int32_t> body = tok->encode(options.prompt, /*parse_special=*/true);
+  prompt.insert(prompt.end(), body.begin(), body.end());
+  if (prompt.empty()) return report_error(Error{"-p: the prompt is empty"});
+
+  if (options.validate_prefill) {
+    auto report = engine::validate_prefill(**model, cpu, prompt, *cache_type);
+    if (!report.ok()) return report_error(report.error());
+    if (int code = report_prefill(*report); code != 0) return code;
+  }
+
+  const int64_t n_ctx = std::min<int64_t>(options.n_ctx, (*model)->hparams().n_ctx_train);
+  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
+    return report_error(Error{"-p: the prompt has " + std::to_string(prompt.size()) +
+                              " tokens, the context only " + std::to_string(n_ctx)});
+  }
+  auto session = engine::Session::create(**model, cpu, n_ctx, *cache_type);
+  if (!session.ok()) return report_error(session.error());
+  engine::GenerateOptions generate;
+  generate.n_predict = options.n_predict;
+  generate.stop = options.stop;
+  generate.sampler = options.sampler;
+  auto result = engine::generate(*session, *tok, prompt, generate, [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (!result.ok()) return report_error(result.error());
+  std::fputc('\n', stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command register_run(CLI::App& root) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* app = root.add_subcommand("run", "Generate text from a prompt, streaming to stdout");
+  app->add_option("-m,--model", o->model_path, "a GGUF model")->required();
+  app->add_option("-p,--prompt", o->prompt, "the prompt (raw text; control tokens are parsed)")->required();
+  app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until the context is full)");
+  app->add_option("-c,--ctx", o->n_ctx, "context size in tokens (at most the model's)")->check(CLI::Range(1, 1 << 24));
+  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
+  app->add_option("--temp", o->sampler.temperature, "temperature (0: greedy)");
+  app->add_option("--top-k", o->sampler.top_k, "top-k (0: off)");
+  app->add_option("--top-p", o->sampler.top_p, "top-p (1: off)");
+  app->add_option("--min-p", o->sampler.min_p, "min-p (0: off)");
+  app->add_option("--repeat-penalty", o->sampler.repeat_penalty, "repetition penalty (1: off)");
+  app->add_option("--presence-penalty", o->sampler.presence_penalty, "presence penalty (0: off)");
+  app->add_option("--frequency-penalty", o->sampler.frequency_penalty, "frequency penalty (0: off)");
+  app->add_option("--repeat-last-n", o->sampler.penalty_last_n, "tokens the penalties look back on");
+  app->add_option("-s,--seed", o->sampler.seed, "random seed (same seed, same output)");
+  app->add_option("--stop", o->stop, "stop before this text (repeatable)");
+  app->add_flag("--validate-prefill", o->validate_prefill,
+                "check batch prefill against token-by-token decoding first");
+  return Command{app, [o] { return run_run(*o); }};
+}
+
+}  // namespace gufo::cli

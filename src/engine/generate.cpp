@@ -1,0 +1,96 @@
+// Generation loop (see generate.h).
+#include "engine/generate.h"
+
+#include <algorithm>
+
+namespace gufo::engine {
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::Length: return "length";
+    case StopReason::EndOfGeneration: return "eog";
+    case StopReason::StopString: return "stop";
+    case StopReason::ContextFull: return "context";
+  }
+  return "?";
+}
+
+std::vector<int32_t> end_of_generation_tokens(const tokenizer::Vocab& vocab) {
+  std::vector<int32_t> ids;
+  if (vocab.eos_id >= 0) ids.push_back(vocab.eos_id);
+  for (const char* text : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|endoftext|>", "<|end_of_text|>"}) {
+    const auto it = vocab.token_ids.find(std::string_view(text));
+    if (it != vocab.token_ids.end() && vocab.types[static_cast<size_t>(it->second)] == tokenizer::TokenType::Control &&
+        std::find(ids.begin(), ids.end(), it->second) == ids.end()) {
+      ids.push_back(it->second);
+    }
+  }
+  return ids;
+}
+
+size_t stop_safe_prefix(std::string_view text, std::span<const std::string> stops, size_t& found) {
+  found = std::string_view::npos;
+  for (const std::string& stop : stops) {
+    if (stop.empty()) continue;
+    const size_t at = text.find(stop);
+    if (at != std::string_view::npos) found = std::min(found, at);
+  }
+  if (found != std::string_view::npos) return found;
+  size_t safe = text.size();
+  for (const std::string& stop : stops) {
+    // The longest suffix of text that is a proper prefix of stop must wait.
+    for (size_t len = std::min(stop.size() - 1, text.size()); len > 0; --len) {
+      if (text.substr(text.size() - len) == std::string_view(stop).substr(0, len)) {
+        safe = std::min(safe, text.size() - len);
+        break;
+      }
+    }
+  }
+  return safe;
+}
+
+Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& tokenizer,
+                                std::span<const int32_t> prompt, const GenerateOptions& options,
+                                const std::function<void(std::string_view)>& on_text) {
+  GUFO_RETURN_IF_ERROR(validate(options.sampler));
+  if (prompt.empty()) return Error{"generate: the prompt has no tokens"};
+  const std::vector<int32_t> eog = end_of_generation_tokens(tokenizer.vocab());
+  Sampler sampler(options.sampler);
+  for (int32_t token : prompt) sampler.accept(token);
+
+  GenerateResult result;
+  tokenizer::Detokenizer detokenizer(tokenizer);
+  std::string pending;  // decoded text not yet emitted (may start a stop string)
+  GUFO_ASSIGN_OR_RETURN(std::vector<float> logits, session.eval(prompt, false));
+  const int64_t n_ctx = session.context_size();
+  for (int32_t n = 0; options.n_predict < 0 || n < options.n_predict; ++n) {
+    const int32_t token = sampler.sample(logits);
+    sampler.accept(token);
+    result.tokens.push_back(token);
+    if (std::find(eog.begin(), eog.end(), token) != eog.end()) {
+      result.reason = StopReason::EndOfGeneration;
+      break;
+    }
+    GUFO_ASSIGN_OR_RETURN(std::string piece, detokenizer.push(token));
+    pending += piece;
+    size_t found = 0;
+    const size_t safe = stop_safe_prefix(pending, options.stop, found);
+    if (found != std::string::npos) {
+      on_text(std::string_view(pending).substr(0, found));
+      result.reason = StopReason::StopString;
+      return result;
+    }
+    on_text(std::string_view(pending).substr(0, safe));
+    pending.erase(0, safe);
+    if (session.n_past() >= n_ctx) {
+      result.reason = StopReason::ContextFull;
+      break;
+    }
+    GUFO_ASSIGN_OR_RETURN(logits, session.eval(std::span<const int32_t>(&token, 1), false));
+  }
+  pending += detokenizer.finish();
+  on_text(pending);
+  return result;
+}
+
+}  // namespace gufo::engine

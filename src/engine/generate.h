@@ -1,0 +1,46 @@
+// Generation loop: prompt in, text streamed out through a callback, until n_predict tokens,
+// an end-of-generation token, or a stop string. Text that could still become a stop string
+// is held back until it cannot. Tested by tests/unit/engine/generate_test.cpp.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "engine/model.h"
+#include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::engine {
+
+struct GenerateOptions {
+  int32_t n_predict = 128;  // < 0: until the context is full
+  std::vector<std::string> stop;
+  SamplerParams sampler;
+};
+
+enum class StopReason { Length, EndOfGeneration, StopString, ContextFull };
+std::string_view stop_reason_name(StopReason reason);
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated (the end token included, if any)
+  StopReason reason = StopReason::Length;
+};
+
+// End-of-generation tokens of a vocabulary: EOS plus the control tokens chat models end a
+// turn with (<|im_end|>, <|eot_id|>, <|eom_id|>, <|endoftext|>, <|end_of_text|>) if present.
+std::vector<int32_t> end_of_generation_tokens(const tokenizer::Vocab& vocab);
+
+// Keeps the longest tail of `text` that is a proper prefix of some stop string; returns how
+// many leading bytes are safe to emit now. Sets `found` to the offset of a complete stop
+// string, if one occurs.
+size_t stop_safe_prefix(std::string_view text, std::span<const std::string> stops, size_t& found);
+
+Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& tokenizer,
+                                std::span<const int32_t> prompt, const GenerateOptions& options,
+                                const std::function<void(std::string_view)>& on_text);
+
+}  // namespace gufo::engine

@@ -1,0 +1,104 @@
+// Sampler (see sampler.h).
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+namespace gufo::engine {
+
+Status validate(const SamplerParams& p) {
+  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature)) return Error{"temperature must be >= 0"};
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return Error{"top_p must be in (0, 1]"};
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return Error{"min_p must be in [0, 1]"};
+  if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty)) return Error{"repeat_penalty must be > 0"};
+  if (!std::isfinite(p.presence_penalty)) return Error{"presence_penalty must be finite"};
+  if (!std::isfinite(p.frequency_penalty)) return Error{"frequency_penalty must be finite"};
+  if (p.penalty_last_n < 0) return Error{"penalty_last_n must be >= 0"};
+  return {};
+}
+
+Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
+
+void Sampler::accept(int32_t token) { history_.push_back(token); }
+
+double Sampler::uniform() {
+  // NOTE(sampler): the top 53 bits as a fraction, identical on every standard library.
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  candidates_.clear();
+  candidates_.reserve(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    candidates_.push_back({static_cast<int32_t>(i), logits[i]});
+  }
+
+  // Penalties over the last penalty_last_n tokens.
+  const size_t n_recent = std::min(history_.size(), static_cast<size_t>(params_.penalty_last_n));
+  if (n_recent > 0 && (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                       params_.frequency_penalty != 0.0f)) {
+    std::unordered_map<int32_t, int> counts;
+    for (size_t i = history_.size() - n_recent; i < history_.size(); ++i) ++counts[history_[i]];
+    for (const auto& [id, count] : counts) {
+      if (id < 0 || static_cast<size_t>(id) >= candidates_.size()) continue;
+      float& logit = candidates_[static_cast<size_t>(id)].logit;
+      logit = logit > 0.0f ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
+      logit -= static_cast<float>(count) * params_.frequency_penalty + params_.presence_penalty;
+    }
+  }
+
+  const auto by_logit = [](const Candidate& a, const Candidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  };
+  if (params_.temperature <= 0.0f) {
+    return std::min_element(candidates_.begin(), candidates_.end(), by_logit)->id;
+  }
+
+  // top-k, then sort what is left (descending, ties by id so the order is total).
+  size_t keep = candidates_.size();
+  if (params_.top_k > 0) keep = std::min(keep, static_cast<size_t>(params_.top_k));
+  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep),
+                    candidates_.end(), by_logit);
+  candidates_.resize(keep);
+
+  // Probabilities at temperature 1 decide top-p and min-p (as llama.cpp's default chain).
+  std::vector<double> probs(keep);
+  const double max_logit = candidates_.front().logit;
+  double sum = 0.0;
+  for (size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(candidates_[i].logit - max_logit);
+  size_t cut = keep;
+  if (params_.top_p < 1.0f) {
+    double cumulative = 0.0;
+    for (size_t i = 0; i < keep; ++i) {
+      cumulative += probs[i] / sum;
+      if (cumulative >= params_.top_p) {
+        cut = i + 1;
+        break;
+      }
+    }
+  }
+  if (params_.min_p > 0.0f) {
+    const double threshold = params_.min_p * probs[0];
+    size_t above = 1;
+    while (above < cut && probs[above] >= threshold) ++above;
+    cut = above;
+  }
+  candidates_.resize(cut);
+
+  // Temperature, then one draw.
+  std::vector<double> weights(cut);
+  double total = 0.0;
+  for (size_t i = 0; i < cut; ++i) {
+    total += weights[i] = std::exp((candidates_[i].logit - max_logit) / params_.temperature);
+  }
+  double r = uniform() * total;
+  for (size_t i = 0; i < cut; ++i) {
+    r -= weights[i];
+    if (r < 0.0) return candidates_[i].id;
+  }
+  return candidates_[cut - 1].id;
+}
+
+}  // namespace gufo::engine

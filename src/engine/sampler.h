@@ -1,0 +1,54 @@
+// Picks the next token from logits: repetition / presence / frequency penalties, then top-k,
+// top-p, min-p and temperature, then a draw (or greedy at temperature 0), in llama.cpp's
+// order. Same seed, same tokens, on every compiler: the generator is std::mt19937_64 (fully
+// specified by the standard) with our own uniform conversion, not a std distribution.
+// Tested by tests/unit/engine/sampler_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gufo::engine {
+
+struct SamplerParams {
+  float temperature = 0.8f;  // <= 0: greedy
+  int32_t top_k = 40;        // <= 0: off
+  float top_p = 0.95f;       // >= 1: off
+  float min_p = 0.05f;       // <= 0: off
+  float repeat_penalty = 1.0f;    // 1: off; divides positive logits, multiplies negative ones
+  float presence_penalty = 0.0f;  // subtracted once from each token seen
+  float frequency_penalty = 0.0f; // subtracted per occurrence
+  int32_t penalty_last_n = 64;    // how many recent tokens the penalties look at
+  uint64_t seed = 0;
+};
+
+// Checks ranges (temperature >= 0, top_p in (0, 1], min_p in [0, 1], penalties finite, ...);
+// errors name the parameter.
+Status validate(const SamplerParams& params);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerParams& params);
+  // The next token for `logits` [n_vocab], given the tokens so far (for the penalties).
+  int32_t sample(std::span<const float> logits);
+  // Records a token that is now part of the context (prompt tokens and sampled ones).
+  void accept(int32_t token);
+
+ private:
+  double uniform();  // [0, 1)
+
+  SamplerParams params_;
+  std::mt19937_64 rng_;
+  std::vector<int32_t> history_;
+  struct Candidate {
+    int32_t id;
+    float logit;
+  };
+  std::vector<Candidate> candidates_;
+};
+
+}  // namespace gufo::engine

@@ -1,0 +1,113 @@
+// The forward pass as data: a small vocabulary of ops recorded by GraphBuilder, run by any
+// backend (backend/backend.h). Activations are 2-D f32 [rows = tokens, cols]; a head layout
+// is a view of cols (n_head * head_dim). Every node has a stable name ("blk.3.attn_out") so
+// two backends or two builds can be compared tensor by tensor.
+// Tested by tests/unit/model/graph_test.cpp and, end to end, tests/unit/model/forward_test.cpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/result.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+
+namespace gufo::model {
+
+using NodeId = int32_t;
+inline constexpr NodeId kNoNode = -1;
+
+enum class Op {
+  Tokens,      // the batch's token ids (int32) -> [n_tokens, 1]
+  Weight,      // a model tensor, [ne1, ne0] (rows, cols); read only
+  GetRows,     // src0 weight [n_vocab, n_embd], src1 Tokens -> [n_tokens, n_embd]
+  RmsNorm,     // src0 x [r, c], src1 weight [group]: each group of c normalized, times weight
+  MatMul,      // src0 x [r, k], src1 weight [n, k] -> [r, n] = x · weightᵀ
+  Add,         // src0 [r, c] + src1 [r, c] or a row [c] broadcast over rows
+  Rope,        // src0 x [r, n_heads * head_dim], src1 freq factors [head_dim/2] or none
+  Attention,   // src0 q, src1 k, src2 v (roped) -> [r, n_head * head_dim]; writes the KV cache
+  SwiGlu,      // silu(src0) * src1, same shapes
+  OutputRows,  // src0 [r, c] -> the rows the batch wants logits for [n_outputs, c]
+};
+
+std::string_view op_name(Op op);
+
+struct RmsNormParams {
+  float eps = 1e-6f;
+  int64_t group = 0;  // the normalized width: cols, or head_dim for per-head q/k norm
+};
+
+struct RopeParams {
+  int64_t head_dim = 0;
+  RopeType type = RopeType::Neox;
+  float theta = 10000.0f;
+};
+
+struct AttentionParams {
+  int32_t layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;  // softmax(q·k * scale)
+};
+
+using OpParams = std::variant<std::monostate, RmsNormParams, RopeParams, AttentionParams>;
+
+struct Node {
+  Op op = Op::Tokens;
+  std::array<NodeId, 3> src = {kNoNode, kNoNode, kNoNode};
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const Weight* weight = nullptr;  // Op::Weight only
+  OpParams params;
+  std::string name;
+};
+
+struct Graph {
+  std::vector<Node> nodes;  // topological order: sources come before their users
+  NodeId output = kNoNode;  // logits [n_outputs, n_vocab]
+  int64_t n_tokens = 0;
+  int64_t n_outputs = 0;
+};
+
+// The shape one forward call is built for.
+struct BatchShape {
+  int64_t n_tokens = 0;
+  int64_t n_outputs = 0;  // rows of logits wanted (1 for decode, n_tokens to score a text)
+};
+
+// Records nodes and checks shapes as they are added; the first error is kept and returned
+// by finish(), so model code reads top to bottom without error plumbing on every line.
+class GraphBuilder {
+ public:
+  GraphBuilder(const WeightTable& weights, BatchShape shape);
+
+  NodeId tokens();
+  NodeId weight(const std::string& name);            // required
+  NodeId optional_weight(const std::string& name);   // kNoNode when absent
+  NodeId get_rows(NodeId table, NodeId ids, std::string name);
+  NodeId rms_norm(NodeId x, NodeId w, RmsNormParams params, std::string name);
+  NodeId mat_mul(NodeId x, NodeId w, std::string name);
+  NodeId add(NodeId a, NodeId b, std::string name);
+  NodeId rope(NodeId x, NodeId freq_factors, RopeParams params, std::string name);
+  NodeId attention(NodeId q, NodeId k, NodeId v, AttentionParams params, std::string name);
+  NodeId swiglu(NodeId gate, NodeId up, std::string name);
+  NodeId output_rows(NodeId x, std::string name);
+
+  const Node& node(NodeId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
+  Result<Graph> finish(NodeId output);
+
+ private:
+  NodeId push(Node node);
+  bool valid(NodeId id) const;
+  void fail(std::string message);
+
+  const WeightTable& weights_;
+  Graph graph_;
+  std::string error_;
+};
+
+}  // namespace gufo::model

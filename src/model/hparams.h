@@ -1,0 +1,51 @@
+// Hyper-parameters of a decoder-only transformer, read from GGUF metadata with the key names
+// the GGUF ecosystem uses ({arch}.block_count, ...). Validated so the forward pass can trust
+// every count. Tested by tests/unit/model/hparams_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+#include "gguf/file.h"
+
+namespace gufo::model {
+
+enum class Arch { Qwen3, Llama, Qwen2 };
+
+// NOTE(rope): "normal" rotates adjacent pairs (x[2i], x[2i+1]); "neox" rotates x[i] with
+// x[i + head_dim/2]. The GGUF ecosystem stores llama's q/k weights permuted for normal rope
+// and qwen2/qwen3's unpermuted for neox rope, so the type follows from the architecture.
+enum class RopeType { Normal, Neox };
+
+struct HParams {
+  Arch arch = Arch::Qwen3;
+  std::string arch_name;   // general.architecture
+  int64_t n_vocab = 0;     // rows of token_embd
+  int64_t n_ctx_train = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;    // {arch}.attention.key_length, else n_embd / n_head
+  int64_t n_ff = 0;
+  float rms_eps = 1e-6f;
+  float rope_theta = 10000.0f;
+  RopeType rope_type = RopeType::Neox;
+  bool has_rope_freqs = false;  // llama 3 rope scaling: rope_freqs.weight [head_dim/2]
+  bool has_qk_norm = false;     // qwen3: RMSNorm over each head of q and k
+  bool has_qkv_bias = false;    // qwen2
+  bool tied_output = false;     // no output.weight: the logits use token_embd
+
+  int64_t n_embd_q() const { return n_head * head_dim; }
+  int64_t n_embd_kv() const { return n_head_kv * head_dim; }
+};
+
+Result<Arch> arch_from_name(std::string_view name);
+std::string_view arch_name(Arch arch);
+
+// Reads and checks the hyper-parameters; tensor presence (tied output, biases, rope_freqs)
+// is read from the tensor table. Errors name the file and the key.
+Result<HParams> load_hparams(const gguf::File& file);
+
+}  // namespace gufo::model
