@@ -29,6 +29,7 @@ Command register_convert(CLI::App& root);
 Command register_tokenize(CLI::App& root);
 Command register_detokenize(CLI::App& root);
 Command register_run(CLI::App& root);
+Command register_chat(CLI::App& root);
 Command register_quality(CLI::App& root);
 Command register_bench(CLI::App& root);
 Command register_render_template(CLI::App& root);

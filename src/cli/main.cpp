@@ -37,6 +37,7 @@ int run_main(int argc, char** argv) {
   commands.push_back(register_tokenize(app));
   commands.push_back(register_detokenize(app));
   commands.push_back(register_run(app));
+  commands.push_back(register_chat(app));
   commands.push_back(register_quality(app));
   commands.push_back(register_bench(app));
   commands.push_back(register_render_template(app));

@@ -1,7 +1,7 @@
 // `gufo run -m M.gguf -p PROMPT [-n N] [--temp T] [--seed S] [--validate-prefill] ...`: the
 // prompt as raw text (control tokens such as <|im_start|> parsed), generation streamed to
 // stdout. --validate-prefill first checks batch prefill against token-by-token decoding.
-// Tested by tests/unit/engine/run_cli_test.cpp.
+// Tested by tests/unit/engine/cli_test.cpp.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "cli/command.h"
+#include "cli/generation_flags.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/validate_prefill.h"
@@ -31,12 +32,6 @@ struct RunOptions {
   engine::SamplerParams sampler;
 };
 
-Result<DType> parse_cache_type(const std::string& name) {
-  if (name == "f16") return DType::F16;
-  if (name == "f32") return DType::F32;
-  return Error{"--cache-type " + name + ": expected f16 or f32"};
-}
-
 // Prints the per-position report to stderr and whether it is within the tolerances.
 int report_prefill(const engine::PrefillReport& report) {
   std::fprintf(stderr, "validate-prefill: %zu positions (limits: max|dlogit| <= %.0e x max|logit|, KL <= %.0e)\n",
@@ -56,14 +51,10 @@ int run_run(const RunOptions& options) {
   auto cache_type = parse_cache_type(options.cache_type);
   if (!cache_type.ok()) return report_error(cache_type.error());
   cpu::CpuBackend cpu(options.threads);
-  auto model = engine::Model::load(options.model_path, cpu);
-  if (!model.ok()) return report_error(model.error());
-  auto tok = tokenizer::Tokenizer::load((*model)->file());
-  if (!tok.ok()) return report_error(tok.error());
-  if (tok->vocab().n_vocab() > (*model)->hparams().n_vocab) {
-    return report_error(Error{options.model_path + ": the tokenizer has " + std::to_string(tok->vocab().n_vocab()) +
-                              " tokens but the model only " + std::to_string((*model)->hparams().n_vocab)});
-  }
+  auto loaded = load_generation_model(options.model_path, cpu);
+  if (!loaded.ok()) return report_error(loaded.error());
+  const engine::Model* model = loaded->model.get();
+  const tokenizer::Tokenizer* tok = loaded->tokenizer.get();
 
   std::vector<int32_t> prompt;
   if (tok->vocab().add_bos) prompt.push_back(tok->vocab().bos_id);
@@ -72,17 +63,17 @@ int run_run(const RunOptions& options) {
   if (prompt.empty()) return report_error(Error{"-p: the prompt is empty"});
 
   if (options.validate_prefill) {
-    auto report = engine::validate_prefill(**model, cpu, prompt, *cache_type);
+    auto report = engine::validate_prefill(*model, cpu, prompt, *cache_type);
     if (!report.ok()) return report_error(report.error());
     if (int code = report_prefill(*report); code != 0) return code;
   }
 
-  const int64_t n_ctx = std::min<int64_t>(options.n_ctx, (*model)->hparams().n_ctx_train);
+  const int64_t n_ctx = std::min<int64_t>(options.n_ctx, model->hparams().n_ctx_train);
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     return report_error(Error{"-p: the prompt has " + std::to_string(prompt.size()) +
                               " tokens, the context only " + std::to_string(n_ctx)});
   }
-  auto session = engine::Session::create(**model, cpu, n_ctx, *cache_type);
+  auto session = engine::Session::create(*model, cpu, n_ctx, *cache_type);
   if (!session.ok()) return report_error(session.error());
   engine::GenerateOptions generate;
   generate.n_predict = options.n_predict;
@@ -108,15 +99,7 @@ Command register_run(CLI::App& root) {
   app->add_option("-c,--ctx", o->n_ctx, "context size in tokens (at most the model's)")->check(CLI::Range(1, 1 << 24));
   app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
   app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
-  app->add_option("--temp", o->sampler.temperature, "temperature (0: greedy)");
-  app->add_option("--top-k", o->sampler.top_k, "top-k (0: off)");
-  app->add_option("--top-p", o->sampler.top_p, "top-p (1: off)");
-  app->add_option("--min-p", o->sampler.min_p, "min-p (0: off)");
-  app->add_option("--repeat-penalty", o->sampler.repeat_penalty, "repetition penalty (1: off)");
-  app->add_option("--presence-penalty", o->sampler.presence_penalty, "presence penalty (0: off)");
-  app->add_option("--frequency-penalty", o->sampler.frequency_penalty, "frequency penalty (0: off)");
-  app->add_option("--repeat-last-n", o->sampler.penalty_last_n, "tokens the penalties look back on");
-  app->add_option("-s,--seed", o->sampler.seed, "random seed (same seed, same output)");
+  add_sampler_flags(*app, o->sampler);
   app->add_option("--stop", o->stop, "stop before this text (repeatable)");
   app->add_flag("--validate-prefill", o->validate_prefill,
                 "check batch prefill against token-by-token decoding first");

@@ -1,5 +1,5 @@
-// `gufo synth --arch A --shape S --type T -o OUT.gguf [--seed N] [--layers N] [--quiet]`: a
-// random-weight model of a real shape, for benchmarks (src/quantize/synth_model.cpp); this
+// `gufo synth --arch A --shape S --type T -o OUT.gguf [--seed N] [--layers N] [--vocab N]
+// [--quiet]`: a random-weight model of a real shape, for benchmarks (src/quantize/synth_model.cpp); this
 // file only wires flags. Tested by tests/unit/quantize/synth_test.cpp (Cli).
 #include <chrono>
 #include <cstdio>
@@ -20,6 +20,7 @@ struct SynthCommandOptions {
   std::string out_path;
   uint64_t seed = 0;
   uint32_t n_layer = 0;  // 0: the real count
+  uint32_t n_vocab = 0;  // 0: the real size
   unsigned n_threads = 0;
   bool quiet = false;
 };
@@ -36,6 +37,7 @@ int run_synth(const SynthCommandOptions& options) {
   synth_options.type = *type;
   synth_options.seed = options.seed;
   if (options.n_layer != 0) synth_options.n_layer = options.n_layer;
+  if (options.n_vocab != 0) synth_options.n_vocab = options.n_vocab;
   synth_options.n_threads = options.n_threads;
   synth_options.progress = options.quiet ? nullptr : stderr;
   const auto start = std::chrono::steady_clock::now();
@@ -62,6 +64,9 @@ Command register_synth(CLI::App& root) {
   app->add_option("-o,--output", options->out_path, "the GGUF file to write")->required();
   app->add_option("--seed", options->seed, "weights are a function of the seed (default 0)");
   app->add_option("--layers", options->n_layer, "fewer layers than the real model (tests)");
+  app->add_option("--vocab", options->n_vocab,
+                  "a smaller vocabulary than the real model (tests; specials keep their distance "
+                  "from the end)");
   app->add_option("--threads", options->n_threads, "worker threads (default: all cores)");
   app->add_flag("--quiet", options->quiet, "no progress on stderr");
   return Command{app, [options] { return run_synth(*options); }};

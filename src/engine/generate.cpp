@@ -11,6 +11,7 @@ std::string_view stop_reason_name(StopReason reason) {
     case StopReason::EndOfGeneration: return "eog";
     case StopReason::StopString: return "stop";
     case StopReason::ContextFull: return "context";
+    case StopReason::Cancelled: return "cancelled";
   }
   return "?";
 }
@@ -64,6 +65,10 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   GUFO_ASSIGN_OR_RETURN(std::vector<float> logits, session.eval(prompt, false));
   const int64_t n_ctx = session.context_size();
   for (int32_t n = 0; options.n_predict < 0 || n < options.n_predict; ++n) {
+    if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
+      result.reason = StopReason::Cancelled;
+      break;
+    }
     const int32_t token = sampler.sample(logits);
     sampler.accept(token);
     result.tokens.push_back(token);

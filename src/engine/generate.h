@@ -1,8 +1,9 @@
 // Generation loop: prompt in, text streamed out through a callback, until n_predict tokens,
-// an end-of-generation token, or a stop string. Text that could still become a stop string
+// an end-of-generation token, a stop string, a full context or a cancel request. Text that could still become a stop string
 // is held back until it cannot. Tested by tests/unit/engine/generate_test.cpp.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <span>
 #include <string>
@@ -20,9 +21,12 @@ struct GenerateOptions {
   int32_t n_predict = 128;  // < 0: until the context is full
   std::vector<std::string> stop;
   SamplerParams sampler;
+  // When set and true (another thread or a signal handler sets it), generation ends after
+  // the current token with StopReason::Cancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
-enum class StopReason { Length, EndOfGeneration, StopString, ContextFull };
+enum class StopReason { Length, EndOfGeneration, StopString, ContextFull, Cancelled };
 std::string_view stop_reason_name(StopReason reason);
 
 struct GenerateResult {

@@ -143,6 +143,14 @@ Status synth_model(const SynthOptions& options, const std::string& out_path) {
     }
     config.n_layer = *options.n_layer;
   }
+  if (options.n_vocab) {
+    if (*options.n_vocab < kMinSynthVocab || *options.n_vocab > config.n_vocab) {
+      return Error{"synth: --vocab " + std::to_string(*options.n_vocab) + ": expected " +
+                   std::to_string(kMinSynthVocab) + ".." + std::to_string(config.n_vocab) + " for " +
+                   options.arch + " " + options.shape};
+    }
+    config.n_vocab = *options.n_vocab;
+  }
   const std::vector<SynthTensor> tensors = plan_tensors(config);
   ModelFacts facts;
   facts.n_layer = config.n_layer;

@@ -25,6 +25,7 @@ struct SynthOptions {
   OutputType type;
   uint64_t seed = 0;
   std::optional<uint32_t> n_layer;  // fewer layers than the real model (tests)
+  std::optional<uint32_t> n_vocab;  // a smaller vocabulary (tests; see synth_vocab.h)
   unsigned n_threads = 0;           // 0: hardware_concurrency
   std::FILE* progress = nullptr;    // "[i/n] name: TYPE" lines, or nothing
 };

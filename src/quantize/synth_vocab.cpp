@@ -55,7 +55,7 @@ void add_synth_tokenizer(gguf::Writer& writer, const convert::HfConfig& config) 
   uint32_t eos_id = 0;
   std::string chat_template;
   if (is_llama) {
-    // Llama 3: 256 special ids from 128000, most of them reserved.
+    // Llama 3: 256 special ids from 128000 (of 128256), most of them reserved.
     for (uint32_t id = 128000; id < 128256; ++id) {
       specials.push_back({id, "<|reserved_special_token_" + std::to_string(id - 128000) + "|>"});
     }
@@ -80,8 +80,14 @@ void add_synth_tokenizer(gguf::Writer& writer, const convert::HfConfig& config) 
         "message['content'] + '<|im_end|>' + '\n' }}{% endfor %}"
         "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
   }
+  // NOTE(synth): the ids above are the real ones for the real vocab size (151936, 128256);
+  // a smaller vocab (tests) keeps each special token's distance from the end.
+  const uint32_t real_n_vocab = is_llama ? 128256 : 151936;
   const uint32_t n_vocab = config.n_vocab;
-  GUFO_CHECK(specials.back().id < n_vocab);  // the shape table's vocab sizes hold them
+  GUFO_CHECK(n_vocab >= kMinSynthVocab && real_n_vocab - specials.front().id < n_vocab);
+  for (SpecialToken& special : specials) special.id = n_vocab - (real_n_vocab - special.id);
+  bos_id = n_vocab - (real_n_vocab - bos_id);
+  eos_id = n_vocab - (real_n_vocab - eos_id);
   const uint32_t n_normal = specials.front().id;
 
   std::vector<std::string> tokens;

@@ -10,6 +10,10 @@
 
 namespace gufo::quantize {
 
+// The smallest vocabulary a synthetic tokenizer may have: the byte tokens, some merges and
+// the specials of either family.
+inline constexpr uint32_t kMinSynthVocab = 1024;
+
 // Sets the tokenizer.* keys for a model of `config` (qwen3: pre "qwen2", ChatML specials;
 // llama: pre "llama-bpe", Llama 3 specials).
 void add_synth_tokenizer(gguf::Writer& writer, const convert::HfConfig& config);

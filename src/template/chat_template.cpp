@@ -19,7 +19,8 @@ Result<ChatTemplate> ChatTemplate::parse(std::string source) {
   return result;
 }
 
-Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& variables) const {
+Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& variables,
+                                         const RenderLimits& limits) const {
   if (!variables.is_object()) return Error{"chat template: variables must be a JSON object"};
   auto globals = std::make_shared<Scope>();
   add_global_functions(*globals);
@@ -29,7 +30,7 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& variables
     if (!converted.ok()) return Error{"chat template: variable '" + key + "': " + converted.error().message};
     globals->vars[key] = std::move(converted).value();
   }
-  return render_body(*body_, globals);
+  return render_body(*body_, globals, limits);
 }
 
 Status check_json_depth(const nlohmann::ordered_json& json) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "template/interpreter.h"
 
 namespace gufo::tmpl {
 
@@ -33,8 +34,9 @@ class ChatTemplate {
   // Lexes and parses `source`; syntax errors and unsupported tags come back here.
   static Result<ChatTemplate> parse(std::string source);
 
-  // Renders any template variables (a JSON object) to text.
-  Result<std::string> render(const nlohmann::ordered_json& variables) const;
+  // Renders any template variables (a JSON object) to text, within `limits`.
+  Result<std::string> render(const nlohmann::ordered_json& variables,
+                             const RenderLimits& limits = {}) const;
 
   const std::string& source() const { return source_; }
 

@@ -1,4 +1,5 @@
-// `gufo synth`: the shape table parses; a 2-layer qwen3 0.6B in Q4_K_M is byte-identical for
+// `gufo synth`: the shape table parses; a 2-layer qwen3 0.6B (4096-token vocab) in Q4_K_M is
+// byte-identical for
 // the same seed (whatever the thread count) and differs for another seed; its tensors, types,
 // metadata and tokenizer load as Gufo reads models; a llama 1B has rope_freqs; bad input fails.
 // Run: ctest --preset unit -R quantize_test
@@ -24,13 +25,16 @@ std::string read_all(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+constexpr uint32_t kTestVocab = 4096;
+
 class Synth : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = testing::scratch_dir("synth"); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // NOTE(synth): one 2-layer qwen3 0.6B Q4_K_M (seed 7, all threads) shared by the tests
-  // below: its 151936-row embedding is most of a run's time.
+  // NOTE(synth): one 2-layer qwen3 0.6B Q4_K_M (seed 7, all threads, 4096-token vocab)
+  // shared by the tests of one process; the real 151936-row embedding would be most of a
+  // run's time, and the vocab size changes no other code path.
   static std::filesystem::path& shared_dir() {
     static std::filesystem::path dir;  // set once the shared file exists
     return dir;
@@ -46,6 +50,7 @@ class Synth : public ::testing::Test {
       options.type = *parse_output_type("q4_k_m");
       options.seed = 7;
       options.n_layer = 2;
+      options.n_vocab = kTestVocab;
       const std::filesystem::path file = dir / "qwen.gguf";
       Status done = synth_model(options, file.string());
       EXPECT_TRUE(done.ok()) << done.error().message;
@@ -67,6 +72,7 @@ class Synth : public ::testing::Test {
     options.type = *parse_output_type(type);
     options.seed = seed;
     options.n_layer = 2;
+    options.n_vocab = kTestVocab;
     options.n_threads = n_threads;
     const std::filesystem::path path = dir_ / file_name;
     Status done = synth_model(options, path.string());
@@ -146,6 +152,9 @@ TEST_F(Synth, Qwen3FileLoads) {
   EXPECT_EQ(*file->get_u32("qwen3.attention.key_length"), 128u);
   EXPECT_EQ(*file->get_u32("general.file_type"), 15u);
   EXPECT_EQ(*file->get_string("tokenizer.ggml.pre"), "qwen2");
+  // The smaller vocab keeps the specials' distance from the end (151645 of 151936 for real).
+  EXPECT_EQ(*file->get_u32("tokenizer.ggml.eos_token_id"), kTestVocab - (151936 - 151645));
+  EXPECT_EQ((*file->get_tensor("token_embd.weight"))->ne[1], kTestVocab);
   // token_embd, 2 layers x 11, output_norm; tied: no output.weight.
   EXPECT_EQ(file->tensors().size(), 24u);
   EXPECT_EQ(file->find_tensor("output.weight"), nullptr);
@@ -200,20 +209,23 @@ TEST_F(Synth, LlamaHasRopeFreqsAndPlainTypes) {
   EXPECT_EQ(freqs->ne[0], 32u);  // head_dim 64 / 2
   EXPECT_EQ((*file->get_tensor("blk.0.attn_q.weight"))->type, DType::BF16);
   EXPECT_EQ((*file->get_tensor("blk.0.attn_norm.weight"))->type, DType::F32);
-  EXPECT_TRUE(tokenizer::Tokenizer::load(*file).ok());
+  auto tok = tokenizer::Tokenizer::load(*file);
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  EXPECT_EQ(tok->vocab().tokens.at(kTestVocab - (128256 - 128009)), "<|eot_id|>");
 }
 
 TEST_F(Synth, Cli) {
   const std::string out = (dir_ / "cli.gguf").string();
   auto ok = testing::run_gufo(
-      "synth --arch qwen3 --shape 0.6b --type q8_0 --layers 1 --seed 5 -o " + out, dir_);
+      "synth --arch qwen3 --shape 0.6b --type q8_0 --layers 1 --vocab 2048 --seed 5 -o " + out, dir_);
   EXPECT_EQ(ok.exit_code, 0) << ok.stderr_text;
   EXPECT_NE(ok.stderr_text.find("blk.0.attn_q.weight: Q8_0"), std::string::npos) << ok.stderr_text;
   EXPECT_TRUE(gguf::File::open(out).ok());
   std::filesystem::remove(out);
   for (const std::string& args : {"synth --arch qwen3 --shape 0.6b --type q2_k -o " + out,
                                   "synth --arch mistral --shape 7b --type q8_0 -o " + out,
-                                  "synth --arch qwen3 --shape 0.6b --type q8_0 --layers 99 -o " + out}) {
+                                  "synth --arch qwen3 --shape 0.6b --type q8_0 --layers 99 -o " + out,
+                                  "synth --arch qwen3 --shape 0.6b --type q8_0 --vocab 100 -o " + out}) {
     SCOPED_TRACE(args);
     auto bad = testing::run_gufo(args + " --quiet", dir_);
     EXPECT_EQ(bad.exit_code, 1);

@@ -1,0 +1,113 @@
+// `gufo chat -m M.gguf [--system S] [--no-thinking] [-n N] [-c CTX] [sampling flags]`: an
+// interactive conversation using the model's chat template (engine/chat.h). On a terminal,
+// lines are edited readline-style with history (line_reader.h). Ctrl-C stops the current
+// answer and the chat goes on; at the prompt, Ctrl-C, Ctrl-D or /exit leave. /reset starts
+// over (keeping --system). Piped stdin works too: one message per line.
+// Tested by tests/unit/engine/cli_test.cpp (and chat_test.cpp for the conversation logic).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/command.h"
+#include "cli/generation_flags.h"
+#include "cli/interrupt.h"
+#include "cli/line_reader.h"
+#include "engine/chat.h"
+
+namespace gufo::cli {
+
+namespace {
+
+struct ChatCommandOptions {
+  std::string model_path;
+  std::string system_prompt;
+  bool no_thinking = false;
+  int32_t n_predict = -1;
+  int64_t n_ctx = 4096;
+  int threads = 0;
+  std::string cache_type = "f16";
+  std::vector<std::string> stop;
+  engine::SamplerParams sampler;
+};
+
+constexpr const char* kHelp =
+    "/reset starts over, /exit leaves (so do Ctrl-D and Ctrl-C at the prompt); Ctrl-C stops an answer; "
+    "end a line with \\ to continue it";
+
+void write_out(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+int run_chat(const ChatCommandOptions& options) {
+  auto cache_type = parse_cache_type(options.cache_type);
+  if (!cache_type.ok()) return report_error(cache_type.error());
+  cpu::CpuBackend cpu(options.threads);
+  auto loaded = load_generation_model(options.model_path, cpu);
+  if (!loaded.ok()) return report_error(loaded.error());
+  const int64_t n_ctx = std::min<int64_t>(options.n_ctx, loaded->model->hparams().n_ctx_train);
+  auto session = engine::Session::create(*loaded->model, cpu, n_ctx, *cache_type);
+  if (!session.ok()) return report_error(session.error());
+  engine::ChatOptions chat_options;
+  chat_options.system_prompt = options.system_prompt;
+  if (options.no_thinking) chat_options.enable_thinking = false;
+  chat_options.generate.n_predict = options.n_predict;
+  chat_options.generate.stop = options.stop;
+  chat_options.generate.sampler = options.sampler;
+  auto chat = engine::Chat::create(*loaded->model, std::move(session).value(), *loaded->tokenizer, chat_options);
+  if (!chat.ok()) return report_error(chat.error());
+
+  InterruptScope interrupts;
+  LineReader reader;
+  if (reader.interactive()) std::fprintf(stderr, "gufo chat: %s\n", kHelp);
+  for (;;) {
+    InterruptScope::flag() = false;
+    std::optional<std::string> line = reader.read(reader.interactive() ? "> " : "");
+    if (!line) break;
+    if (*line == "/exit" || *line == "/quit") break;
+    if (*line == "/reset") {
+      chat->reset();
+      continue;
+    }
+    if (*line == "/help") {
+      std::fprintf(stderr, "%s\n", kHelp);
+      continue;
+    }
+    if (line->empty()) continue;
+    auto turn = chat->reply(*line, write_out, &InterruptScope::flag());
+    if (!turn.ok()) {
+      // One bad turn (say, a full context) does not end the conversation on a terminal.
+      if (!reader.interactive()) return report_error(turn.error());
+      std::fprintf(stderr, "gufo: error: %s\n", turn.error().message.c_str());
+      continue;
+    }
+    write_out("\n");
+    if (turn->result.reason == engine::StopReason::Cancelled) std::fprintf(stderr, "[answer stopped]\n");
+    if (turn->result.reason == engine::StopReason::ContextFull) {
+      std::fprintf(stderr, "[the context is full: /reset to start over]\n");
+    }
+  }
+  if (reader.interactive()) write_out("\n");
+  return 0;
+}
+
+}  // namespace
+
+Command register_chat(CLI::App& root) {
+  auto o = std::make_shared<ChatCommandOptions>();
+  CLI::App* app = root.add_subcommand("chat", "Chat with a model interactively, using its chat template");
+  app->add_option("-m,--model", o->model_path, "a GGUF model with tokenizer.chat_template")->required();
+  app->add_option("--system", o->system_prompt, "a system prompt");
+  app->add_flag("--no-thinking", o->no_thinking, "enable_thinking=false for templates that have it (Qwen3)");
+  app->add_option("-n,--n-predict", o->n_predict, "at most this many tokens per answer (-1: no limit)");
+  app->add_option("-c,--ctx", o->n_ctx, "context size in tokens (at most the model's)")->check(CLI::Range(1, 1 << 24));
+  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
+  app->add_option("--stop", o->stop, "end an answer before this text (repeatable)");
+  add_sampler_flags(*app, o->sampler);
+  return Command{app, [o] { return run_chat(*o); }};
+}
+
+}  // namespace gufo::cli

@@ -1,0 +1,34 @@
+// What `gufo run` and `gufo chat` share: the sampling flags, the KV cache type flag, and
+// loading a model with its tokenizer (checked to fit the model) for generation.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/dtype.h"
+#include "core/result.h"
+#include "engine/model.h"
+#include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::cli {
+
+// --temp, --top-k, --top-p, --min-p, the penalties, --repeat-last-n and --seed.
+void add_sampler_flags(CLI::App& app, engine::SamplerParams& params);
+
+// "f16" or "f32" (--cache-type).
+Result<DType> parse_cache_type(const std::string& name);
+
+struct GenerationModel {
+  std::unique_ptr<engine::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+};
+
+// Loads `path` for `backend` and its tokenizer; fails if the tokenizer has more tokens than
+// the model has embedding rows.
+Result<GenerationModel> load_generation_model(const std::string& path, const backend::Backend& backend);
+
+}  // namespace gufo::cli

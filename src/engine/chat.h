@@ -1,0 +1,75 @@
+// A multi-turn conversation with one model: the messages so far, rendered with the model's
+// chat template each turn. The KV cache keeps the tokens of the previous render; each turn
+// only the tokens after the longest common prefix are evaluated (a template that rewrites
+// earlier turns, such as Qwen3 dropping old <think> blocks, costs a partial re-prefill, not
+// wrong output). Used by `gufo chat`; the server builds its own prompts.
+// Tested by tests/unit/engine/chat_test.cpp.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "engine/generate.h"
+#include "engine/model.h"
+#include "template/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::engine {
+
+struct ChatOptions {
+  std::string system_prompt;             // empty: no system message
+  std::optional<bool> enable_thinking;   // unset: the template's default
+  GenerateOptions generate;
+};
+
+struct ChatTurn {
+  std::string text;  // the assistant's answer as shown (and as kept in the history)
+  GenerateResult result;
+};
+
+class Chat {
+ public:
+  // The template and BOS/EOS texts come from the model's GGUF (tokenizer.chat_template).
+  static Result<Chat> create(const Model& model, Session session, const tokenizer::Tokenizer& tokenizer,
+                             ChatOptions options);
+
+  // Adds the user's message, generates the answer (streamed through on_text) and adds it.
+  // `cancel`, when set to true (e.g. from a SIGINT handler), ends the answer after the
+  // current token; the partial answer stays in the history.
+  Result<ChatTurn> reply(std::string_view user_text, const std::function<void(std::string_view)>& on_text,
+                         const std::atomic<bool>* cancel = nullptr);
+
+  // Forgets the conversation (the system prompt stays).
+  void reset();
+
+  const nlohmann::ordered_json& messages() const { return messages_; }
+  // Tokens the KV cache holds, in order (the last render plus the generated tokens).
+  const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  // Tokens evaluated by the last reply (the part after the reused prefix).
+  size_t last_prefill_tokens() const { return last_prefill_; }
+
+ private:
+  Chat(const Model& model, Session session, const tokenizer::Tokenizer& tokenizer, ChatOptions options,
+       tmpl::ChatTemplate chat_template, std::string bos_text, std::string eos_text);
+  Result<std::vector<int32_t>> render_prompt() const;
+
+  const Model* model_;
+  Session session_;
+  const tokenizer::Tokenizer* tokenizer_;
+  ChatOptions options_;
+  tmpl::ChatTemplate template_;
+  std::string bos_text_;
+  std::string eos_text_;
+  nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
+  std::vector<int32_t> cached_;
+  size_t last_prefill_ = 0;
+};
+
+}  // namespace gufo::engine

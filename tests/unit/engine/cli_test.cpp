@@ -1,0 +1,213 @@
+// `gufo run` and `gufo chat` as a user runs them: streamed output, same seed same text,
+// --validate-prefill, one-line errors; chat over piped stdin, and Ctrl-C (SIGINT) stopping an
+// answer without ending the chat.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class GenerationCli : public ::testing::Test {
+ protected:
+  static fs::path& dir() {
+    static fs::path path = fs::temp_directory_path() / ("gufo_cli_" + std::to_string(::getpid()));
+    return path;
+  }
+  static void SetUpTestSuite() {
+    fs::create_directories(dir());
+    const fs::path models = fs::path(GUFO_TEST_DATA_DIR) / "models";
+    for (const char* name : {"tiny-qwen3", "tiny-llama"}) {
+      const std::string command = std::string(GUFO_BINARY) + " convert '" + (models / name).string() + "' -o '" +
+                                  (dir() / (std::string(name) + ".gguf")).string() + "' --outtype f32 2>/dev/null";
+      ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    }
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir()); }
+
+  static std::string model(const char* name) { return (dir() / (std::string(name) + ".gguf")).string(); }
+
+  // Runs `gufo ARGS` with `input` on stdin.
+  static Output gufo(const std::string& args, const std::string& input = "") {
+    const fs::path in = dir() / "stdin.txt";
+    std::ofstream(in, std::ios::binary) << input;
+    const std::string command = std::string(GUFO_BINARY) + " " + args + " <" + in.string() + " >" +
+                                (dir() / "out.txt").string() + " 2>" + (dir() / "err.txt").string();
+    const int status = std::system(command.c_str());
+    Output result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = slurp(dir() / "out.txt");
+    result.err = slurp(dir() / "err.txt");
+    return result;
+  }
+};
+
+int lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+TEST_F(GenerationCli, RunStreamsAndIsDeterministicBySeed) {
+  const std::string args = "run -m " + model("tiny-qwen3") + " -p 'Hello world' -n 12 --temp 0.9 --seed 42";
+  const Output first = gufo(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_GT(first.out.size(), 1u);
+  EXPECT_EQ(gufo(args).out, first.out);
+  const Output other = gufo("run -m " + model("tiny-qwen3") + " -p 'Hello world' -n 12 --temp 0.9 --seed 43");
+  EXPECT_NE(other.out, first.out);
+}
+
+TEST_F(GenerationCli, RunValidatePrefillReportsEveryPosition) {
+  const Output result = gufo("run -m " + model("tiny-llama") + " -p 'one two three four' -n 2 --validate-prefill");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("validate-prefill: ok"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("pos    1"), std::string::npos) << result.err;
+}
+
+TEST_F(GenerationCli, RunBadInputIsOneLine) {
+  for (const std::string& args :
+       {"run -m " + (dir() / "missing.gguf").string() + " -p hi", "run -m " + model("tiny-qwen3") + " -p hi --cache-type q4",
+        "run -m " + model("tiny-qwen3") + " -p '" + std::string(400, 'z') + "' -c 64",
+        "run -m " + model("tiny-qwen3") + " -p hi --top-p 0"}) {
+    SCOPED_TRACE(args);
+    const Output result = gufo(args);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_EQ(lines(result.err), 1) << result.err;
+  }
+}
+
+TEST_F(GenerationCli, ChatAnswersEachLineAndKeepsTheConversation) {
+  const std::string args = "chat -m " + model("tiny-qwen3") + " -n 6 --temp 0 --no-thinking";
+  const Output one = gufo(args, "hello\n");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const Output two = gufo(args, "hello\nand then?\n");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  // The first answer is the same; the second one follows it.
+  ASSERT_GT(two.out.size(), one.out.size());
+  EXPECT_EQ(two.out.substr(0, one.out.size()), one.out);
+  // /reset forgets the first turn: the second answer is then the answer to a first question.
+  const Output reset = gufo(args, "hello\n/reset\nhello\n");
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_EQ(reset.out, one.out + one.out);
+  // A message continued with a backslash is one message.
+  const Output joined = gufo(args, "hello\\\nthere\n");
+  ASSERT_EQ(joined.exit_code, 0) << joined.err;
+}
+
+TEST_F(GenerationCli, ChatBadInputIsOneLine) {
+  const Output full = gufo("chat -m " + model("tiny-qwen3") + " -c 16 -n 2", std::string(300, 'q') + "\n");
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_EQ(lines(full.err), 1) << full.err;
+  EXPECT_NE(full.err.find("the context only 16"), std::string::npos) << full.err;
+  const Output missing = gufo("chat -m " + (dir() / "none.gguf").string(), "hi\n");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(lines(missing.err), 1) << missing.err;
+}
+
+// Reads what the child wrote to `fd` until `done(text)` or the deadline; returns the text.
+template <class Done>
+std::string read_until(int fd, std::string text, Done done, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done(text) && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+TEST_F(GenerationCli, CtrlCStopsTheAnswerNotTheChat) {
+  // A 1-layer random qwen3 0.6B: long answers (no EOS in sight, -n -1), fast steps.
+  const std::string synth = (dir() / "synth.gguf").string();
+  const std::string make = std::string(GUFO_BINARY) + " synth --arch qwen3 --shape 0.6b --type q8_0 --layers 1 " +
+                           "--vocab 2048 --quiet -o " + synth;
+  ASSERT_EQ(std::system(make.c_str()), 0);
+
+  int to_child[2];
+  int from_child[2];
+  int err_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  ASSERT_EQ(::pipe(err_child), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(to_child[0], STDIN_FILENO);
+    ::dup2(from_child[1], STDOUT_FILENO);
+    ::dup2(err_child[1], STDERR_FILENO);
+    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1], err_child[0], err_child[1]}) ::close(fd);
+    ::execl(GUFO_BINARY, GUFO_BINARY, "chat", "-m", synth.c_str(), "-n", "-1", "-c", "30000", "-t", "1",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  ::close(err_child[1]);
+  const auto send = [&](const std::string& line) {
+    ASSERT_EQ(::write(to_child[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  };
+  const auto has_output = [](const std::string& text) { return text.size() >= 8; };
+  const auto stopped = [](int count) {
+    return [count](const std::string& text) {
+      int found = 0;
+      for (size_t at = text.find("[answer stopped]"); at != std::string::npos; at = text.find("[answer stopped]", at + 1)) {
+        ++found;
+      }
+      return found >= count;
+    };
+  };
+
+  send("tell me everything\n");
+  const std::string first = read_until(from_child[0], "", has_output, std::chrono::seconds(120));
+  ASSERT_TRUE(has_output(first)) << "no answer";
+  ::kill(pid, SIGINT);
+  std::string err = read_until(err_child[0], "", stopped(1), std::chrono::seconds(60));
+  ASSERT_TRUE(stopped(1)(err)) << err;
+
+  // The first answer (its end was written before the message on stderr) is all in the pipe.
+  read_until(from_child[0], "", [](const std::string&) { return false; }, std::chrono::seconds(1));
+  // Still alive: the next message gets an answer, which Ctrl-C stops too.
+  send("and more\n");
+  const std::string second = read_until(from_child[0], "", has_output, std::chrono::seconds(120));
+  ASSERT_TRUE(has_output(second)) << "no second answer";
+  ::kill(pid, SIGINT);
+  err = read_until(err_child[0], err, stopped(2), std::chrono::seconds(60));
+  EXPECT_TRUE(stopped(2)(err)) << err;
+
+  ::close(to_child[1]);  // end of input: the chat ends normally
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (::waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < deadline) {
+    ::usleep(50'000);
+  }
+  if (std::chrono::steady_clock::now() >= deadline) ::kill(pid, SIGKILL);
+  ::close(from_child[0]);
+  ::close(err_child[0]);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
