@@ -161,12 +161,26 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         }
         const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv,
                                    .head_dim = p.head_dim, .scale = p.scale};
-        pool_.parallel_for(node.rows, 1, [&](int64_t begin, int64_t end) {
+        if (!attend_avx2_available()) {
+          pool_.parallel_for(node.rows, 1, [&](int64_t begin, int64_t end) {
+            std::vector<float> scratch;
+            for (int64_t r = begin; r < end; ++r) {
+              scratch.resize(static_cast<size_t>(attention_scratch_floats(shape, batch.positions[r])));
+              attend(cache.view(batch.seq_ids[r], p.layer), shape, q + r * node.cols, batch.positions[r],
+                     scratch.data(), out.data() + r * node.cols);
+            }
+          });
+          break;
+        }
+        // Work items are (row, KV head): a decode step (one row) still uses every thread.
+        pool_.parallel_for(node.rows * p.n_head_kv, 1, [&](int64_t begin, int64_t end) {
           std::vector<float> scratch;
-          for (int64_t r = begin; r < end; ++r) {
-            scratch.resize(static_cast<size_t>(batch.positions[r]) + 1);
-            attend(cache.view(batch.seq_ids[r], p.layer), shape, q + r * node.cols, batch.positions[r],
-                   scratch.data(), out.data() + r * node.cols);
+          for (int64_t item = begin; item < end; ++item) {
+            const int64_t r = item / p.n_head_kv;
+            const int64_t kv_head = item % p.n_head_kv;
+            scratch.resize(static_cast<size_t>(attention_scratch_floats(shape, batch.positions[r])));
+            attend_avx2(cache.view(batch.seq_ids[r], p.layer), shape, q + r * node.cols, batch.positions[r], kv_head,
+                        kv_head + 1, scratch.data(), out.data() + r * node.cols);
           }
         });
         break;

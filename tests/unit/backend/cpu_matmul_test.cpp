@@ -1,7 +1,7 @@
 // The fast CPU matmul (ops/mat_mul_fast.cpp, quant/dot_*.cpp) against the reference mat_mul,
 // for every weight type and every kernel set this CPU runs (scalar always, AVX2 when present):
 // random shapes, exact answers on adversarial inputs, and scalar-vs-SIMD agreement.
-// Run: ctest --preset unit -R CpuMatMul (or build/<preset>/tests/unit/backend/cpu_matmul_test).
+// Run: ctest --preset unit -R CpuMatMul (or build/<preset>/tests/unit/backend/cpu_ops_test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -278,6 +278,60 @@ std::vector<std::byte> adversarial_bytes(DType type, int64_t n_out, int64_t k, b
 
 // Integer weights and activations in {0, +-127} (sparse, so every partial sum stays below
 // 2^24): the reference and every fast path must agree bit for bit.
+// The kDotRows-row kernels share weight unpacking between rows but must give, row by row,
+// exactly the one-row kernel's float (same integer sums, same accumulation order).
+TEST(CpuMatMul, RowKernelsEqualOneRowKernelsBitForBit) {
+  std::mt19937 rng(77);
+  int checked = 0;
+  for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (const DotKernels* kernels : kernel_sets()) {
+      const fast::DotRowsFn rows_fn = fast::dot_rows_for(*kernels, type);
+      if (rows_fn == nullptr) continue;
+      const fast::DotFn one = fast::dot_for(*kernels, type);
+      for (int64_t k : {256, 1024, 3072}) {
+        OwnedWeight w = quantized_weight(type, 3, k, rng);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> x(static_cast<size_t>(fast::kDotRows * k));
+        for (float& v : x) v = normal(rng);
+        for (int64_t j = 0; j < k; j += 97) x[static_cast<size_t>(j)] *= 50.0f;  // outliers
+        // The activation rows as the kernel wants them, one row after the other.
+        std::vector<std::byte> act;
+        size_t stride = 0;
+        if (fast::activation_format(type) == fast::ActivationFormat::Q8_0) {
+          std::vector<fast::ActBlockQ8_0> blocks(static_cast<size_t>(fast::kDotRows * k / 32));
+          for (int r = 0; r < fast::kDotRows; ++r) {
+            fast::quantize_activation_q8_0(x.data() + r * k, blocks.data() + r * k / 32, k);
+          }
+          stride = static_cast<size_t>(k / 32) * sizeof(fast::ActBlockQ8_0);
+          act.resize(blocks.size() * sizeof(fast::ActBlockQ8_0));
+          std::memcpy(act.data(), blocks.data(), act.size());
+        } else {
+          std::vector<quant::BlockQ8K> blocks(static_cast<size_t>(fast::kDotRows * k / 256));
+          for (int r = 0; r < fast::kDotRows; ++r) {
+            fast::quantize_activation_q8_k(x.data() + r * k, blocks.data() + r * k / 256, k);
+          }
+          stride = static_cast<size_t>(k / 256) * sizeof(quant::BlockQ8K);
+          act.resize(blocks.size() * sizeof(quant::BlockQ8K));
+          std::memcpy(act.data(), blocks.data(), act.size());
+        }
+        for (int64_t n = 0; n < 3; ++n) {
+          const std::byte* w_row = w.weight.data + n * w.weight.row_bytes;
+          float got[fast::kDotRows];
+          rows_fn(k, w_row, act.data(), stride, got);
+          for (int r = 0; r < fast::kDotRows; ++r) {
+            const float want = one(k, w_row, act.data() + static_cast<size_t>(r) * stride);
+            EXPECT_EQ(std::memcmp(&got[r], &want, sizeof want), 0)
+                << dtype_name(type) << " " << kernels->name << " k=" << k << " row " << r << ": " << got[r]
+                << " vs " << want;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no kernel set with row kernels on this CPU";
+}
+
 TEST(CpuMatMul, ExactOnAdversarialInputs) {
   ThreadPool pool(2);
   std::mt19937 rng(99);

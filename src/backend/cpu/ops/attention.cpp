@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backend/cpu/ops/ops.h"
+#include "backend/cpu/quant/dot_kernels.h"
 #include "quant/half.h"
 
 namespace gufo::cpu {
@@ -17,6 +18,21 @@ float load(const KvView& kv, const void* base, int64_t index) {
 }
 
 }  // namespace
+
+bool attend_avx2_available() {
+#if defined(GUFO_CPU_HAVE_AVX2_KERNELS)
+  return fast::detected_cpu_features().avx2;
+#else
+  return false;
+#endif
+}
+
+#if !defined(GUFO_CPU_HAVE_AVX2_KERNELS)
+void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position, int64_t, int64_t,
+                 float* scratch, float* out) {
+  attend(kv, shape, q, position, scratch, out);  // never chosen: attend_avx2_available() is false
+}
+#endif
 
 void kv_store(const KvView& kv, int32_t position, const float* k_row, const float* v_row) {
   const int64_t offset = static_cast<int64_t>(position) * kv.n_embd_kv;

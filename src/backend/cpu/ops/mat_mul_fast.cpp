@@ -5,7 +5,9 @@
 // Work split: the pool takes contiguous ranges of weight rows (output columns). Inside a
 // range, a tile of kWeightTile weight rows is swept by tiles of kRowTile activation rows, so
 // each weight row is read from memory once per tile of activation rows and then from L1, and
-// the tile of weight rows stays in L2 while every activation row passes over it.
+// the tile of weight rows stays in L2 while every activation row passes over it. A whole tile
+// of activation rows goes to the kernel set's DotRowsFn when it has one (one unpacking of each
+// weight block for kDotRows rows); partial tiles and other types loop over the one-row dot.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -20,7 +22,7 @@ namespace {
 // activation rows of Q8_K are ~4.6 KiB, so a weight row (<= 16 KiB at F32) and the tile of
 // activations fit together in a 48 KiB L1.
 constexpr int64_t kWeightTile = 16;
-constexpr int64_t kRowTile = 4;
+constexpr int64_t kRowTile = fast::kDotRows;
 
 }  // namespace
 
@@ -29,6 +31,7 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
   if (w.cols != k) return Error{"mat_mul_fast: '" + w.name + "' has the wrong width"};
   if (rows < 0 || k < 0) return Error{"mat_mul_fast: negative shape for '" + w.name + "'"};
   const fast::DotFn dot = fast::dot_for(kernels, w.type);
+  const fast::DotRowsFn dot_rows = fast::dot_rows_for(kernels, w.type);  // may be nullptr
   const fast::ActivationFormat format = fast::activation_format(w.type);
   if (dot == nullptr || format == fast::ActivationFormat::Unsupported) {
     return Error{"mat_mul_fast: '" + w.name + "' has type " + std::string(dtype_name(w.type)) +
@@ -78,8 +81,15 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
       const int64_t n_last = std::min(end, n_first + kWeightTile);
       for (int64_t r_first = 0; r_first < rows; r_first += kRowTile) {
         const int64_t r_last = std::min(rows, r_first + kRowTile);
+        const bool whole_tile = dot_rows != nullptr && r_last - r_first == kRowTile;
         for (int64_t n = n_first; n < n_last; ++n) {
           const std::byte* w_row = w.data + static_cast<size_t>(n) * w.row_bytes;
+          if (whole_tile) {
+            float dots[kRowTile];
+            dot_rows(k, w_row, act + static_cast<size_t>(r_first) * act_row_bytes, act_row_bytes, dots);
+            for (int64_t r = 0; r < kRowTile; ++r) out[(r_first + r) * n_out + n] = dots[r];
+            continue;
+          }
           for (int64_t r = r_first; r < r_last; ++r) {
             out[r * n_out + n] = dot(k, w_row, act + static_cast<size_t>(r) * act_row_bytes);
           }

@@ -69,8 +69,21 @@ struct AttentionShape {
 };
 
 // Causal attention of one query row q [n_head * head_dim] at `position` over cache positions
-// 0..position of its sequence: out [n_head * head_dim]. `scratch` holds position + 1 floats.
+// 0..position of its sequence: out [n_head * head_dim]. `scratch` holds
+// attention_scratch_floats() floats. The scalar reference.
 void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
             float* scratch, float* out);
+// The same with AVX2/FMA/F16C (attention_avx2.cpp; x86 builds only, and only on CPUs that
+// have them) for the query heads of KV heads [kv_head_first, kv_head_end) only, so a decode
+// step can spread the heads over threads: GQA heads share each cache row, exp by polynomial;
+// equal to attend() up to float rounding.
+void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
+                 int64_t kv_head_first, int64_t kv_head_end, float* scratch, float* out);
+// Whether this build and CPU can run attend_avx2.
+bool attend_avx2_available();
+
+inline int64_t attention_scratch_floats(const AttentionShape& shape, int32_t position) {
+  return (shape.n_head / shape.n_head_kv) * (static_cast<int64_t>(position) + 1);
+}
 
 }  // namespace gufo::cpu

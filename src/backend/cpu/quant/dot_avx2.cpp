@@ -235,6 +235,157 @@ float dot_q6_k(int64_t k, const std::byte* w_row, const void* x_row) {
   return hsum(acc);
 }
 
+// --- kDotRows activation rows per weight row (DotRowsFn). Each row's integer sums and float
+// accumulation are those of the one-row kernel above, in the same order, so the results are
+// bit-identical; only the weight loads, unpacking and scale decoding are shared.
+
+template <typename Block>
+const Block* row_at(const void* x_rows, size_t x_stride, int r) {
+  return reinterpret_cast<const Block*>(static_cast<const std::byte*>(x_rows) + static_cast<size_t>(r) * x_stride);
+}
+
+void dot_q8_0_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+  const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
+  const ActBlockQ8_0* x[kDotRows];
+  __m256 acc[kDotRows];
+  for (int r = 0; r < kDotRows; ++r) {
+    x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
+    acc[r] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+    const __m256i qw_abs = _mm256_sign_epi8(qw, qw);
+    const float dw = half_to_float(w[b].d);
+    for (int r = 0; r < kDotRows; ++r) {
+      const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs));
+      const __m256i products = _mm256_maddubs_epi16(qw_abs, _mm256_sign_epi8(qx, qw));
+      const __m256i sums = _mm256_madd_epi16(products, _mm256_set1_epi16(1));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[r][b].d), _mm256_cvtepi32_ps(sums), acc[r]);
+    }
+  }
+  for (int r = 0; r < kDotRows; ++r) out[r] = hsum(acc[r]);
+}
+
+// sum_g a[g] * b[g] over 16 int16 lanes, as one int32 (exact: |a| < 2^7, |b| < 2^15).
+int32_t dot16_i16(__m256i a, __m256i b) {
+  const __m256i pairs = _mm256_madd_epi16(a, b);
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+template <bool kFifthBit, typename Block>
+void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+  const auto* w = reinterpret_cast<const Block*>(w_row);
+  const BlockQ8K* x[kDotRows];
+  __m256 acc[kDotRows];
+  float acc_min[kDotRows];
+  for (int r = 0; r < kDotRows; ++r) {
+    x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
+    acc[r] = _mm256_setzero_ps();
+    acc_min[r] = 0.0f;
+  }
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  const __m256i one = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    int scale[8];
+    int16_t min_pairs[16];  // min of sub-block s at lanes 2s and 2s+1 (its two per-16 sums)
+    for (int sub = 0; sub < 8; ++sub) {
+      int min = 0;
+      scale_min_k4(sub, w[b].scales, &scale[sub], &min);
+      min_pairs[2 * sub] = min_pairs[2 * sub + 1] = static_cast<int16_t>(min);
+    }
+    const __m256i mins = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(min_pairs));
+    __m256i high_bits = _mm256_setzero_si256();
+    if constexpr (kFifthBit) {
+      high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh));
+    }
+    __m256i sumi[kDotRows];
+    for (int r = 0; r < kDotRows; ++r) sumi[r] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * c));
+      __m256i q_lo = _mm256_and_si256(packed, low_mask);
+      __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
+      if constexpr (kFifthBit) {
+        const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c), one);
+        const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c + 1), one);
+        q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
+        q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
+      }
+      const __m256i scale_lo = _mm256_set1_epi16(static_cast<int16_t>(scale[2 * c]));
+      const __m256i scale_hi = _mm256_set1_epi16(static_cast<int16_t>(scale[2 * c + 1]));
+      for (int r = 0; r < kDotRows; ++r) {
+        const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + 64 * c));
+        const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + 64 * c + 32));
+        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(q_lo, x_lo), scale_lo);
+        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(q_hi, x_hi), scale_hi);
+        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p_lo, p_hi));
+      }
+    }
+    const float dw = half_to_float(w[b].d);
+    const float dmin = half_to_float(w[b].dmin);
+    for (int r = 0; r < kDotRows; ++r) {
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].bsums));
+      const int32_t summ = dot16_i16(mins, bsums);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+      acc_min[r] += x[r][b].d * dmin * static_cast<float>(summ);
+    }
+  }
+  for (int r = 0; r < kDotRows; ++r) out[r] = hsum(acc[r]) - acc_min[r];
+}
+
+void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+  const auto* w = reinterpret_cast<const BlockQ6K*>(w_row);
+  const BlockQ8K* x[kDotRows];
+  __m256 acc[kDotRows];
+  for (int r = 0; r < kDotRows; ++r) {
+    x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
+    acc[r] = _mm256_setzero_ps();
+  }
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  const __m256i two_bits = _mm256_set1_epi8(0x03);
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    const __m256i scales16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
+    __m256i sumi[kDotRows];
+    for (int r = 0; r < kDotRows; ++r) sumi[r] = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = w[b].ql + 64 * half;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * half));
+      const __m256i quarter_quants[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, low_mask), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4)),
+          _mm256_or_si256(_mm256_and_si256(l1, low_mask),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low_mask),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two_bits), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low_mask),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4)),
+      };
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        const int first = 128 * half + 32 * quarter;
+        const __m256i scales = _mm256_setr_m128i(_mm_set1_epi16(w[b].scales[first / 16]),
+                                                 _mm_set1_epi16(w[b].scales[first / 16 + 1]));
+        for (int r = 0; r < kDotRows; ++r) {
+          const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + first));
+          sumi[r] = _mm256_add_epi32(
+              sumi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(quarter_quants[quarter], xq), scales));
+        }
+      }
+    }
+    const float dw = half_to_float(w[b].d);
+    for (int r = 0; r < kDotRows; ++r) {
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].bsums));
+      const int32_t offset = dot16_i16(scales16, bsums);
+      sumi[r] = _mm256_sub_epi32(sumi[r], _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+    }
+  }
+  for (int r = 0; r < kDotRows; ++r) out[r] = hsum(acc[r]);
+}
+
 }  // namespace
 
 // Called by avx2_dot_kernels() (cpu_features.cpp) once cpuid has confirmed AVX2, FMA, F16C.
@@ -246,7 +397,11 @@ const DotKernels& avx2_dot_kernels_unchecked() {
                                   dot_q8_0,
                                   dot_qk_4_5<false, BlockQ4K>,
                                   dot_qk_4_5<true, BlockQ5K>,
-                                  dot_q6_k};
+                                  dot_q6_k,
+                                  dot_q8_0_rows,
+                                  dot_qk_4_5_rows<false, BlockQ4K>,
+                                  dot_qk_4_5_rows<true, BlockQ5K>,
+                                  dot_q6_k_rows};
   return kernels;
 }
 

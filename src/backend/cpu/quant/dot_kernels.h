@@ -35,6 +35,12 @@ static_assert(sizeof(ActBlockQ8_0) == 36, "ActBlockQ8_0 must be unpadded");
 // weight type's block size; w_row holds k elements.
 using DotFn = float (*)(int64_t k, const std::byte* w_row, const void* x_row);
 
+// The same dot for kDotRows activation rows at once (x_rows, x_rows + x_stride, ...): out[r]
+// is exactly what DotFn gives for row r. Prefill uses it so a weight block is loaded and
+// unpacked (and its scales decoded) once for four activation rows instead of four times.
+inline constexpr int kDotRows = 4;
+using DotRowsFn = void (*)(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out);
+
 struct DotKernels {
   const char* name = "";
   DotFn f32 = nullptr;
@@ -44,6 +50,11 @@ struct DotKernels {
   DotFn q4_k = nullptr;
   DotFn q5_k = nullptr;
   DotFn q6_k = nullptr;
+  // Optional kDotRows-row versions (nullptr: callers loop over DotFn).
+  DotRowsFn q8_0_rows = nullptr;
+  DotRowsFn q4_k_rows = nullptr;
+  DotRowsFn q5_k_rows = nullptr;
+  DotRowsFn q6_k_rows = nullptr;
 };
 
 // What a weight type's kernel wants as its activation row.
@@ -51,6 +62,8 @@ enum class ActivationFormat { F32, Q8_0, Q8K, Unsupported };
 ActivationFormat activation_format(DType weight_type);
 // The kernel of `kernels` for a weight type, or nullptr when there is none.
 DotFn dot_for(const DotKernels& kernels, DType weight_type);
+// Its kDotRows-row version, or nullptr.
+DotRowsFn dot_rows_for(const DotKernels& kernels, DType weight_type);
 
 // x[k] -> k / 32 blocks: d = max|x| / 127, q = round(x / d). k % 32 == 0.
 void quantize_activation_q8_0(const float* x, ActBlockQ8_0* out, int64_t k);

@@ -195,6 +195,21 @@ DotFn dot_for(const DotKernels& kernels, DType weight_type) {
   }
 }
 
+DotRowsFn dot_rows_for(const DotKernels& kernels, DType weight_type) {
+  switch (weight_type) {
+    case DType::Q8_0:
+      return kernels.q8_0_rows;
+    case DType::Q4_K:
+      return kernels.q4_k_rows;
+    case DType::Q5_K:
+      return kernels.q5_k_rows;
+    case DType::Q6_K:
+      return kernels.q6_k_rows;
+    default:
+      return nullptr;
+  }
+}
+
 const DotKernels& scalar_dot_kernels() {
   static const DotKernels kernels{"scalar",
                                   dot_f32,
