@@ -1,6 +1,6 @@
-// The dense decoder (see decoder.h). Reads top to bottom like the maths:
+// The decoder (see decoder.h). Reads top to bottom like the maths:
 //   x = embed(tokens)
-//   for each layer: x += attention(norm(x)); x += ffn(norm(x))
+//   for each layer: x += attention(norm(x)); x += ffn(norm(x))   (ffn: dense or experts)
 //   logits = output(norm(x))
 #include "model/decoder.h"
 
@@ -53,6 +53,19 @@ NodeId ffn_block(GraphBuilder& b, int64_t layer, NodeId x) {
   return b.mat_mul(act, b.weight(blk(layer, "ffn_down.weight")), blk(layer, "ffn_out"));
 }
 
+// Mixture of SwiGLU experts: the router scores every expert per token, the top n_expert_used
+// run, their outputs weighted by the routing probabilities. x: [n_tokens, n_embd] -> same.
+NodeId moe_ffn_block(GraphBuilder& b, const HParams& hp, int64_t layer, NodeId x) {
+  const NodeId router = b.weight(blk(layer, "ffn_gate_inp.weight"));       // [n_expert, n_embd]
+  const NodeId gate = b.expert_weights(blk(layer, "ffn_gate_exps.weight"));  // [n_expert, n_ff_exp, n_embd]
+  const NodeId up = b.expert_weights(blk(layer, "ffn_up_exps.weight"));      // [n_expert, n_ff_exp, n_embd]
+  const NodeId down = b.expert_weights(blk(layer, "ffn_down_exps.weight"));  // [n_expert, n_embd, n_ff_exp]
+  const NodeId logits = b.mat_mul(x, router, blk(layer, "ffn_moe_logits"));  // [n_tokens, n_expert]
+  const MoeParams moe{.n_expert = hp.n_expert, .n_expert_used = hp.n_expert_used,
+                      .n_ff_exp = hp.n_ff_exp, .norm_topk = hp.expert_weights_norm};
+  return b.moe_ffn(x, logits, gate, up, down, moe, blk(layer, "ffn_out"));
+}
+
 }  // namespace
 
 Result<Graph> build_decoder(const HParams& hp, const WeightTable& weights, BatchShape shape) {
@@ -67,7 +80,8 @@ Result<Graph> build_decoder(const HParams& hp, const WeightTable& weights, Batch
     const NodeId attn_in = b.rms_norm(x, b.weight(blk(layer, "attn_norm.weight")), norm, blk(layer, "attn_in"));
     x = b.add(x, attention_block(b, hp, opt, layer, attn_in, rope_freqs), blk(layer, "attn_residual"));
     const NodeId ffn_in = b.rms_norm(x, b.weight(blk(layer, "ffn_norm.weight")), norm, blk(layer, "ffn_in"));
-    x = b.add(x, ffn_block(b, layer, ffn_in), blk(layer, "ffn_residual"));
+    const NodeId ffn = opt.moe ? moe_ffn_block(b, hp, layer, ffn_in) : ffn_block(b, layer, ffn_in);
+    x = b.add(x, ffn, blk(layer, "ffn_residual"));
   }
   // Only the rows that need logits go through the output norm and the vocab projection.
   x = b.output_rows(x, "result_rows");

@@ -1,4 +1,4 @@
-// The dense decoder-only transformer that Qwen3, Llama 3 and Qwen2 all are, built as a graph.
+// The decoder-only transformer that Qwen3, Llama 3, Qwen2 and Qwen3-MoE all are, built as a graph.
 // The architectures differ only in the fields of DecoderOptions (architectures.cpp says which),
 // never by branching on the architecture here. Tested by tests/unit/model/forward_test.cpp
 // against Hugging Face transformers' logits (tests/data/models).
@@ -15,6 +15,7 @@ struct DecoderOptions {
   bool qk_norm = false;   // RMSNorm over each head of q and k before RoPE (qwen3)
   bool qkv_bias = false;  // q, k, v projections have biases (qwen2)
   RopeType rope = RopeType::Neox;
+  bool moe = false;       // every FFN is a mixture of experts (qwen3moe), sized by HParams
 };
 
 // The options of an architecture (architectures.cpp).

@@ -1,20 +1,29 @@
 // GraphBuilder: records nodes and checks their shapes (see graph.h).
 #include "model/graph.h"
 
+#include <initializer_list>
 #include <utility>
 
 namespace gufo::model {
 
 namespace {
 
-Node make_node(Op op, std::array<NodeId, 3> src, int64_t rows, int64_t cols, std::string name) {
+Node make_node(Op op, std::initializer_list<NodeId> src, int64_t rows, int64_t cols, std::string name) {
   Node node;
   node.op = op;
-  node.src = src;
+  size_t slot = 0;
+  for (NodeId id : src) node.src[slot++] = id;  // the rest stay kNoNode
   node.rows = rows;
   node.cols = cols;
   node.name = std::move(name);
   return node;
+}
+
+// A tensor's shape as GGUF lists it, ne0 first: "[64, 32, 8]".
+std::string ne_text(std::initializer_list<int64_t> ne) {
+  std::string text = "[";
+  for (int64_t n : ne) text += (text.size() > 1 ? ", " : "") + std::to_string(n);
+  return text + "]";
 }
 
 }  // namespace
@@ -31,6 +40,7 @@ std::string_view op_name(Op op) {
     case Op::Attention: return "attention";
     case Op::SwiGlu: return "swiglu";
     case Op::OutputRows: return "output_rows";
+    case Op::MoeFfn: return "moe_ffn";
   }
   return "?";
 }
@@ -65,6 +75,11 @@ NodeId GraphBuilder::tokens() {
 NodeId GraphBuilder::optional_weight(const std::string& name) {
   const Weight* w = weights_.find(name);
   if (w == nullptr) return kNoNode;
+  if (w->n_expert != 1) {
+    fail(weights_.source() + ": tensor '" + name + "' is a 3-D stack " +
+         ne_text({w->cols, w->rows, w->n_expert}) + ", expected a matrix or vector");
+    return kNoNode;
+  }
   Node n = make_node(Op::Weight, {kNoNode, kNoNode, kNoNode}, w->rows, w->cols, name);
   n.weight = w;
   return push(std::move(n));
@@ -74,6 +89,17 @@ NodeId GraphBuilder::weight(const std::string& name) {
   const NodeId id = optional_weight(name);
   if (id == kNoNode) fail(weights_.source() + ": missing tensor '" + name + "'");
   return id;
+}
+
+NodeId GraphBuilder::expert_weights(const std::string& name) {
+  const Weight* w = weights_.find(name);
+  if (w == nullptr) {
+    fail(weights_.source() + ": missing tensor '" + name + "'");
+    return kNoNode;
+  }
+  Node n = make_node(Op::Weight, {kNoNode, kNoNode, kNoNode}, w->rows, w->cols, name);
+  n.weight = w;
+  return push(std::move(n));
 }
 
 NodeId GraphBuilder::get_rows(NodeId table, NodeId ids, std::string name) {
@@ -163,6 +189,51 @@ NodeId GraphBuilder::swiglu(NodeId gate, NodeId up, std::string name) {
 NodeId GraphBuilder::output_rows(NodeId x, std::string name) {
   if (!valid(x)) return kNoNode;
   Node n = make_node(Op::OutputRows, {x, kNoNode, kNoNode}, graph_.n_outputs, node(x).cols, std::move(name));
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::moe_ffn(NodeId x, NodeId router_logits, NodeId gate_exps, NodeId up_exps,
+                             NodeId down_exps, MoeParams params, std::string name) {
+  for (NodeId id : {x, router_logits, gate_exps, up_exps, down_exps}) {
+    if (!valid(id)) return kNoNode;
+  }
+  if (params.n_expert < 1 || params.n_expert_used < 1 || params.n_expert_used > params.n_expert ||
+      params.n_ff_exp < 1) {
+    fail("moe " + name + ": " + std::to_string(params.n_expert_used) + " of " +
+         std::to_string(params.n_expert) + " experts of width " + std::to_string(params.n_ff_exp));
+    return kNoNode;
+  }
+  const int64_t n_embd = node(x).cols;
+  const Node& logits = node(router_logits);
+  if (logits.rows != node(x).rows || logits.cols != params.n_expert) {
+    // The router logits come from a mat_mul with the router tensor: name it.
+    const std::string what = logits.op == Op::MatMul ? "tensor '" + node(logits.src[1]).name + "'"
+                                                     : "router " + logits.name;
+    fail(weights_.source() + ": " + what + " gives " + std::to_string(logits.cols) +
+         " router logits per token, expected one per expert (" + std::to_string(params.n_expert) + ")");
+    return kNoNode;
+  }
+  // Each stack must be exactly [cols, rows, n_expert] (GGUF order, ne0 first).
+  const auto check_stack = [&](NodeId id, int64_t cols, int64_t rows) {
+    if (node(id).op != Op::Weight) {
+      fail("moe " + name + ": " + node(id).name + " is not a weight");
+      return false;
+    }
+    const Weight& w = *node(id).weight;
+    if (w.cols != cols || w.rows != rows || w.n_expert != params.n_expert) {
+      fail(weights_.source() + ": tensor '" + node(id).name + "' must be " +
+           ne_text({cols, rows, params.n_expert}) + ", found " + ne_text({w.cols, w.rows, w.n_expert}));
+      return false;
+    }
+    return true;
+  };
+  if (!check_stack(gate_exps, n_embd, params.n_ff_exp) || !check_stack(up_exps, n_embd, params.n_ff_exp) ||
+      !check_stack(down_exps, params.n_ff_exp, n_embd)) {
+    return kNoNode;
+  }
+  Node n = make_node(Op::MoeFfn, {x, router_logits, gate_exps, up_exps, down_exps}, node(x).rows, n_embd,
+                     std::move(name));
+  n.params = params;
   return push(std::move(n));
 }
 

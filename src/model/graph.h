@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -31,6 +32,9 @@ enum class Op {
   Attention,   // src0 q, src1 k, src2 v (roped) -> [r, n_head * head_dim]; writes the KV cache
   SwiGlu,      // silu(src0) * src1, same shapes
   OutputRows,  // src0 [r, c] -> the rows the batch wants logits for [n_outputs, c]
+  MoeFfn,      // mixture of SwiGLU experts: src0 x [r, c], src1 router logits [r, n_expert],
+               // src2/3/4 expert stacks gate, up [n_expert, n_ff_exp, c] and down
+               // [n_expert, c, n_ff_exp] -> [r, c]
 };
 
 std::string_view op_name(Op op);
@@ -54,14 +58,26 @@ struct AttentionParams {
   float scale = 1.0f;  // softmax(q·k * scale)
 };
 
-using OpParams = std::variant<std::monostate, RmsNormParams, RopeParams, AttentionParams>;
+// Per row: softmax over the router logits, the n_expert_used most probable experts (ties go
+// to the lower index), their probabilities renormalized to sum to 1 when norm_topk; the
+// output is Σ p_e · down_e(silu(gate_e(x)) * up_e(x)) (backend/cpu/ops/moe.h has the maths).
+struct MoeParams {
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;  // each expert's hidden width
+  bool norm_topk = true;
+};
+
+using OpParams = std::variant<std::monostate, RmsNormParams, RopeParams, AttentionParams, MoeParams>;
+
+inline constexpr size_t kMaxSrc = 5;  // MoeFfn's x, router logits and three expert stacks
 
 struct Node {
   Op op = Op::Tokens;
-  std::array<NodeId, 3> src = {kNoNode, kNoNode, kNoNode};
+  std::array<NodeId, kMaxSrc> src = {kNoNode, kNoNode, kNoNode, kNoNode, kNoNode};
   int64_t rows = 0;
   int64_t cols = 0;
-  const Weight* weight = nullptr;  // Op::Weight only
+  const Weight* weight = nullptr;  // Op::Weight only (a 3-D expert stack: weight->n_expert > 1)
   OpParams params;
   std::string name;
 };
@@ -86,8 +102,9 @@ class GraphBuilder {
   GraphBuilder(const WeightTable& weights, BatchShape shape);
 
   NodeId tokens();
-  NodeId weight(const std::string& name);            // required
+  NodeId weight(const std::string& name);            // required, a matrix or vector
   NodeId optional_weight(const std::string& name);   // kNoNode when absent
+  NodeId expert_weights(const std::string& name);    // required, a 3-D stack of experts
   NodeId get_rows(NodeId table, NodeId ids, std::string name);
   NodeId rms_norm(NodeId x, NodeId w, RmsNormParams params, std::string name);
   NodeId mat_mul(NodeId x, NodeId w, std::string name);
@@ -96,6 +113,8 @@ class GraphBuilder {
   NodeId attention(NodeId q, NodeId k, NodeId v, AttentionParams params, std::string name);
   NodeId swiglu(NodeId gate, NodeId up, std::string name);
   NodeId output_rows(NodeId x, std::string name);
+  NodeId moe_ffn(NodeId x, NodeId router_logits, NodeId gate_exps, NodeId up_exps, NodeId down_exps,
+                 MoeParams params, std::string name);
 
   const Node& node(NodeId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
   Result<Graph> finish(NodeId output);

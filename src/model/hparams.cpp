@@ -10,7 +10,9 @@ Result<Arch> arch_from_name(std::string_view name) {
   if (name == "qwen3") return Arch::Qwen3;
   if (name == "llama") return Arch::Llama;
   if (name == "qwen2") return Arch::Qwen2;
-  return Error{"unsupported architecture '" + std::string(name) + "' (supported: qwen3, llama, qwen2)"};
+  if (name == "qwen3moe") return Arch::Qwen3Moe;
+  return Error{"unsupported architecture '" + std::string(name) +
+               "' (supported: qwen3, llama, qwen2, qwen3moe)"};
 }
 
 std::string_view arch_name(Arch arch) {
@@ -18,6 +20,7 @@ std::string_view arch_name(Arch arch) {
     case Arch::Qwen3: return "qwen3";
     case Arch::Llama: return "llama";
     case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3Moe: return "qwen3moe";
   }
   return "?";
 }
@@ -51,6 +54,23 @@ Status check_range(const gguf::File& file, const std::string& key, int64_t value
   return {};
 }
 
+// The expert counts of a mixture-of-experts architecture; all required, as in llama.cpp.
+Status load_moe(const gguf::File& file, const std::string& p, HParams& hp) {
+  GUFO_ASSIGN_OR_RETURN(hp.n_expert, get_count(file, p + "expert_count"));
+  GUFO_ASSIGN_OR_RETURN(hp.n_expert_used, get_count(file, p + "expert_used_count"));
+  GUFO_ASSIGN_OR_RETURN(hp.n_ff_exp, get_count(file, p + "expert_feed_forward_length"));
+  GUFO_RETURN_IF_ERROR(check_range(file, p + "expert_count", hp.n_expert, 1, 4096));
+  GUFO_RETURN_IF_ERROR(check_range(file, p + "expert_used_count", hp.n_expert_used, 1, hp.n_expert));
+  GUFO_RETURN_IF_ERROR(check_range(file, p + "expert_feed_forward_length", hp.n_ff_exp, 1, 1 << 22));
+  // NOTE(moe): written by gufo convert only; llama.cpp's qwen3moe always renormalizes.
+  if (file.has(p + "expert_weights_norm")) {
+    auto norm = file.get_bool(p + "expert_weights_norm");
+    if (!norm.ok()) return Error{file.name() + ": " + p + "expert_weights_norm: expected a bool"};
+    hp.expert_weights_norm = *norm;
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<HParams> load_hparams(const gguf::File& file) {
@@ -65,7 +85,13 @@ Result<HParams> load_hparams(const gguf::File& file) {
   GUFO_ASSIGN_OR_RETURN(hp.n_ctx_train, get_count(file, p + "context_length"));
   GUFO_ASSIGN_OR_RETURN(hp.n_embd, get_count(file, p + "embedding_length"));
   GUFO_ASSIGN_OR_RETURN(hp.n_layer, get_count(file, p + "block_count"));
-  GUFO_ASSIGN_OR_RETURN(hp.n_ff, get_count(file, p + "feed_forward_length"));
+  if (hp.arch == Arch::Qwen3Moe) GUFO_RETURN_IF_ERROR(load_moe(file, p, hp));
+  // A MoE model has no dense FFN, so its feed_forward_length is informative only.
+  if (hp.is_moe() && !file.has(p + "feed_forward_length")) {
+    hp.n_ff = hp.n_ff_exp;
+  } else {
+    GUFO_ASSIGN_OR_RETURN(hp.n_ff, get_count(file, p + "feed_forward_length"));
+  }
   GUFO_ASSIGN_OR_RETURN(hp.n_head, get_count(file, p + "attention.head_count"));
   hp.n_head_kv = hp.n_head;
   if (file.has(p + "attention.head_count_kv")) {
@@ -114,7 +140,7 @@ Result<HParams> load_hparams(const gguf::File& file) {
   hp.tied_output = file.find_tensor("output.weight") == nullptr;
   hp.has_rope_freqs = file.find_tensor("rope_freqs.weight") != nullptr;
   hp.rope_type = hp.arch == Arch::Llama ? RopeType::Normal : RopeType::Neox;
-  hp.has_qk_norm = hp.arch == Arch::Qwen3;
+  hp.has_qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe;
   hp.has_qkv_bias = hp.arch == Arch::Qwen2;
   return hp;
 }

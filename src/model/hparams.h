@@ -11,7 +11,7 @@
 
 namespace gufo::model {
 
-enum class Arch { Qwen3, Llama, Qwen2 };
+enum class Arch { Qwen3, Llama, Qwen2, Qwen3Moe };
 
 // NOTE(rope): "normal" rotates adjacent pairs (x[2i], x[2i+1]); "neox" rotates x[i] with
 // x[i + head_dim/2]. The GGUF ecosystem stores llama's q/k weights permuted for normal rope
@@ -36,6 +36,14 @@ struct HParams {
   bool has_qk_norm = false;     // qwen3: RMSNorm over each head of q and k
   bool has_qkv_bias = false;    // qwen2
   bool tied_output = false;     // no output.weight: the logits use token_embd
+  // Mixture of experts (qwen3moe; all 0 for dense models): every layer's FFN is the weighted
+  // sum of n_expert_used of n_expert SwiGLU experts of width n_ff_exp.
+  int64_t n_expert = 0;          // {arch}.expert_count
+  int64_t n_expert_used = 0;     // {arch}.expert_used_count (top-k)
+  int64_t n_ff_exp = 0;          // {arch}.expert_feed_forward_length
+  bool expert_weights_norm = true;  // renormalize the top-k weights to sum to 1
+
+  bool is_moe() const { return n_expert > 0; }
 
   int64_t n_embd_q() const { return n_head * head_dim; }
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }

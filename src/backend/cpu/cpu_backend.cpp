@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/ops/moe.h"
 #include "backend/cpu/ops/ops.h"
 #include "quant/quant.h"
 
@@ -193,6 +194,14 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         for (size_t i = 0; i < batch.output_rows.size(); ++i) {
           std::copy_n(x + batch.output_rows[i] * node.cols, node.cols, out.data() + i * node.cols);
         }
+        break;
+      }
+      case model::Op::MoeFfn: {
+        const auto& p = std::get<model::MoeParams>(node.params);
+        const MoeExperts experts{.gate = src_node(2).weight, .up = src_node(3).weight,
+                                 .down = src_node(4).weight};
+        GUFO_RETURN_IF_ERROR(moe_ffn(pool_, input(values, node, 0), node.rows, input(values, node, 1),
+                                     experts, p.n_expert_used, p.norm_topk, out.data()));
         break;
       }
       case model::Op::Weight:

@@ -1,5 +1,5 @@
 // The forward pass against Hugging Face transformers: tiny random-initialised Qwen3, Llama 3
-// (with llama3 rope scaling) and Qwen2 models (tests/data/models, made by
+// (with llama3 rope scaling), Qwen2 and Qwen3-MoE models (tests/data/models, made by
 // tools/hf_reference/make_tiny_models.py) are converted with `gufo convert --outtype f32`,
 // run on the CPU backend with an f32 KV cache, and their logits compared with the stored
 // transformers logits. Also: one batch == token by token, and bad batches are refused.
@@ -139,6 +139,8 @@ TEST_P(ForwardTest, RefusesBadInput) {
 // bf16 3.3e-4/1.7e-3, q8_0 3.9e-3/1.5e-2; top-1 at least 0.98/0.96/0.91 of 56 positions), so
 // rounding noise passes and a broken conversion or kernel fails. With the AVX2 kernels
 // (8-bit activations) q8_0 measures up to 5.9e-3 / 2.6e-2, about half the bound.
+// tiny-qwen3-moe (2026-12-03, AVX2) stays inside the same bounds: f16 1.7e-6/7.6e-6, bf16
+// 1.1e-4/2.9e-4, q8_0 2.2e-3/1.1e-2, top-1 1.0/1.0/0.93.
 struct QuantCase {
   const char* model;
   const char* outtype;
@@ -186,7 +188,10 @@ INSTANTIATE_TEST_SUITE_P(
                       QuantCase{"tiny-qwen3", "q8_0", 1.2e-2, 5e-2, 0.85}, QuantCase{"tiny-llama", "f16", 3e-5, 1e-4, 0.95},
                       QuantCase{"tiny-llama", "bf16", 1e-3, 5e-3, 0.9}, QuantCase{"tiny-llama", "q8_0", 1.2e-2, 5e-2, 0.85},
                       QuantCase{"tiny-qwen2", "f16", 3e-5, 1e-4, 0.95}, QuantCase{"tiny-qwen2", "bf16", 1e-3, 5e-3, 0.9},
-                      QuantCase{"tiny-qwen2", "q8_0", 1.2e-2, 5e-2, 0.85}),
+                      QuantCase{"tiny-qwen2", "q8_0", 1.2e-2, 5e-2, 0.85},
+                      QuantCase{"tiny-qwen3-moe", "f16", 3e-5, 1e-4, 0.95},
+                      QuantCase{"tiny-qwen3-moe", "bf16", 1e-3, 5e-3, 0.9},
+                      QuantCase{"tiny-qwen3-moe", "q8_0", 1.2e-2, 5e-2, 0.85}),
     [](const auto& test_info) {
       std::string name = std::string(test_info.param.model) + "_" + test_info.param.outtype;
       std::replace(name.begin(), name.end(), '-', '_');
@@ -194,7 +199,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, ForwardTest,
-                         ::testing::Values("tiny-qwen3", "tiny-llama", "tiny-qwen2"),
+                         ::testing::Values("tiny-qwen3", "tiny-llama", "tiny-qwen2", "tiny-qwen3-moe"),
                          [](const auto& test_info) {
                            std::string name = test_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
