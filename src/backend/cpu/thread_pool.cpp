@@ -1,10 +1,25 @@
 // ThreadPool (see thread_pool.h): workers wait for a generation counter to move, run their
-// chunk, and the last one to finish wakes the caller.
+// chunk, and the last one to finish releases the caller. Waiting spins first, then sleeps.
 #include "backend/cpu/thread_pool.h"
 
 #include <algorithm>
 
 namespace gufo::cpu {
+
+namespace {
+
+constexpr int kSpinIterations = 20000;
+// NOTE(thread_pool): a spinner yields its core now and then, so that with more threads than
+// cores (or a busy machine) the thread that holds the work still gets to run.
+constexpr int kYieldEvery = 64;
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -14,31 +29,48 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
-  wake_.notify_all();
+  work_cv_.notify_all();
   for (std::thread& worker : workers_) worker.join();
+}
+
+template <class Ready>
+void ThreadPool::wait_for(Ready ready, std::condition_variable& cv, std::atomic<int>& sleepers) {
+  for (int i = 1; i <= kSpinIterations; ++i) {
+    if (ready()) return;
+    if (i % kYieldEvery == 0) {
+      std::this_thread::yield();
+    } else {
+      cpu_relax();
+    }
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  // NOTE(thread_pool): the sleeper count is raised under the lock and before the predicate is
+  // checked; a waker changes the state first (seq_cst) and reads the count after, so either
+  // the predicate sees the change or the waker sees the sleeper, takes the lock (which it can
+  // only get once the sleeper waits) and notifies: no lost wake-up.
+  sleepers.fetch_add(1);
+  cv.wait(lock, ready);
+  sleepers.fetch_sub(1);
+}
+
+void ThreadPool::wake(std::condition_variable& cv, const std::atomic<int>& sleepers) {
+  if (sleepers.load() == 0) return;
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  cv.notify_all();
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* body = nullptr;
-    int64_t begin = 0, end = 0;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      body = body_;
-      begin = std::min(n_, chunk_ * index);
-      end = std::min(n_, begin + chunk_);
-    }
-    if (begin < end) (*body)(begin, end);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
-    }
+    wait_for([&] { return stop_.load() || generation_.load() != seen; }, work_cv_, work_sleepers_);
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const int64_t begin = std::min(n_, chunk_ * index);
+    const int64_t end = std::min(n_, begin + chunk_);
+    if (begin < end) (*body_)(begin, end);
+    if (pending_.fetch_sub(1) == 1) wake(done_cv_, done_sleepers_);
   }
 }
 
@@ -51,19 +83,14 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     return;
   }
   const int64_t n_chunks = std::min<int64_t>(n_threads(), max_chunks);
-  const int64_t chunk = (n + n_chunks - 1) / n_chunks;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    body_ = &body;
-    n_ = n;
-    chunk_ = chunk;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
-  }
-  wake_.notify_all();
-  body(0, std::min(n, chunk));  // the caller takes chunk 0
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  body_ = &body;
+  n_ = n;
+  chunk_ = (n + n_chunks - 1) / n_chunks;
+  pending_.store(static_cast<int>(workers_.size()));
+  generation_.fetch_add(1);  // seq_cst: publishes the job, and orders before wake()'s read
+  wake(work_cv_, work_sleepers_);
+  body(0, std::min(n, chunk_));  // the caller takes chunk 0
+  wait_for([&] { return pending_.load() == 0; }, done_cv_, done_sleepers_);
   body_ = nullptr;
 }
 
