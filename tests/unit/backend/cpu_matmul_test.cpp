@@ -278,8 +278,9 @@ std::vector<std::byte> adversarial_bytes(DType type, int64_t n_out, int64_t k, b
 
 // Integer weights and activations in {0, +-127} (sparse, so every partial sum stays below
 // 2^24): the reference and every fast path must agree bit for bit.
-// The kDotRows-row kernels share weight unpacking between rows but must give, row by row,
-// exactly the one-row kernel's float (same integer sums, same accumulation order).
+// The kDotRows-row kernels and the kDotWeightRows x kDotRows tiles share loads and weight
+// unpacking between rows but must give, pair by pair, exactly the one-row kernel's float
+// (same integer sums, same accumulation order).
 TEST(CpuMatMul, RowKernelsEqualOneRowKernelsBitForBit) {
   std::mt19937 rng(77);
   int checked = 0;
@@ -313,6 +314,18 @@ TEST(CpuMatMul, RowKernelsEqualOneRowKernelsBitForBit) {
           stride = static_cast<size_t>(k / 256) * sizeof(quant::BlockQ8K);
           act.resize(blocks.size() * sizeof(quant::BlockQ8K));
           std::memcpy(act.data(), blocks.data(), act.size());
+        }
+        if (const fast::DotTileFn tile = fast::dot_tile_for(*kernels, type)) {
+          float got[fast::kDotWeightRows * fast::kDotRows];
+          tile(k, w.weight.data + w.weight.row_bytes, w.weight.row_bytes, act.data(), stride, got);  // rows 1, 2
+          for (int i = 0; i < fast::kDotWeightRows; ++i) {
+            for (int r = 0; r < fast::kDotRows; ++r) {
+              const float want = one(k, w.weight.data + (1 + i) * w.weight.row_bytes, act.data() + r * stride);
+              EXPECT_EQ(std::memcmp(&got[i * fast::kDotRows + r], &want, sizeof want), 0)
+                  << dtype_name(type) << " " << kernels->name << " tile k=" << k << " weight row " << i << " row " << r;
+              ++checked;
+            }
+          }
         }
         for (int64_t n = 0; n < 3; ++n) {
           const std::byte* w_row = w.weight.data + n * w.weight.row_bytes;

@@ -4,8 +4,9 @@
 // tests/unit/backend/attention_test.cpp over random shapes, GQA groups and cache types.
 //
 // Differences from the scalar reference, all within float rounding:
-// - the query heads that share a KV head (GQA) are handled together, so each K and V row of
-//   the cache is loaded and widened from f16 once for the whole group;
+// - scores are computed for eight positions at once (one q load per eight K rows, one
+//   horizontal reduction per eight dot products), and the V mix keeps 32 output columns in
+//   registers across all positions;
 // - sums run in 8 lanes, and exp() is a polynomial (Cephes' expf, ~1 ulp on the softmax's
 //   range of x <= 0) evaluated 8 at a time.
 //
@@ -19,8 +20,6 @@
 
 namespace gufo::cpu {
 namespace {
-
-constexpr int64_t kMaxGroupChunk = 4;  // query heads scored together (registers: 4 + 1)
 
 float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -73,24 +72,60 @@ float exp1(float x) {
   return _mm256_cvtss_f32(v);
 }
 
-// scores[g][p] = scale · q_g · k_p for the `count` query heads of one chunk.
-void score_chunk(const KvView& kv, bool f16, int64_t kv_offset, const float* const* q, int64_t count,
-                 int64_t head_dim, int64_t n_pos, float scale, float* const* scores) {
+const void* cache_row(const void* base, bool f16, int64_t index) {
+  if (f16) return static_cast<const uint16_t*>(base) + index;
+  return static_cast<const float*>(base) + index;
+}
+
+// q · k over head_dim for one position (the tail positions of score_head).
+float dot_row(const float* q, const void* k_row, bool f16, int64_t head_dim) {
   const int64_t vec_end = head_dim - head_dim % 8;
-  for (int64_t p = 0; p < n_pos; ++p) {
-    const void* k_row = f16 ? static_cast<const void*>(static_cast<const uint16_t*>(kv.k) + p * kv.n_embd_kv + kv_offset)
-                            : static_cast<const void*>(static_cast<const float*>(kv.k) + p * kv.n_embd_kv + kv_offset);
-    __m256 acc[kMaxGroupChunk];
-    for (int64_t g = 0; g < count; ++g) acc[g] = _mm256_setzero_ps();
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t j = 0; j < vec_end; j += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + j), load8(k_row, f16, j), acc);
+  float dot = hsum(acc);
+  for (int64_t j = vec_end; j < head_dim; ++j) dot += q[j] * load1(k_row, f16, j);
+  return dot;
+}
+
+// scores[p] = scale · q · k_p for p < n_pos, eight positions at a time: eight accumulators,
+// one q load per eight K rows, and one horizontal reduction for all eight.
+void score_head(const KvView& kv, bool f16, int64_t kv_offset, const float* q, int64_t head_dim, int64_t n_pos,
+                float scale, float* scores) {
+  const int64_t vec_end = head_dim - head_dim % 8;
+  const __m256 vscale = _mm256_set1_ps(scale);
+  int64_t p = 0;
+  for (; p + 8 <= n_pos; p += 8) {
+    const void* rows[8];
+    __m256 acc[8];
+    for (int i = 0; i < 8; ++i) {
+      rows[i] = cache_row(kv.k, f16, (p + i) * kv.n_embd_kv + kv_offset);
+      acc[i] = _mm256_setzero_ps();
+    }
     for (int64_t j = 0; j < vec_end; j += 8) {
-      const __m256 k8 = load8(k_row, f16, j);
-      for (int64_t g = 0; g < count; ++g) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q[g] + j), k8, acc[g]);
+      const __m256 q8 = _mm256_loadu_ps(q + j);
+      for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(q8, load8(rows[i], f16, j), acc[i]);
     }
-    for (int64_t g = 0; g < count; ++g) {
-      float dot = hsum(acc[g]);
-      for (int64_t j = vec_end; j < head_dim; ++j) dot += q[g][j] * load1(k_row, f16, j);
-      scores[g][p] = dot * scale;
+    // hadd tree: lanes of `sums` are the eight dot products, in position order.
+    const __m256 h01 = _mm256_hadd_ps(acc[0], acc[1]);
+    const __m256 h23 = _mm256_hadd_ps(acc[2], acc[3]);
+    const __m256 h45 = _mm256_hadd_ps(acc[4], acc[5]);
+    const __m256 h67 = _mm256_hadd_ps(acc[6], acc[7]);
+    const __m256 h0123 = _mm256_hadd_ps(h01, h23);
+    const __m256 h4567 = _mm256_hadd_ps(h45, h67);
+    __m256 sums = _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20), _mm256_permute2f128_ps(h0123, h4567, 0x31));
+    if (vec_end < head_dim) {
+      alignas(32) float tails[8];
+      for (int i = 0; i < 8; ++i) {
+        float t = 0.0f;
+        for (int64_t j = vec_end; j < head_dim; ++j) t += q[j] * load1(rows[i], f16, j);
+        tails[i] = t;
+      }
+      sums = _mm256_add_ps(sums, _mm256_load_ps(tails));
     }
+    _mm256_storeu_ps(scores + p, _mm256_mul_ps(sums, vscale));
+  }
+  for (; p < n_pos; ++p) {
+    scores[p] = dot_row(q, cache_row(kv.k, f16, p * kv.n_embd_kv + kv_offset), f16, head_dim) * scale;
   }
 }
 
@@ -120,26 +155,37 @@ void softmax(float* scores, int64_t n) {
   for (; p < n; ++p) scores[p] *= 1.0f / sum;
 }
 
-// out_g = sum_p weights[g][p] · v_p for the `count` query heads of one chunk.
-void mix_chunk(const KvView& kv, bool f16, int64_t kv_offset, float* const* weights, int64_t count, int64_t head_dim,
-               int64_t n_pos, float* const* out) {
-  const int64_t vec_end = head_dim - head_dim % 8;
-  for (int64_t g = 0; g < count; ++g) {
-    for (int64_t j = 0; j < head_dim; ++j) out[g][j] = 0.0f;
+// out = sum_p weights[p] · v_p, 32 columns at a time held in four accumulators across all
+// positions (no stores in the inner loop), then 8 at a time, then a scalar tail.
+void mix_head(const KvView& kv, bool f16, int64_t kv_offset, const float* weights, int64_t head_dim, int64_t n_pos,
+              float* out) {
+  int64_t j = 0;
+  for (; j + 32 <= head_dim; j += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (int64_t p = 0; p < n_pos; ++p) {
+      const void* row = cache_row(kv.v, f16, p * kv.n_embd_kv + kv_offset);
+      const __m256 w = _mm256_set1_ps(weights[p]);
+      a0 = _mm256_fmadd_ps(w, load8(row, f16, j), a0);
+      a1 = _mm256_fmadd_ps(w, load8(row, f16, j + 8), a1);
+      a2 = _mm256_fmadd_ps(w, load8(row, f16, j + 16), a2);
+      a3 = _mm256_fmadd_ps(w, load8(row, f16, j + 24), a3);
+    }
+    _mm256_storeu_ps(out + j, a0);
+    _mm256_storeu_ps(out + j + 8, a1);
+    _mm256_storeu_ps(out + j + 16, a2);
+    _mm256_storeu_ps(out + j + 24, a3);
   }
-  for (int64_t p = 0; p < n_pos; ++p) {
-    const void* v_row = f16 ? static_cast<const void*>(static_cast<const uint16_t*>(kv.v) + p * kv.n_embd_kv + kv_offset)
-                            : static_cast<const void*>(static_cast<const float*>(kv.v) + p * kv.n_embd_kv + kv_offset);
-    for (int64_t j = 0; j < vec_end; j += 8) {
-      const __m256 v8 = load8(v_row, f16, j);
-      for (int64_t g = 0; g < count; ++g) {
-        _mm256_storeu_ps(out[g] + j, _mm256_fmadd_ps(_mm256_set1_ps(weights[g][p]), v8, _mm256_loadu_ps(out[g] + j)));
-      }
+  for (; j + 8 <= head_dim; j += 8) {
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t p = 0; p < n_pos; ++p) {
+      a = _mm256_fmadd_ps(_mm256_set1_ps(weights[p]), load8(cache_row(kv.v, f16, p * kv.n_embd_kv + kv_offset), f16, j), a);
     }
-    for (int64_t j = vec_end; j < head_dim; ++j) {
-      const float v = load1(v_row, f16, j);
-      for (int64_t g = 0; g < count; ++g) out[g][j] += weights[g][p] * v;
-    }
+    _mm256_storeu_ps(out + j, a);
+  }
+  for (; j < head_dim; ++j) {
+    float a = 0.0f;
+    for (int64_t p = 0; p < n_pos; ++p) a += weights[p] * load1(cache_row(kv.v, f16, p * kv.n_embd_kv + kv_offset), f16, j);
+    out[j] = a;
   }
 }
 
@@ -152,20 +198,12 @@ void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, 
   const int64_t n_pos = static_cast<int64_t>(position) + 1;
   for (int64_t kv_head = kv_head_first; kv_head < kv_head_end; ++kv_head) {
     const int64_t kv_offset = kv_head * shape.head_dim;
-    for (int64_t first = 0; first < group; first += kMaxGroupChunk) {
-      const int64_t count = group - first < kMaxGroupChunk ? group - first : kMaxGroupChunk;
-      const float* q_heads[kMaxGroupChunk];
-      float* scores[kMaxGroupChunk];
-      float* out_heads[kMaxGroupChunk];
-      for (int64_t g = 0; g < count; ++g) {
-        const int64_t head = kv_head * group + first + g;
-        q_heads[g] = q + head * shape.head_dim;
-        scores[g] = scratch + g * n_pos;
-        out_heads[g] = out + head * shape.head_dim;
-      }
-      score_chunk(kv, f16, kv_offset, q_heads, count, shape.head_dim, n_pos, shape.scale, scores);
-      for (int64_t g = 0; g < count; ++g) softmax(scores[g], n_pos);
-      mix_chunk(kv, f16, kv_offset, scores, count, shape.head_dim, n_pos, out_heads);
+    // The group's heads one after the other: the K and V rows they share stay in L1/L2.
+    for (int64_t g = 0; g < group; ++g) {
+      const int64_t head = kv_head * group + g;
+      score_head(kv, f16, kv_offset, q + head * shape.head_dim, shape.head_dim, n_pos, shape.scale, scratch);
+      softmax(scratch, n_pos);
+      mix_head(kv, f16, kv_offset, scratch, shape.head_dim, n_pos, out + head * shape.head_dim);
     }
   }
 }

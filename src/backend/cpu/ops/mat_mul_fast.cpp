@@ -32,6 +32,7 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
   if (rows < 0 || k < 0) return Error{"mat_mul_fast: negative shape for '" + w.name + "'"};
   const fast::DotFn dot = fast::dot_for(kernels, w.type);
   const fast::DotRowsFn dot_rows = fast::dot_rows_for(kernels, w.type);  // may be nullptr
+  const fast::DotTileFn dot_tile = fast::dot_tile_for(kernels, w.type);  // may be nullptr
   const fast::ActivationFormat format = fast::activation_format(w.type);
   if (dot == nullptr || format == fast::ActivationFormat::Unsupported) {
     return Error{"mat_mul_fast: '" + w.name + "' has type " + std::string(dtype_name(w.type)) +
@@ -82,7 +83,18 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
       for (int64_t r_first = 0; r_first < rows; r_first += kRowTile) {
         const int64_t r_last = std::min(rows, r_first + kRowTile);
         const bool whole_tile = dot_rows != nullptr && r_last - r_first == kRowTile;
-        for (int64_t n = n_first; n < n_last; ++n) {
+        int64_t n = n_first;
+        if (whole_tile && dot_tile != nullptr) {
+          for (; n + fast::kDotWeightRows <= n_last; n += fast::kDotWeightRows) {
+            float dots[fast::kDotWeightRows * kRowTile];
+            dot_tile(k, w.data + static_cast<size_t>(n) * w.row_bytes, w.row_bytes,
+                     act + static_cast<size_t>(r_first) * act_row_bytes, act_row_bytes, dots);
+            for (int64_t i = 0; i < fast::kDotWeightRows; ++i) {
+              for (int64_t r = 0; r < kRowTile; ++r) out[(r_first + r) * n_out + n + i] = dots[i * kRowTile + r];
+            }
+          }
+        }
+        for (; n < n_last; ++n) {
           const std::byte* w_row = w.data + static_cast<size_t>(n) * w.row_bytes;
           if (whole_tile) {
             float dots[kRowTile];

@@ -266,6 +266,44 @@ void dot_q8_0_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t
   for (int r = 0; r < kDotRows; ++r) out[r] = hsum(acc[r]);
 }
 
+// Two weight rows x four activation rows: eight accumulators; each weight block is loaded
+// once for four rows and each activation block once for two. Per pair the same integer sum
+// and the same fmadd as dot_q8_0, so every result equals the one-row kernel's bit for bit.
+void dot_q8_0_tile(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_rows, size_t x_stride,
+                   float* out) {
+  const auto* w0 = reinterpret_cast<const BlockQ8_0*>(w_rows);
+  const auto* w1 = reinterpret_cast<const BlockQ8_0*>(w_rows + w_stride);
+  const ActBlockQ8_0* x[kDotRows];
+  __m256 acc0[kDotRows];
+  __m256 acc1[kDotRows];
+  for (int r = 0; r < kDotRows; ++r) {
+    x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
+    acc0[r] = _mm256_setzero_ps();
+    acc1[r] = _mm256_setzero_ps();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
+    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0[b].qs));
+    const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1[b].qs));
+    const __m256i abs0 = _mm256_sign_epi8(q0, q0);
+    const __m256i abs1 = _mm256_sign_epi8(q1, q1);
+    const float d0 = half_to_float(w0[b].d);
+    const float d1 = half_to_float(w1[b].d);
+    for (int r = 0; r < kDotRows; ++r) {
+      const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs));
+      const __m256i s0 = _mm256_madd_epi16(_mm256_maddubs_epi16(abs0, _mm256_sign_epi8(qx, q0)), ones);
+      const __m256i s1 = _mm256_madd_epi16(_mm256_maddubs_epi16(abs1, _mm256_sign_epi8(qx, q1)), ones);
+      const float dx = x[r][b].d;
+      acc0[r] = _mm256_fmadd_ps(_mm256_set1_ps(d0 * dx), _mm256_cvtepi32_ps(s0), acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(_mm256_set1_ps(d1 * dx), _mm256_cvtepi32_ps(s1), acc1[r]);
+    }
+  }
+  for (int r = 0; r < kDotRows; ++r) {
+    out[r] = hsum(acc0[r]);
+    out[kDotRows + r] = hsum(acc1[r]);
+  }
+}
+
 // sum_g a[g] * b[g] over 16 int16 lanes, as one int32 (exact: |a| < 2^7, |b| < 2^15).
 int32_t dot16_i16(__m256i a, __m256i b) {
   const __m256i pairs = _mm256_madd_epi16(a, b);
@@ -401,7 +439,8 @@ const DotKernels& avx2_dot_kernels_unchecked() {
                                   dot_q8_0_rows,
                                   dot_qk_4_5_rows<false, BlockQ4K>,
                                   dot_qk_4_5_rows<true, BlockQ5K>,
-                                  dot_q6_k_rows};
+                                  dot_q6_k_rows,
+                                  dot_q8_0_tile};
   return kernels;
 }
 

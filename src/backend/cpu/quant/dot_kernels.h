@@ -40,6 +40,12 @@ using DotFn = float (*)(int64_t k, const std::byte* w_row, const void* x_row);
 // unpacked (and its scales decoded) once for four activation rows instead of four times.
 inline constexpr int kDotRows = 4;
 using DotRowsFn = void (*)(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out);
+// kDotWeightRows weight rows (w_rows, w_rows + w_stride, ...) against kDotRows activation
+// rows: out[i * kDotRows + r] is exactly DotFn(weight row i, activation row r). Register
+// tiles share every load between the rows of both sides.
+inline constexpr int kDotWeightRows = 2;
+using DotTileFn = void (*)(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_rows, size_t x_stride,
+                           float* out);
 
 struct DotKernels {
   const char* name = "";
@@ -55,6 +61,8 @@ struct DotKernels {
   DotRowsFn q4_k_rows = nullptr;
   DotRowsFn q5_k_rows = nullptr;
   DotRowsFn q6_k_rows = nullptr;
+  // Optional kDotWeightRows x kDotRows tiles (nullptr: callers use the row versions).
+  DotTileFn q8_0_tile = nullptr;
 };
 
 // What a weight type's kernel wants as its activation row.
@@ -64,6 +72,8 @@ ActivationFormat activation_format(DType weight_type);
 DotFn dot_for(const DotKernels& kernels, DType weight_type);
 // Its kDotRows-row version, or nullptr.
 DotRowsFn dot_rows_for(const DotKernels& kernels, DType weight_type);
+// Its tile version, or nullptr.
+DotTileFn dot_tile_for(const DotKernels& kernels, DType weight_type);
 
 // x[k] -> k / 32 blocks: d = max|x| / 127, q = round(x / d). k % 32 == 0.
 void quantize_activation_q8_0(const float* x, ActBlockQ8_0* out, int64_t k);

@@ -210,6 +210,10 @@ DotRowsFn dot_rows_for(const DotKernels& kernels, DType weight_type) {
   }
 }
 
+DotTileFn dot_tile_for(const DotKernels& kernels, DType weight_type) {
+  return weight_type == DType::Q8_0 ? kernels.q8_0_tile : nullptr;
+}
+
 const DotKernels& scalar_dot_kernels() {
   static const DotKernels kernels{"scalar",
                                   dot_f32,
