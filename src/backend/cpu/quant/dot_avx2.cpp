@@ -39,15 +39,42 @@ uint16_t load_u16(const std::byte* p) {
   return v;
 }
 
-// As quant::unpack_scale_min_k4 (see blocks.h for the packing); duplicated, see NOTE above.
-void scale_min_k4(int sub, const uint8_t* s, int* scale, int* min) {
-  if (sub < 4) {
-    *scale = s[sub] & 63;
-    *min = s[sub + 4] & 63;
-  } else {
-    *scale = (s[sub + 4] & 0x0f) | ((s[sub - 4] >> 6) << 4);
-    *min = (s[sub + 4] >> 4) | ((s[sub] >> 6) << 4);
-  }
+// The eight 6-bit scales (bytes 0-7 of the result) and eight 6-bit mins (bytes 8-15) of a
+// Q4_K/Q5_K block, unpacked from its 12 packed bytes with a few 32-bit masks and shifts (the
+// packing is that of quant::unpack_scale_min_k4, see blocks.h: sub-blocks 0-3 in the low 6
+// bits of bytes 0-3 / 4-7, sub-blocks 4-7 split between nibbles of bytes 8-11 and the top two
+// bits of bytes 0-7). Duplicated rather than shared, see the NOTE above.
+struct ScalesMins {
+  uint8_t scale[8];
+  uint8_t min[8];
+};
+
+ScalesMins unpack_scales_mins(const uint8_t* packed) {
+  constexpr uint32_t kLow6 = 0x3f3f3f3f;
+  constexpr uint32_t kLow4 = 0x0f0f0f0f;
+  constexpr uint32_t kLow2 = 0x03030303;
+  uint32_t in[3];
+  std::memcpy(in, packed, sizeof in);
+  uint32_t out[4];
+  out[0] = in[0] & kLow6;                                          // scales 0-3
+  out[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);        // scales 4-7
+  out[2] = in[1] & kLow6;                                          // mins 0-3
+  out[3] = ((in[2] >> 4) & kLow4) | (((in[1] >> 6) & kLow2) << 4);  // mins 4-7
+  ScalesMins result;
+  std::memcpy(&result, out, sizeof result);
+  return result;
+}
+
+// sum over sub-blocks s of min[s] * (bsums[2s] + bsums[2s+1]): the Q4_K/Q5_K min term, exact
+// in int32 (|bsum pair| <= 2 * 16 * 127, min <= 63).
+int32_t min_term(const ScalesMins& sm, const int16_t* bsums) {
+  const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
+  const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+  const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.min)));
+  __m128i s = _mm_madd_epi16(mins, pair_sums);
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
 }
 
 // Four independent accumulators hide the FMA latency; the tail is scalar.
@@ -145,13 +172,8 @@ float dot_qk_4_5(int64_t k, const std::byte* w_row, const void* x_row) {
   __m256 acc = _mm256_setzero_ps();
   float acc_min = 0.0f;
   for (int64_t b = 0; b < k / kQkK; ++b) {
-    int scale[8];
-    int min[8];
-    for (int sub = 0; sub < 8; ++sub) scale_min_k4(sub, w[b].scales, &scale[sub], &min[sub]);
-    int32_t summ = 0;
-    for (int sub = 0; sub < 8; ++sub) {
-      summ += min[sub] * (x[b].bsums[2 * sub] + x[b].bsums[2 * sub + 1]);
-    }
+    const ScalesMins sm = unpack_scales_mins(w[b].scales);
+    const int32_t summ = min_term(sm, x[b].bsums);
     __m256i high_bits = _mm256_setzero_si256();
     if constexpr (kFifthBit) {
       high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh));
@@ -173,10 +195,10 @@ float dot_qk_4_5(int64_t k, const std::byte* w_row, const void* x_row) {
       const __m256i x_hi =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c + 32));
       const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(q_lo, x_lo),
-                                             _mm256_set1_epi16(static_cast<int16_t>(scale[2 * c])));
+                                             _mm256_set1_epi16(static_cast<int16_t>(sm.scale[2 * c])));
       const __m256i p_hi =
           _mm256_madd_epi16(_mm256_maddubs_epi16(q_hi, x_hi),
-                            _mm256_set1_epi16(static_cast<int16_t>(scale[2 * c + 1])));
+                            _mm256_set1_epi16(static_cast<int16_t>(sm.scale[2 * c + 1])));
       sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p_lo, p_hi));
     }
     const float d = x[b].d * half_to_float(w[b].d);
@@ -327,14 +349,7 @@ void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const __m256i one = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < k / kQkK; ++b) {
-    int scale[8];
-    int16_t min_pairs[16];  // min of sub-block s at lanes 2s and 2s+1 (its two per-16 sums)
-    for (int sub = 0; sub < 8; ++sub) {
-      int min = 0;
-      scale_min_k4(sub, w[b].scales, &scale[sub], &min);
-      min_pairs[2 * sub] = min_pairs[2 * sub + 1] = static_cast<int16_t>(min);
-    }
-    const __m256i mins = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(min_pairs));
+    const ScalesMins sm = unpack_scales_mins(w[b].scales);
     __m256i high_bits = _mm256_setzero_si256();
     if constexpr (kFifthBit) {
       high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh));
@@ -351,8 +366,8 @@ void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size
         q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
         q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
       }
-      const __m256i scale_lo = _mm256_set1_epi16(static_cast<int16_t>(scale[2 * c]));
-      const __m256i scale_hi = _mm256_set1_epi16(static_cast<int16_t>(scale[2 * c + 1]));
+      const __m256i scale_lo = _mm256_set1_epi16(static_cast<int16_t>(sm.scale[2 * c]));
+      const __m256i scale_hi = _mm256_set1_epi16(static_cast<int16_t>(sm.scale[2 * c + 1]));
       for (int r = 0; r < kDotRows; ++r) {
         const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + 64 * c));
         const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + 64 * c + 32));
@@ -364,8 +379,7 @@ void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size
     const float dw = half_to_float(w[b].d);
     const float dmin = half_to_float(w[b].dmin);
     for (int r = 0; r < kDotRows; ++r) {
-      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].bsums));
-      const int32_t summ = dot16_i16(mins, bsums);
+      const int32_t summ = min_term(sm, x[r][b].bsums);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
       acc_min[r] += x[r][b].d * dmin * static_cast<float>(summ);
     }
