@@ -1,6 +1,6 @@
 // Google Benchmark of the CPU matmul: the reference mat_mul (dequantize a weight row, scalar
 // dot) against mat_mul_fast (SIMD dots, quantized activations) for every weight type, at the
-// decode shape (1 x 4096 times 4096 x 4096) and a prefill shape (64 rows), on 2 threads.
+// decode shape (1 x 4096 times 4096 x 4096) and prefill shapes (64 and 512 rows), on 2 threads.
 // Usage: matmul_bench [--benchmark_filter=...]; reports GFLOP/s (2 * rows * k * n_out per call).
 #include <benchmark/benchmark.h>
 
@@ -101,6 +101,7 @@ const int registered = [] {
       benchmark::RegisterBenchmark(name.c_str(), bench_mat_mul, type, fast)
           ->Arg(1)
           ->Arg(64)
+          ->Arg(512)
           ->ArgName("rows")
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()

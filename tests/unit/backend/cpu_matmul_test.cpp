@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -343,6 +344,43 @@ TEST(CpuMatMul, RowKernelsEqualOneRowKernelsBitForBit) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "no kernel set with row kernels on this CPU";
+}
+
+// Every kernel set's activation quantizers write exactly the scalar quantizers' bytes: the
+// rounding of exact halves (away from zero), clamping, NaN (quant 0, skipped by the scale),
+// infinities, denormals, zeros and random values.
+TEST(CpuMatMul, ActivationQuantizersEqualScalarByteForByte) {
+  std::mt19937 rng(5);
+  const int64_t k = 2048;
+  std::vector<float> x(static_cast<size_t>(k));
+  std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+  for (int trial = 0; trial < 40; ++trial) {
+    for (float& v : x) v = uniform(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 40) - 20);
+    if (trial % 4 == 1) {
+      // Blocks whose max is 127 so that x * 127 / max hits the halves n + 0.5 exactly.
+      for (int64_t j = 0; j < k; ++j) x[j] = (j % 32 == 0) ? 127.0f : static_cast<float>(static_cast<int>(rng() % 253) - 126) + 0.5f * (j % 2);
+    }
+    if (trial % 4 == 2) {
+      x[rng() % k] = std::numeric_limits<float>::quiet_NaN();
+      x[rng() % k] = std::numeric_limits<float>::infinity();
+      x[rng() % k] = std::numeric_limits<float>::denorm_min();
+      for (int64_t j = 0; j < 64; ++j) x[j] = 0.0f;
+    }
+    std::vector<fast::ActBlockQ8_0> want_q8_0(static_cast<size_t>(k / 32));
+    std::vector<quant::BlockQ8K> want_q8_k(static_cast<size_t>(k / 256));
+    fast::quantize_activation_q8_0(x.data(), want_q8_0.data(), k);
+    fast::quantize_activation_q8_k(x.data(), want_q8_k.data(), k);
+    for (const DotKernels* kernels : kernel_sets()) {
+      std::vector<fast::ActBlockQ8_0> got_q8_0(want_q8_0.size());
+      std::vector<quant::BlockQ8K> got_q8_k(want_q8_k.size());
+      kernels->quantize_q8_0(x.data(), got_q8_0.data(), k);
+      kernels->quantize_q8_k(x.data(), got_q8_k.data(), k);
+      ASSERT_EQ(std::memcmp(got_q8_0.data(), want_q8_0.data(), got_q8_0.size() * sizeof(got_q8_0[0])), 0)
+          << kernels->name << " Q8_0 trial " << trial;
+      ASSERT_EQ(std::memcmp(got_q8_k.data(), want_q8_k.data(), got_q8_k.size() * sizeof(got_q8_k[0])), 0)
+          << kernels->name << " Q8_K trial " << trial;
+    }
+  }
 }
 
 TEST(CpuMatMul, ExactOnAdversarialInputs) {

@@ -60,7 +60,7 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
     x_q8_0.resize(static_cast<size_t>(rows * blocks));
     pool.parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        fast::quantize_activation_q8_0(x + r * k, x_q8_0.data() + r * blocks, k);
+        kernels.quantize_q8_0(x + r * k, x_q8_0.data() + r * blocks, k);
       }
     });
     act = reinterpret_cast<const std::byte*>(x_q8_0.data());
@@ -70,7 +70,7 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
     x_q8_k.resize(static_cast<size_t>(rows * blocks));
     pool.parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        fast::quantize_activation_q8_k(x + r * k, x_q8_k.data() + r * blocks, k);
+        kernels.quantize_q8_k(x + r * k, x_q8_k.data() + r * blocks, k);
       }
     });
     act = reinterpret_cast<const std::byte*>(x_q8_k.data());

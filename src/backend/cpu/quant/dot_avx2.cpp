@@ -438,6 +438,86 @@ void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t
   for (int r = 0; r < kDotRows; ++r) out[r] = hsum(acc[r]);
 }
 
+// --- Activation quantizers: byte for byte what quantize_activation_q8_0 / _q8_k (dot_scalar.cpp)
+// produce, eight lanes at a time. The scalar code rounds with lround (halves away from zero,
+// NaN to 0, clamp to +-127 first); here the vector rounds to nearest even and then moves the
+// exact ties away from zero, and NaN lanes are zeroed explicitly.
+
+// max |x[i]| over n (a multiple of 8) floats. A NaN element is skipped, as std::max(amax, NaN)
+// skips it in the scalar code: vmaxps returns its second operand when either is NaN.
+float max_abs(const float* x, int n) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  __m256 amax = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) amax = _mm256_max_ps(_mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + i)), amax);
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// Eight int32 lanes: round(clamp(x * inv_d, -127, 127)), halves away from zero, NaN -> 0.
+__m256i round_q8(__m256 x, __m256 inv_d) {
+  const __m256 v = _mm256_mul_ps(x, inv_d);
+  const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  const __m256 clamped = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+  const __m256 even = _mm256_round_ps(clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // A tie (|clamped - even| == 0.5, exact) is n + 0.5: clamped + copysign(0.5, clamped) is exact.
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  const __m256 half = _mm256_set1_ps(0.5f);
+  const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, _mm256_sub_ps(clamped, even)), half, _CMP_EQ_OQ);
+  const __m256 away = _mm256_add_ps(clamped, _mm256_or_ps(half, _mm256_and_ps(sign_bit, clamped)));
+  const __m256 rounded = _mm256_andnot_ps(nan, _mm256_blendv_ps(even, away, tie));
+  return _mm256_cvtps_epi32(rounded);
+}
+
+// 32 floats to 32 int8 quants in element order.
+__m256i quantize32(const float* x, __m256 inv_d) {
+  const __m256i a = round_q8(_mm256_loadu_ps(x), inv_d);
+  const __m256i b = round_q8(_mm256_loadu_ps(x + 8), inv_d);
+  const __m256i c = round_q8(_mm256_loadu_ps(x + 16), inv_d);
+  const __m256i d = round_q8(_mm256_loadu_ps(x + 24), inv_d);
+  // packs work per 128-bit lane: the result holds dwords 0,2,4,6,1,3,5,7 of the natural order.
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+  return _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+void quantize_q8_0(const float* x, ActBlockQ8_0* out, int64_t k) {
+  for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
+    const float* xb = x + b * kQ8_0BlockElems;
+    const float amax = max_abs(xb, kQ8_0BlockElems);
+    const float d = amax / 127.0f;
+    const float inv_d = d != 0.0f ? 127.0f / amax : 0.0f;
+    out[b].d = d;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs), quantize32(xb, _mm256_set1_ps(inv_d)));
+  }
+}
+
+void quantize_q8_k(const float* x, BlockQ8K* out, int64_t k) {
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    const float* xb = x + b * kQkK;
+    const float amax = max_abs(xb, kQkK);
+    const float d = amax / 127.0f;
+    const float inv_d = d != 0.0f ? 127.0f / amax : 0.0f;
+    out[b].d = d;
+    const __m256 inv = _mm256_set1_ps(inv_d);
+    for (int c = 0; c < kQkK / 32; ++c) {
+      const __m256i q = quantize32(xb + 32 * c, inv);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs + 32 * c), q);
+      // Sums of runs of 4 quants (vpmaddubsw with unsigned 1s, then vpmaddwd by 1), folded to
+      // runs of 8 and 16 by two horizontal adds.
+      const __m256i pairs = _mm256_maddubs_epi16(ones, q);
+      const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));  // 8 sums of 4
+      const __m128i lo = _mm256_castsi256_si128(quads);
+      const __m128i hi = _mm256_extracti128_si256(quads, 1);
+      const __m128i eights = _mm_hadd_epi32(lo, hi);  // sums of 8: [0-7, 8-15, 16-23, 24-31]
+      const __m128i sixteens = _mm_hadd_epi32(eights, eights);
+      out[b].bsums[2 * c] = static_cast<int16_t>(_mm_cvtsi128_si32(sixteens));
+      out[b].bsums[2 * c + 1] = static_cast<int16_t>(_mm_extract_epi32(sixteens, 1));
+    }
+  }
+}
+
 }  // namespace
 
 // Called by avx2_dot_kernels() (cpu_features.cpp) once cpuid has confirmed AVX2, FMA, F16C.
@@ -454,7 +534,9 @@ const DotKernels& avx2_dot_kernels_unchecked() {
                                   dot_qk_4_5_rows<false, BlockQ4K>,
                                   dot_qk_4_5_rows<true, BlockQ5K>,
                                   dot_q6_k_rows,
-                                  dot_q8_0_tile};
+                                  dot_q8_0_tile,
+                                  quantize_q8_0,
+                                  quantize_q8_k};
   return kernels;
 }
 

@@ -47,6 +47,10 @@ inline constexpr int kDotWeightRows = 2;
 using DotTileFn = void (*)(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_rows, size_t x_stride,
                            float* out);
 
+// Activation quantizers (the free functions below, or vector twins with identical output).
+using QuantizeQ8_0Fn = void (*)(const float* x, ActBlockQ8_0* out, int64_t k);
+using QuantizeQ8KFn = void (*)(const float* x, quant::BlockQ8K* out, int64_t k);
+
 struct DotKernels {
   const char* name = "";
   DotFn f32 = nullptr;
@@ -63,6 +67,10 @@ struct DotKernels {
   DotRowsFn q6_k_rows = nullptr;
   // Optional kDotWeightRows x kDotRows tiles (nullptr: callers use the row versions).
   DotTileFn q8_0_tile = nullptr;
+  // The activation quantizers this set's kernels are fed by; every set's produce the same
+  // bytes as the scalar ones below.
+  QuantizeQ8_0Fn quantize_q8_0 = nullptr;
+  QuantizeQ8KFn quantize_q8_k = nullptr;
 };
 
 // What a weight type's kernel wants as its activation row.

@@ -222,7 +222,14 @@ const DotKernels& scalar_dot_kernels() {
                                   dot_q8_0,
                                   dot_qk_4_5<false, BlockQ4K>,
                                   dot_qk_4_5<true, BlockQ5K>,
-                                  dot_q6_k};
+                                  dot_q6_k,
+                                  nullptr,
+                                  nullptr,
+                                  nullptr,
+                                  nullptr,
+                                  nullptr,
+                                  quantize_activation_q8_0,
+                                  quantize_activation_q8_k};
   return kernels;
 }
 
