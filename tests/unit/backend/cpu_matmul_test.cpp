@@ -168,7 +168,10 @@ TEST(CpuMatMul, RandomShapesAgainstReference) {
   std::mt19937 rng(1234);
   const Shape shapes[] = {{1, 256, 1},   {1, 4096, 67}, {2, 512, 33},  {3, 768, 17},
                           {4, 1024, 5},  {5, 2048, 31}, {6, 256, 129}, {7, 1536, 9},
-                          {7, 4096, 13}, {1, 3072, 255}};
+                          {7, 4096, 13}, {1, 3072, 255},
+                          // Batches that take packed panels (8+ rows): whole panels only,
+                          // panels plus leftover weight rows, partial activation tiles.
+                          {8, 256, 8},   {13, 1024, 41}, {9, 512, 64},  {34, 2304, 100}};
   for (DType type : kAllTypes) {
     double worst_nmse = 0.0;
     std::vector<float> pooled_got, pooled_want;  // over all shapes and kernel sets

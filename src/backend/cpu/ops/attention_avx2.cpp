@@ -17,23 +17,13 @@
 #include <cmath>
 
 #include "backend/cpu/ops/ops.h"
+#include "backend/cpu/quant/avx2_common.h"
 
 namespace gufo::cpu {
 namespace {
 
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-float hmax(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using avx2::hmax;
+using avx2::hsum;
 
 // Eight elements of a cache row (f16 or f32) as f32.
 __m256 load8(const void* row, bool f16, int64_t j) {

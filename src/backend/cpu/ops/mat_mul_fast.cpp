@@ -8,6 +8,8 @@
 // the tile of weight rows stays in L2 while every activation row passes over it. A whole tile
 // of activation rows goes to the kernel set's DotRowsFn when it has one (one unpacking of each
 // weight block for kDotRows rows); partial tiles and other types loop over the one-row dot.
+// Batches of kPackedMinRows rows or more go through packed weight panels instead when the
+// kernel set has them (dot_kernels.h, "Packed weight panels"), for all whole panels.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -23,6 +25,13 @@ namespace {
 // activations fit together in a 48 KiB L1.
 constexpr int64_t kWeightTile = 16;
 constexpr int64_t kRowTile = fast::kDotRows;
+// Packed panels pay one repacking pass over the weights; from this many activation rows on,
+// that costs less than the row kernels' extra work (tools/bench/matmul_bench.cpp).
+constexpr int64_t kPackedMinRows = 8;
+// Panels packed together, then swept by each tile of activation rows: 4 panels of a
+// 3072-wide Q4_K matrix are ~140 KiB of scratch, L2-resident, and the activation tile is read
+// once per 4 panels instead of once per panel.
+constexpr int64_t kPanelsPerSweep = 4;
 
 }  // namespace
 
@@ -77,7 +86,39 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
     act_row_bytes = static_cast<size_t>(blocks) * sizeof(quant::BlockQ8K);
   }
 
-  pool.parallel_for(n_out, kWeightTile, [&](int64_t begin, int64_t end) {
+  // Batches: whole panels of kPackedWeightRows weight rows through the packed kernels.
+  int64_t n_done = 0;
+  const fast::PackedPath packed = fast::packed_path_for(kernels, w.type, k);
+  if (packed.gemm != nullptr && rows >= kPackedMinRows) {
+    const int64_t n_panels = n_out / fast::kPackedWeightRows;
+    pool.parallel_for(n_panels, kPanelsPerSweep, [&](int64_t begin, int64_t end) {
+      std::vector<std::byte> scratch(static_cast<size_t>(kPanelsPerSweep) * packed.bytes);
+      for (int64_t first = begin; first < end; first += kPanelsPerSweep) {
+        const int64_t count = std::min(end - first, kPanelsPerSweep);
+        for (int64_t p = 0; p < count; ++p) {
+          const int64_t n = (first + p) * fast::kPackedWeightRows;
+          packed.pack(k, w.data + static_cast<size_t>(n) * w.row_bytes, w.row_bytes,
+                      scratch.data() + static_cast<size_t>(p) * packed.bytes);
+        }
+        for (int64_t r = 0; r < rows; r += fast::kPackedActRows) {
+          const int n_rows = static_cast<int>(std::min<int64_t>(fast::kPackedActRows, rows - r));
+          for (int64_t p = 0; p < count; ++p) {
+            const int64_t n = (first + p) * fast::kPackedWeightRows;
+            packed.gemm(k, scratch.data() + static_cast<size_t>(p) * packed.bytes,
+                        act + static_cast<size_t>(r) * act_row_bytes, act_row_bytes, n_rows, out + r * n_out + n,
+                        static_cast<size_t>(n_out));
+          }
+        }
+      }
+    });
+    n_done = n_panels * fast::kPackedWeightRows;
+  }
+  if (n_done == n_out) return {};
+
+  // The rest (every row of a decode step, or the weight rows after the last whole panel).
+  pool.parallel_for(n_out - n_done, kWeightTile, [&](int64_t begin, int64_t end) {
+    begin += n_done;
+    end += n_done;
     for (int64_t n_first = begin; n_first < end; n_first += kWeightTile) {
       const int64_t n_last = std::min(end, n_first + kWeightTile);
       for (int64_t r_first = 0; r_first < rows; r_first += kRowTile) {

@@ -3,19 +3,21 @@
 // Each kernel computes exactly what its twin in dot_scalar.cpp computes, up to the order of
 // float sums. Tested by tests/unit/backend/cpu_matmul_test.cpp (scalar vs AVX2 vs reference).
 //
-// NOTE(avx2): everything here lives in an anonymous namespace and calls no inline function
-// from a shared header (no std:: algorithms, no quant/half.h, no unpack_scale_min_k4): an
-// inline function compiled here with AVX2 could be the copy the linker keeps for the whole
-// program, and would then fault on a CPU without AVX2.
+// Everything here lives in an anonymous namespace; see NOTE(avx2) in avx2_common.h.
 #include <immintrin.h>
 
 #include <cstring>
 
+#include "backend/cpu/quant/avx2_common.h"
 #include "backend/cpu/quant/dot_kernels.h"
 
 namespace gufo::cpu::fast {
 namespace {
 
+using avx2::half_to_float;
+using avx2::hsum;
+using avx2::ScalesMins;
+using avx2::unpack_scales_mins;
 using quant::BlockQ4K;
 using quant::BlockQ5K;
 using quant::BlockQ6K;
@@ -24,45 +26,10 @@ using quant::BlockQ8K;
 using quant::kQ8_0BlockElems;
 using quant::kQkK;
 
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-float half_to_float(uint16_t bits) { return _cvtsh_ss(bits); }
-
 uint16_t load_u16(const std::byte* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
-}
-
-// The eight 6-bit scales (bytes 0-7 of the result) and eight 6-bit mins (bytes 8-15) of a
-// Q4_K/Q5_K block, unpacked from its 12 packed bytes with a few 32-bit masks and shifts (the
-// packing is that of quant::unpack_scale_min_k4, see blocks.h: sub-blocks 0-3 in the low 6
-// bits of bytes 0-3 / 4-7, sub-blocks 4-7 split between nibbles of bytes 8-11 and the top two
-// bits of bytes 0-7). Duplicated rather than shared, see the NOTE above.
-struct ScalesMins {
-  uint8_t scale[8];
-  uint8_t min[8];
-};
-
-ScalesMins unpack_scales_mins(const uint8_t* packed) {
-  constexpr uint32_t kLow6 = 0x3f3f3f3f;
-  constexpr uint32_t kLow4 = 0x0f0f0f0f;
-  constexpr uint32_t kLow2 = 0x03030303;
-  uint32_t in[3];
-  std::memcpy(in, packed, sizeof in);
-  uint32_t out[4];
-  out[0] = in[0] & kLow6;                                          // scales 0-3
-  out[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);        // scales 4-7
-  out[2] = in[1] & kLow6;                                          // mins 0-3
-  out[3] = ((in[2] >> 4) & kLow4) | (((in[1] >> 6) & kLow2) << 4);  // mins 4-7
-  ScalesMins result;
-  std::memcpy(&result, out, sizeof result);
-  return result;
 }
 
 // sum over sub-blocks s of min[s] * (bsums[2s] + bsums[2s+1]): the Q4_K/Q5_K min term, exact
@@ -520,6 +487,8 @@ void quantize_q8_k(const float* x, BlockQ8K* out, int64_t k) {
 
 }  // namespace
 
+PackedKernels avx2_packed_kernels();  // gemm_packed_avx2.cpp
+
 // Called by avx2_dot_kernels() (cpu_features.cpp) once cpuid has confirmed AVX2, FMA, F16C.
 const DotKernels& avx2_dot_kernels_unchecked() {
   static const DotKernels kernels{"avx2",
@@ -536,7 +505,8 @@ const DotKernels& avx2_dot_kernels_unchecked() {
                                   dot_q6_k_rows,
                                   dot_q8_0_tile,
                                   quantize_q8_0,
-                                  quantize_q8_k};
+                                  quantize_q8_k,
+                                  avx2_packed_kernels()};
   return kernels;
 }
 

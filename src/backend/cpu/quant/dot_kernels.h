@@ -51,6 +51,29 @@ using DotTileFn = void (*)(int64_t k, const std::byte* w_rows, size_t w_stride, 
 using QuantizeQ8_0Fn = void (*)(const float* x, ActBlockQ8_0* out, int64_t k);
 using QuantizeQ8KFn = void (*)(const float* x, quant::BlockQ8K* out, int64_t k);
 
+// --- Packed weight panels for prefill (gemm_packed_avx2.cpp has the layouts). A panel is
+// kPackedWeightRows consecutive weight rows repacked so that vector lanes hold different rows;
+// a PackedGemmFn multiplies it by 1..kPackedActRows activation rows (quantized as for the row
+// kernels). Packing costs about one pass over the weight rows, repaid over many activation
+// rows, so matmuls use panels only for batches (prefill), never for one row (decode).
+inline constexpr int kPackedWeightRows = 8;
+inline constexpr int kPackedActRows = 4;
+inline constexpr size_t kPackedQ8_0BlockBytes = 8 * 32 + 8 * 4;                 // per 32 elements
+inline constexpr size_t kPackedKBlockBytes = 64 * 32 + 16 * 32 + 8 * 32 + 2 * 8 * 4;  // per 256
+// Packs kPackedWeightRows rows (w_rows, w_rows + w_stride, ...) of k elements into `packed`.
+using PackFn = void (*)(int64_t k, const std::byte* w_rows, size_t w_stride, std::byte* packed);
+// out[r * out_stride + i] = dot(weight row i of the panel, activation row r), r < n_rows.
+using PackedGemmFn = void (*)(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, int n_rows,
+                              float* out, size_t out_stride);
+struct PackedKernels {
+  PackFn pack_q8_0 = nullptr;
+  PackFn pack_q4_k = nullptr;
+  PackFn pack_q5_k = nullptr;
+  PackFn pack_q6_k = nullptr;
+  PackedGemmFn gemm_q8_0 = nullptr;  // panels of pack_q8_0
+  PackedGemmFn gemm_k = nullptr;     // panels of pack_q4_k, pack_q5_k and pack_q6_k
+};
+
 struct DotKernels {
   const char* name = "";
   DotFn f32 = nullptr;
@@ -71,6 +94,8 @@ struct DotKernels {
   // bytes as the scalar ones below.
   QuantizeQ8_0Fn quantize_q8_0 = nullptr;
   QuantizeQ8KFn quantize_q8_k = nullptr;
+  // Optional packed panels (all nullptr: matmuls use the row kernels for every batch).
+  PackedKernels packed;
 };
 
 // What a weight type's kernel wants as its activation row.
@@ -82,6 +107,13 @@ DotFn dot_for(const DotKernels& kernels, DType weight_type);
 DotRowsFn dot_rows_for(const DotKernels& kernels, DType weight_type);
 // Its tile version, or nullptr.
 DotTileFn dot_tile_for(const DotKernels& kernels, DType weight_type);
+// Its packing and panel kernel with the panel's bytes per row of k elements; {} when none.
+struct PackedPath {
+  PackFn pack = nullptr;
+  PackedGemmFn gemm = nullptr;
+  size_t bytes = 0;  // of one packed panel of kPackedWeightRows rows
+};
+PackedPath packed_path_for(const DotKernels& kernels, DType weight_type, int64_t k);
 
 // x[k] -> k / 32 blocks: d = max|x| / 127, q = round(x / d). k % 32 == 0.
 void quantize_activation_q8_0(const float* x, ActBlockQ8_0* out, int64_t k);

@@ -214,6 +214,29 @@ DotTileFn dot_tile_for(const DotKernels& kernels, DType weight_type) {
   return weight_type == DType::Q8_0 ? kernels.q8_0_tile : nullptr;
 }
 
+PackedPath packed_path_for(const DotKernels& kernels, DType weight_type, int64_t k) {
+  const PackedKernels& p = kernels.packed;
+  const auto k_quant = [&](PackFn pack) {
+    return pack == nullptr || p.gemm_k == nullptr
+               ? PackedPath{}
+               : PackedPath{pack, p.gemm_k, static_cast<size_t>(k / quant::kQkK) * kPackedKBlockBytes};
+  };
+  switch (weight_type) {
+    case DType::Q8_0:
+      if (p.pack_q8_0 == nullptr || p.gemm_q8_0 == nullptr) return {};
+      return PackedPath{p.pack_q8_0, p.gemm_q8_0,
+                        static_cast<size_t>(k / quant::kQ8_0BlockElems) * kPackedQ8_0BlockBytes};
+    case DType::Q4_K:
+      return k_quant(p.pack_q4_k);
+    case DType::Q5_K:
+      return k_quant(p.pack_q5_k);
+    case DType::Q6_K:
+      return k_quant(p.pack_q6_k);
+    default:
+      return {};
+  }
+}
+
 const DotKernels& scalar_dot_kernels() {
   static const DotKernels kernels{"scalar",
                                   dot_f32,
@@ -229,7 +252,8 @@ const DotKernels& scalar_dot_kernels() {
                                   nullptr,
                                   nullptr,
                                   quantize_activation_q8_0,
-                                  quantize_activation_q8_k};
+                                  quantize_activation_q8_k,
+                                  PackedKernels{}};
   return kernels;
 }
 

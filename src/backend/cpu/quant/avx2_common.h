@@ -1,0 +1,60 @@
+// Small AVX2 helpers shared by the files compiled with -mavx2 -mfma -mf16c (quant/dot_avx2.cpp,
+// quant/gemm_packed_avx2.cpp, ops/attention_avx2.cpp). Include it from those files only.
+//
+// NOTE(avx2): every function here is `static` (internal linkage), so each AVX2 file gets its own
+// copy. An ordinary inline function would be merged by the linker with copies compiled for the
+// baseline CPU, and the AVX2 copy could then be the one a non-AVX2 caller runs; for the same
+// reason these files call no inline function from a shared header (no std:: algorithms, no
+// quant/half.h, no quant::unpack_scale_min_k4).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace gufo::cpu::avx2 {
+
+static inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+static inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+static inline float half_to_float(uint16_t bits) { return _cvtsh_ss(bits); }
+
+// The eight 6-bit scales (scale[0..7]) and eight 6-bit mins (min[0..7]) of a Q4_K/Q5_K block,
+// unpacked from its 12 packed bytes with a few 32-bit masks and shifts (the packing is that of
+// quant::unpack_scale_min_k4, see quant/blocks.h: sub-blocks 0-3 in the low 6 bits of bytes
+// 0-3 / 4-7, sub-blocks 4-7 split between nibbles of bytes 8-11 and the top two bits of bytes
+// 0-7).
+struct ScalesMins {
+  uint8_t scale[8];
+  uint8_t min[8];
+};
+
+static inline ScalesMins unpack_scales_mins(const uint8_t* packed) {
+  constexpr uint32_t kLow6 = 0x3f3f3f3f;
+  constexpr uint32_t kLow4 = 0x0f0f0f0f;
+  constexpr uint32_t kLow2 = 0x03030303;
+  uint32_t in[3];
+  std::memcpy(in, packed, sizeof in);
+  uint32_t out[4];
+  out[0] = in[0] & kLow6;                                          // scales 0-3
+  out[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);        // scales 4-7
+  out[2] = in[1] & kLow6;                                          // mins 0-3
+  out[3] = ((in[2] >> 4) & kLow4) | (((in[1] >> 6) & kLow2) << 4);  // mins 4-7
+  ScalesMins result;
+  std::memcpy(&result, out, sizeof result);
+  return result;
+}
+
+}  // namespace gufo::cpu::avx2
