@@ -50,6 +50,58 @@ const float* input(const std::vector<std::vector<float>>& values, const model::N
   return values[static_cast<size_t>(node.src[slot])].data();
 }
 
+// From this many query rows on (prefill), attention widens each KV head to f32 once per
+// sequence and thread (attend_rows_avx2) instead of converting the f16 cache for every row.
+constexpr int64_t kBatchAttentionMinRows = 8;
+
+void attend_batch(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const AttentionShape& shape,
+                  const backend::Batch& batch, const float* q, float* out, int64_t row_stride) {
+  // Rows by sequence, in batch order.
+  std::vector<int32_t> seqs;
+  std::vector<std::vector<int64_t>> rows_of;
+  for (int64_t r = 0; r < batch.n_tokens(); ++r) {
+    size_t s = 0;
+    while (s < seqs.size() && seqs[s] != batch.seq_ids[r]) ++s;
+    if (s == seqs.size()) {
+      seqs.push_back(batch.seq_ids[r]);
+      rows_of.emplace_back();
+    }
+    rows_of[s].push_back(r);
+  }
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const std::vector<int64_t>& rows = rows_of[s];
+    // Work items are (KV head, slice of rows); slices interleave rows so that each holds
+    // early and late positions alike (causal rows cost their position).
+    const int64_t n_rows = static_cast<int64_t>(rows.size());
+    const int64_t slices = std::max<int64_t>(
+        1, std::min<int64_t>(n_rows / kBatchAttentionMinRows,
+                             (2 * pool.n_threads() + shape.n_head_kv - 1) / shape.n_head_kv));
+    const KvView view = cache.view(seqs[s], layer);
+    pool.parallel_for(shape.n_head_kv * slices, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> head_kv;
+      std::vector<float> scratch;
+      std::vector<int64_t> slice_rows;
+      std::vector<int32_t> slice_positions;
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t kv_head = item / slices;
+        const int64_t slice = item % slices;
+        slice_rows.clear();
+        slice_positions.clear();
+        for (int64_t i = slice; i < n_rows; i += slices) {
+          slice_rows.push_back(rows[static_cast<size_t>(i)]);
+          slice_positions.push_back(batch.positions[rows[static_cast<size_t>(i)]]);
+        }
+        const int32_t last = *std::max_element(slice_positions.begin(), slice_positions.end());
+        scratch.resize(static_cast<size_t>(attention_rows_scratch_floats(last)));
+        const AttentionRows attention_rows{.q = q, .out = out, .row_stride = row_stride,
+                                           .row_index = slice_rows.data(), .positions = slice_positions.data(),
+                                           .n_rows = static_cast<int64_t>(slice_rows.size())};
+        attend_rows_avx2(view, shape, attention_rows, kv_head, head_kv, scratch.data());
+      }
+    });
+  }
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
@@ -171,6 +223,10 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
                      scratch.data(), out.data() + r * node.cols);
             }
           });
+          break;
+        }
+        if (node.rows >= kBatchAttentionMinRows) {
+          attend_batch(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols);
           break;
         }
         // Work items are (row, KV head): a decode step (one row) still uses every thread.

@@ -179,7 +179,165 @@ void mix_head(const KvView& kv, bool f16, int64_t kv_offset, const float* weight
   }
 }
 
+// Keys of one KV head as f32, transposed: kt[j * stride + p] is element j of position p, so
+// that eight consecutive positions are one vector. Positions n_pos..stride-1 are zero.
+// Values of the head as f32 rows: v[p * head_dim + j].
+void widen_head(const KvView& kv, bool f16, int64_t kv_offset, int64_t head_dim, int64_t n_pos, int64_t stride,
+                float* kt, float* v) {
+  for (int64_t p = 0; p < n_pos; ++p) {
+    const void* k_row = cache_row(kv.k, f16, p * kv.n_embd_kv + kv_offset);
+    const void* v_row = cache_row(kv.v, f16, p * kv.n_embd_kv + kv_offset);
+    int64_t j = 0;
+    for (; j + 8 <= head_dim; j += 8) {
+      alignas(32) float k8[8];
+      _mm256_store_ps(k8, load8(k_row, f16, j));
+      for (int i = 0; i < 8; ++i) kt[(j + i) * stride + p] = k8[i];
+      _mm256_storeu_ps(v + p * head_dim + j, load8(v_row, f16, j));
+    }
+    for (; j < head_dim; ++j) {
+      kt[j * stride + p] = load1(k_row, f16, j);
+      v[p * head_dim + j] = load1(v_row, f16, j);
+    }
+  }
+  for (int64_t j = 0; j < head_dim; ++j) {
+    for (int64_t p = n_pos; p < stride; ++p) kt[j * stride + p] = 0.0f;
+  }
+}
+
+// scores[q][p] = scale * q_q . k_p for kQueries queries and positions p < n_pos (rounded up to
+// a whole tile; the extra scores are junk the caller ignores). A tile is kQueries queries x
+// 8 / kQueries vectors of positions: eight accumulators, so the FMA latency is hidden, and
+// each key vector is loaded once for all queries.
+template <int kQueries>
+void score_tile(const float* kt, int64_t stride, const float* const* q, int64_t head_dim, int64_t n_pos, float scale,
+                float* const* scores) {
+  constexpr int kVectors = 8 / kQueries;
+  const __m256 vscale = _mm256_set1_ps(scale);
+  for (int64_t p = 0; p < n_pos; p += 8 * kVectors) {
+    __m256 acc[kQueries][kVectors];
+    #pragma GCC unroll 8
+    for (int a = 0; a < kQueries; ++a) {
+      #pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v) acc[a][v] = _mm256_setzero_ps();
+    }
+    for (int64_t j = 0; j < head_dim; ++j) {
+      __m256 k[kVectors];
+      #pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v) k[v] = _mm256_loadu_ps(kt + j * stride + p + 8 * v);
+      #pragma GCC unroll 8
+      for (int a = 0; a < kQueries; ++a) {
+        const __m256 qj = _mm256_broadcast_ss(q[a] + j);
+        #pragma GCC unroll 8
+        for (int v = 0; v < kVectors; ++v) acc[a][v] = _mm256_fmadd_ps(qj, k[v], acc[a][v]);
+      }
+    }
+    #pragma GCC unroll 8
+    for (int a = 0; a < kQueries; ++a) {
+      #pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(scores[a] + p + 8 * v, _mm256_mul_ps(acc[a][v], vscale));
+    }
+  }
+}
+
+// out_q = sum_p weights_q[p] * v_p for kQueries queries: tiles of kQueries queries x
+// 8 / kQueries column vectors, so each V vector is loaded once for all queries.
+template <int kQueries>
+void mix_tile(const float* v, int64_t head_dim, const float* const* weights, int64_t n_pos, float* const* out) {
+  constexpr int kVectors = 8 / kQueries;
+  int64_t j = 0;
+  for (; j + 8 * kVectors <= head_dim; j += 8 * kVectors) {
+    __m256 acc[kQueries][kVectors];
+    #pragma GCC unroll 8
+    for (int a = 0; a < kQueries; ++a) {
+      #pragma GCC unroll 8
+      for (int c = 0; c < kVectors; ++c) acc[a][c] = _mm256_setzero_ps();
+    }
+    for (int64_t p = 0; p < n_pos; ++p) {
+      __m256 vv[kVectors];
+      #pragma GCC unroll 8
+      for (int c = 0; c < kVectors; ++c) vv[c] = _mm256_loadu_ps(v + p * head_dim + j + 8 * c);
+      #pragma GCC unroll 8
+      for (int a = 0; a < kQueries; ++a) {
+        const __m256 w = _mm256_broadcast_ss(weights[a] + p);
+        #pragma GCC unroll 8
+        for (int c = 0; c < kVectors; ++c) acc[a][c] = _mm256_fmadd_ps(w, vv[c], acc[a][c]);
+      }
+    }
+    #pragma GCC unroll 8
+    for (int a = 0; a < kQueries; ++a) {
+      #pragma GCC unroll 8
+      for (int c = 0; c < kVectors; ++c) _mm256_storeu_ps(out[a] + j + 8 * c, acc[a][c]);
+    }
+  }
+  for (; j < head_dim; ++j) {  // columns left over (head_dim not a multiple of the tile)
+    #pragma GCC unroll 8
+    for (int a = 0; a < kQueries; ++a) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < n_pos; ++p) sum += weights[a][p] * v[p * head_dim + j];
+      out[a][j] = sum;
+    }
+  }
+}
+
+// kQueries query heads of one row, sharing the widened head: scores, softmax, mix.
+template <int kQueries>
+void attend_queries(const float* kt, int64_t stride, const float* v, const float* const* q, int64_t head_dim,
+                    int64_t n_pos, float scale, float* scratch, float* const* out) {
+  float* scores[kQueries];
+  for (int a = 0; a < kQueries; ++a) scores[a] = scratch + a * stride;
+  score_tile<kQueries>(kt, stride, q, head_dim, n_pos, scale, scores);
+  for (int a = 0; a < kQueries; ++a) softmax(scores[a], n_pos);
+  mix_tile<kQueries>(v, head_dim, scores, n_pos, out);
+}
+
+// NOTE(attention_avx2): the tile loops carry `#pragma GCC unroll` because GCC otherwise keeps
+// the accumulator arrays in memory (attention then cost twice as much).
+
+// Positions are padded to whole score tiles (64 positions for one query at a time).
+constexpr int64_t kPositionTile = 64;
+
+int64_t padded_positions(int64_t n_pos) { return (n_pos + kPositionTile - 1) / kPositionTile * kPositionTile; }
+
 }  // namespace
+
+int64_t attention_rows_scratch_floats(int32_t max_position) {
+  return 4 * padded_positions(static_cast<int64_t>(max_position) + 1);
+}
+
+void attend_rows_avx2(const KvView& kv, const AttentionShape& shape, const AttentionRows& rows, int64_t kv_head,
+                      std::vector<float>& head_kv, float* scratch) {
+  const bool f16 = kv.type == DType::F16;
+  const int64_t group = shape.n_head / shape.n_head_kv;
+  const int64_t head_dim = shape.head_dim;
+  int32_t max_position = -1;
+  for (int64_t i = 0; i < rows.n_rows; ++i) max_position = rows.positions[i] > max_position ? rows.positions[i] : max_position;
+  const int64_t n_pos = static_cast<int64_t>(max_position) + 1;
+  const int64_t stride = padded_positions(n_pos);
+  head_kv.resize(static_cast<size_t>((stride + n_pos) * head_dim));
+  float* kt = head_kv.data();
+  float* v = head_kv.data() + stride * head_dim;
+  widen_head(kv, f16, kv_head * head_dim, head_dim, n_pos, stride, kt, v);
+  for (int64_t i = 0; i < rows.n_rows; ++i) {
+    const float* q_row = rows.q + rows.row_index[i] * rows.row_stride;
+    float* out_row = rows.out + rows.row_index[i] * rows.row_stride;
+    const int64_t row_pos = static_cast<int64_t>(rows.positions[i]) + 1;
+    // The group's query heads, up to four at a time.
+    for (int64_t g = 0; g < group;) {
+      const int64_t n = group - g >= 4 ? 4 : (group - g >= 2 ? 2 : 1);
+      const float* q[4];
+      float* out[4];
+      for (int64_t a = 0; a < n; ++a) {
+        const int64_t h = kv_head * group + g + a;
+        q[a] = q_row + h * head_dim;
+        out[a] = out_row + h * head_dim;
+      }
+      if (n == 4) attend_queries<4>(kt, stride, v, q, head_dim, row_pos, shape.scale, scratch, out);
+      if (n == 2) attend_queries<2>(kt, stride, v, q, head_dim, row_pos, shape.scale, scratch, out);
+      if (n == 1) attend_queries<1>(kt, stride, v, q, head_dim, row_pos, shape.scale, scratch, out);
+      g += n;
+    }
+  }
+}
 
 void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
                  int64_t kv_head_first, int64_t kv_head_end, float* scratch, float* out) {

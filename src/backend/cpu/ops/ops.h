@@ -79,6 +79,25 @@ void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32
 // equal to attend() up to float rounding.
 void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
                  int64_t kv_head_first, int64_t kv_head_end, float* scratch, float* out);
+// Query rows of one sequence, for attend_rows_avx2: row i is q + row_index[i] * row_stride
+// (all heads), at cache position positions[i]; its output goes to out + row_index[i] * row_stride.
+struct AttentionRows {
+  const float* q = nullptr;
+  float* out = nullptr;
+  int64_t row_stride = 0;
+  const int64_t* row_index = nullptr;
+  const int32_t* positions = nullptr;
+  int64_t n_rows = 0;
+};
+// Prefill: the query heads of one KV head for many rows of one sequence. The head's keys and
+// values up to the largest position are widened to f32 once (into head_kv) and then read by
+// every row, instead of each row converting the f16 cache again; keys are stored transposed so
+// that scores come eight positions per vector for up to four query heads at once. scratch
+// holds attention_rows_scratch_floats(largest position) floats. Equal to attend() up to
+// rounding.
+int64_t attention_rows_scratch_floats(int32_t max_position);
+void attend_rows_avx2(const KvView& kv, const AttentionShape& shape, const AttentionRows& rows, int64_t kv_head,
+                      std::vector<float>& head_kv, float* scratch);
 // Whether this build and CPU can run attend_avx2.
 bool attend_avx2_available();
 
