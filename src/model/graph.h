@@ -2,7 +2,8 @@
 // backend (backend/backend.h). Activations are 2-D f32 [rows = tokens, cols]; a head layout
 // is a view of cols (n_head * head_dim). Every node has a stable name ("blk.3.attn_out") so
 // two backends or two builds can be compared tensor by tensor.
-// Tested by tests/unit/model/graph_test.cpp and, end to end, tests/unit/model/forward_test.cpp.
+// Tested end to end by tests/unit/model/forward_test.cpp and moe_test.cpp (logits against
+// Hugging Face transformers).
 #pragma once
 
 #include <array>

@@ -1,6 +1,7 @@
 // Hyper-parameters of a decoder-only transformer, read from GGUF metadata with the key names
 // the GGUF ecosystem uses ({arch}.block_count, ...). Validated so the forward pass can trust
-// every count. Tested by tests/unit/model/hparams_test.cpp.
+// every count. Tested through tests/unit/model/forward_test.cpp and moe_test.cpp (which load
+// real converted models).
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <unistd.h>
 
 #include "engine/quality.h"
 
@@ -62,7 +63,7 @@ struct CliRun {
 };
 
 CliRun gufo(const std::string& args) {
-  const fs::path err = fs::temp_directory_path() / "gufo_quality_err.txt";
+  const fs::path err = fs::temp_directory_path() / ("gufo_quality_err_" + std::to_string(::getpid()) + ".txt");
   const std::string command = std::string(GUFO_BINARY) + " " + args + " 2>" + err.string();
   CliRun run{};
   FILE* pipe = popen(command.c_str(), "r");
@@ -76,7 +77,7 @@ CliRun gufo(const std::string& args) {
 
 TEST(QualityCli, AgainstTransformersAndAgainstItself) {
   const fs::path dir = fs::path(GUFO_TEST_DATA_DIR) / "models" / "tiny-qwen3";
-  const fs::path tmp = fs::temp_directory_path() / "gufo_quality_cli";
+  const fs::path tmp = fs::temp_directory_path() / ("gufo_quality_cli_" + std::to_string(::getpid()));
   fs::create_directories(tmp);
   std::ifstream in(dir / "reference" / "logits.tokens.json");
   const std::string text = nlohmann::json::parse(in).at("text").get<std::string>();

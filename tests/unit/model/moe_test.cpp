@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/ops/moe.h"
@@ -147,7 +148,7 @@ TEST(MoeFfn, MatchesPlainPerTokenReference) {
 fs::path moe_dir() { return fs::path(GUFO_TEST_DATA_DIR) / "models" / "tiny-qwen3-moe"; }
 
 std::string convert_moe(const std::string& tag) {
-  const fs::path out = fs::temp_directory_path() / ("gufo_moe_test_" + tag + ".gguf");
+  const fs::path out = fs::temp_directory_path() / ("gufo_moe_test_" + tag + "_" + std::to_string(::getpid()) + ".gguf");
   const std::string command = std::string(GUFO_BINARY) + " convert '" + moe_dir().string() + "' -o '" +
                               out.string() + "' --outtype f32";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
@@ -190,7 +191,7 @@ std::string rewrite(const gguf::File& good, const std::string& tag,
                        .data = info.bytes(), .fill = {}});
   }
   edit(writer);
-  const std::string path = (fs::temp_directory_path() / ("gufo_moe_bad_" + tag + ".gguf")).string();
+  const std::string path = (fs::temp_directory_path() / ("gufo_moe_bad_" + tag + "_" + std::to_string(::getpid()) + ".gguf")).string();
   const Status written = writer.write(path);
   EXPECT_TRUE(written.ok()) << written.error().message;
   return path;
