@@ -7,11 +7,12 @@ set -euo pipefail
 # NOTE(deps): g++-12 is the pinned, qualified toolchain (preset `default`); clang-16 is
 # the candidate toolchain (presets `clang`, `asan`); libclang-rt-16-dev carries the
 # sanitizer and libFuzzer runtimes for clang-16; libicu-dev gives the tokenizer Unicode
-# categories and NFC; libedit-dev (BSD editline) gives `gufo chat` its line editing.
+# categories and NFC; libedit-dev (BSD editline) gives `gufo chat` its line editing;
+# libcpp-httplib-dev is `gufo serve`'s HTTP server.
 PACKAGES=(
   g++-12 clang-16 libclang-rt-16-dev
   cmake ninja-build git pkg-config
-  libcli11-dev libfmt-dev nlohmann-json3-dev libicu-dev libedit-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libicu-dev libedit-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

@@ -37,6 +37,13 @@ struct KvCacheSpec {
   int64_t n_ctx = 0;      // positions per sequence
   int64_t n_seq = 1;
   DType type = DType::F16;  // F16 (default, as llama.cpp) or F32 (exact references)
+  // Paging: the cache is a pool of blocks of block_size positions (a power of two). With
+  // n_blocks = 0 every sequence owns ceil(n_ctx / block_size) blocks of its own, in order
+  // (what a single-sequence Session wants). With n_blocks > 0 the pool has that many blocks
+  // and the caller maps each sequence's positions to blocks with set_blocks(), so sequences
+  // can share the blocks of a common prefix (engine/kv_blocks.h decides which).
+  int64_t block_size = 16;
+  int64_t n_blocks = 0;
 };
 
 // Key/value cache; what it holds is the backend's business.
@@ -46,6 +53,11 @@ class KvCache {
   virtual const KvCacheSpec& spec() const = 0;
   // Forgets positions >= `from` of sequence `seq` (e.g. to re-run or drop a sequence).
   virtual void truncate(int32_t seq, int32_t from) = 0;
+  // Paged caches (spec().n_blocks > 0): sequence `seq` now reads and writes position p in
+  // block blocks[p / block_size], and positions 0..n_filled-1 already hold keys and values
+  // (blocks shared with another sequence's prefix). The next forward may continue at
+  // n_filled; positions past blocks.size() * block_size are an error.
+  virtual Status set_blocks(int32_t seq, std::span<const int32_t> blocks, int32_t n_filled) = 0;
 };
 
 class Backend {

@@ -35,5 +35,6 @@ Command register_bench(CLI::App& root);
 Command register_render_template(CLI::App& root);
 Command register_quantize(CLI::App& root);
 Command register_synth(CLI::App& root);
+Command register_serve(CLI::App& root);
 
 }  // namespace gufo::cli

@@ -43,6 +43,7 @@ int run_main(int argc, char** argv) {
   commands.push_back(register_render_template(app));
   commands.push_back(register_quantize(app));
   commands.push_back(register_synth(app));
+  commands.push_back(register_serve(app));
 
   try {
     app.parse(argc, argv);

@@ -9,30 +9,19 @@ namespace gufo::engine {
 using nlohmann::ordered_json;
 
 Chat::Chat(const Model& model, Session session, const tokenizer::Tokenizer& tokenizer, ChatOptions options,
-           tmpl::ChatTemplate chat_template, std::string bos_text, std::string eos_text)
+           ChatPrompt prompt)
     : model_(&model),
       session_(std::move(session)),
       tokenizer_(&tokenizer),
       options_(std::move(options)),
-      template_(std::move(chat_template)),
-      bos_text_(std::move(bos_text)),
-      eos_text_(std::move(eos_text)) {
+      prompt_(std::move(prompt)) {
   reset();
 }
 
 Result<Chat> Chat::create(const Model& model, Session session, const tokenizer::Tokenizer& tokenizer,
                           ChatOptions options) {
-  const gguf::File& file = model.file();
-  if (!file.has("tokenizer.chat_template")) {
-    return Error{file.name() + ": no tokenizer.chat_template in the metadata; chat needs one"};
-  }
-  GUFO_ASSIGN_OR_RETURN(std::string_view source, file.get_string("tokenizer.chat_template"));
-  auto parsed = tmpl::ChatTemplate::parse(std::string(source));
-  if (!parsed.ok()) return Error{file.name() + ": tokenizer.chat_template: " + parsed.error().message};
-  GUFO_ASSIGN_OR_RETURN(std::string bos, tokenizer::special_token_text(file, "tokenizer.ggml.bos_token_id"));
-  GUFO_ASSIGN_OR_RETURN(std::string eos, tokenizer::special_token_text(file, "tokenizer.ggml.eos_token_id"));
-  return Chat(model, std::move(session), tokenizer, std::move(options), std::move(parsed).value(), std::move(bos),
-              std::move(eos));
+  GUFO_ASSIGN_OR_RETURN(ChatPrompt prompt, ChatPrompt::load(model, tokenizer));
+  return Chat(model, std::move(session), tokenizer, std::move(options), std::move(prompt));
 }
 
 void Chat::reset() {
@@ -44,22 +33,10 @@ void Chat::reset() {
 }
 
 Result<std::vector<int32_t>> Chat::render_prompt() const {
-  tmpl::ChatInputs inputs;
+  PromptInputs inputs;
   inputs.messages = messages_;
-  inputs.add_generation_prompt = true;
   inputs.enable_thinking = options_.enable_thinking;
-  inputs.bos_token = bos_text_;
-  inputs.eos_token = eos_text_;
-  auto text = tmpl::render_chat(template_, inputs);
-  if (!text.ok()) return Error{model_->file().name() + ": tokenizer.chat_template: " + text.error().message};
-  std::vector<int32_t> tokens;
-  const tokenizer::Vocab& vocab = tokenizer_->vocab();
-  // NOTE(chat): templates that print bos_token themselves (Llama 3) must not get a second one.
-  const bool template_has_bos = !bos_text_.empty() && text->starts_with(bos_text_);
-  if (vocab.add_bos && vocab.bos_id >= 0 && !template_has_bos) tokens.push_back(vocab.bos_id);
-  const std::vector<int32_t> body = tokenizer_->encode(*text, /*parse_special=*/true);
-  tokens.insert(tokens.end(), body.begin(), body.end());
-  return tokens;
+  return prompt_.tokens(inputs);
 }
 
 Result<ChatTurn> Chat::reply(std::string_view user_text, const std::function<void(std::string_view)>& on_text,

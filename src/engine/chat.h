@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "core/result.h"
+#include "engine/chat_prompt.h"
 #include "engine/generate.h"
 #include "engine/model.h"
-#include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -57,16 +57,14 @@ class Chat {
 
  private:
   Chat(const Model& model, Session session, const tokenizer::Tokenizer& tokenizer, ChatOptions options,
-       tmpl::ChatTemplate chat_template, std::string bos_text, std::string eos_text);
+       ChatPrompt prompt);
   Result<std::vector<int32_t>> render_prompt() const;
 
   const Model* model_;
   Session session_;
   const tokenizer::Tokenizer* tokenizer_;
   ChatOptions options_;
-  tmpl::ChatTemplate template_;
-  std::string bos_text_;
-  std::string eos_text_;
+  ChatPrompt prompt_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   std::vector<int32_t> cached_;
   size_t last_prefill_ = 0;

@@ -16,6 +16,9 @@ Status validate(const SamplerParams& p) {
   if (!std::isfinite(p.presence_penalty)) return Error{"presence_penalty must be finite"};
   if (!std::isfinite(p.frequency_penalty)) return Error{"frequency_penalty must be finite"};
   if (p.penalty_last_n < 0) return Error{"penalty_last_n must be >= 0"};
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (!std::isfinite(bias)) return Error{"logit_bias values must be finite"};
+  }
   return {};
 }
 
@@ -33,6 +36,9 @@ int32_t Sampler::sample(std::span<const float> logits) {
   candidates_.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     candidates_.push_back({static_cast<int32_t>(i), logits[i]});
+  }
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (id >= 0 && static_cast<size_t>(id) < candidates_.size()) candidates_[static_cast<size_t>(id)].logit += bias;
   }
 
   // Penalties over the last penalty_last_n tokens.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -24,6 +25,9 @@ struct SamplerParams {
   float frequency_penalty = 0.0f; // subtracted per occurrence
   int32_t penalty_last_n = 64;    // how many recent tokens the penalties look at
   uint64_t seed = 0;
+  // Added to the logits of these token ids before anything else (OpenAI's logit_bias; -100
+  // bans a token, +100 all but forces it). Ids outside the vocabulary are ignored.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // Checks ranges (temperature >= 0, top_p in (0, 1], min_p in [0, 1], penalties finite, ...);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/kv_cache.h"
 #include "backend/cpu/ops/moe.h"
 #include "backend/cpu/ops/ops.h"
 #include "quant/quant.h"
@@ -12,39 +13,6 @@
 namespace gufo::cpu {
 
 namespace {
-
-// KV cache in host memory: per sequence and layer, K and V as [n_ctx, n_embd_kv].
-class CpuKvCache final : public backend::KvCache {
- public:
-  explicit CpuKvCache(const backend::KvCacheSpec& spec)
-      : spec_(spec),
-        elem_bytes_(spec.type == DType::F32 ? 4 : 2),
-        k_(static_cast<size_t>(spec.n_seq * spec.n_layer * spec.n_ctx * spec.n_embd_kv) * elem_bytes_),
-        v_(k_.size()),
-        filled_(static_cast<size_t>(spec.n_seq), 0) {}
-
-  const backend::KvCacheSpec& spec() const override { return spec_; }
-  void truncate(int32_t seq, int32_t from) override {
-    if (seq >= 0 && seq < spec_.n_seq) {
-      filled_[seq] = std::min(filled_[seq], std::max(from, 0));
-    }
-  }
-
-  KvView view(int32_t seq, int32_t layer) {
-    const size_t offset =
-        static_cast<size_t>((seq * spec_.n_layer + layer) * spec_.n_ctx * spec_.n_embd_kv) * elem_bytes_;
-    return KvView{.type = spec_.type, .k = k_.data() + offset, .v = v_.data() + offset,
-                  .n_embd_kv = spec_.n_embd_kv};
-  }
-  std::vector<int32_t>& filled() { return filled_; }
-
- private:
-  backend::KvCacheSpec spec_;
-  size_t elem_bytes_;
-  std::vector<std::byte> k_;
-  std::vector<std::byte> v_;
-  std::vector<int32_t> filled_;  // per sequence: positions 0..filled-1 hold keys and values
-};
 
 const float* input(const std::vector<std::vector<float>>& values, const model::Node& node, int slot) {
   return values[static_cast<size_t>(node.src[slot])].data();
@@ -54,9 +22,47 @@ const float* input(const std::vector<std::vector<float>>& values, const model::N
 // sequence and thread (attend_rows_avx2) instead of converting the f16 cache for every row.
 constexpr int64_t kBatchAttentionMinRows = 8;
 
-void attend_batch(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const AttentionShape& shape,
-                  const backend::Batch& batch, const float* q, float* out, int64_t row_stride) {
-  // Rows by sequence, in batch order.
+// Prefill attention for the rows of one sequence (rows: batch row indices, ascending).
+void attend_sequence_rows(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const AttentionShape& shape,
+                          const backend::Batch& batch, int32_t seq, const std::vector<int64_t>& rows,
+                          const float* q, float* out, int64_t row_stride) {
+  // Work items are (KV head, slice of rows); slices interleave rows so that each holds
+  // early and late positions alike (causal rows cost their position).
+  const int64_t n_rows = static_cast<int64_t>(rows.size());
+  const int64_t slices = std::max<int64_t>(
+      1, std::min<int64_t>(n_rows / kBatchAttentionMinRows,
+                           (2 * pool.n_threads() + shape.n_head_kv - 1) / shape.n_head_kv));
+  const KvView view = cache.view(seq, layer);
+  pool.parallel_for(shape.n_head_kv * slices, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> head_kv;
+    std::vector<float> scratch;
+    std::vector<int64_t> slice_rows;
+    std::vector<int32_t> slice_positions;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t kv_head = item / slices;
+      const int64_t slice = item % slices;
+      slice_rows.clear();
+      slice_positions.clear();
+      for (int64_t i = slice; i < n_rows; i += slices) {
+        slice_rows.push_back(rows[static_cast<size_t>(i)]);
+        slice_positions.push_back(batch.positions[rows[static_cast<size_t>(i)]]);
+      }
+      const int32_t last = *std::max_element(slice_positions.begin(), slice_positions.end());
+      scratch.resize(static_cast<size_t>(attention_rows_scratch_floats(last)));
+      const AttentionRows attention_rows{.q = q, .out = out, .row_stride = row_stride,
+                                         .row_index = slice_rows.data(), .positions = slice_positions.data(),
+                                         .n_rows = static_cast<int64_t>(slice_rows.size())};
+      attend_rows_avx2(view, shape, attention_rows, kv_head, head_kv, scratch.data());
+    }
+  });
+}
+
+// Attention for every row of the batch. A sequence with many rows in this batch (a prefill
+// chunk) takes the batched path; the others (decode steps of a continuous batch) go row by
+// row. The choice depends on the sequence's own rows only, so a sequence's numbers do not
+// change with what else shares the batch.
+void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const AttentionShape& shape,
+                const backend::Batch& batch, const float* q, float* out, int64_t row_stride) {
   std::vector<int32_t> seqs;
   std::vector<std::vector<int64_t>> rows_of;
   for (int64_t r = 0; r < batch.n_tokens(); ++r) {
@@ -68,38 +74,39 @@ void attend_batch(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Atte
     }
     rows_of[s].push_back(r);
   }
+  std::vector<int64_t> single_rows;
   for (size_t s = 0; s < seqs.size(); ++s) {
-    const std::vector<int64_t>& rows = rows_of[s];
-    // Work items are (KV head, slice of rows); slices interleave rows so that each holds
-    // early and late positions alike (causal rows cost their position).
-    const int64_t n_rows = static_cast<int64_t>(rows.size());
-    const int64_t slices = std::max<int64_t>(
-        1, std::min<int64_t>(n_rows / kBatchAttentionMinRows,
-                             (2 * pool.n_threads() + shape.n_head_kv - 1) / shape.n_head_kv));
-    const KvView view = cache.view(seqs[s], layer);
-    pool.parallel_for(shape.n_head_kv * slices, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> head_kv;
+    if (attend_avx2_available() && static_cast<int64_t>(rows_of[s].size()) >= kBatchAttentionMinRows) {
+      attend_sequence_rows(pool, cache, layer, shape, batch, seqs[s], rows_of[s], q, out, row_stride);
+    } else {
+      single_rows.insert(single_rows.end(), rows_of[s].begin(), rows_of[s].end());
+    }
+  }
+  if (single_rows.empty()) return;
+  if (!attend_avx2_available()) {
+    pool.parallel_for(static_cast<int64_t>(single_rows.size()), 1, [&](int64_t begin, int64_t end) {
       std::vector<float> scratch;
-      std::vector<int64_t> slice_rows;
-      std::vector<int32_t> slice_positions;
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t kv_head = item / slices;
-        const int64_t slice = item % slices;
-        slice_rows.clear();
-        slice_positions.clear();
-        for (int64_t i = slice; i < n_rows; i += slices) {
-          slice_rows.push_back(rows[static_cast<size_t>(i)]);
-          slice_positions.push_back(batch.positions[rows[static_cast<size_t>(i)]]);
-        }
-        const int32_t last = *std::max_element(slice_positions.begin(), slice_positions.end());
-        scratch.resize(static_cast<size_t>(attention_rows_scratch_floats(last)));
-        const AttentionRows attention_rows{.q = q, .out = out, .row_stride = row_stride,
-                                           .row_index = slice_rows.data(), .positions = slice_positions.data(),
-                                           .n_rows = static_cast<int64_t>(slice_rows.size())};
-        attend_rows_avx2(view, shape, attention_rows, kv_head, head_kv, scratch.data());
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t r = single_rows[static_cast<size_t>(i)];
+        scratch.resize(static_cast<size_t>(attention_scratch_floats(shape, batch.positions[r])));
+        attend(cache.view(batch.seq_ids[r], layer), shape, q + r * row_stride, batch.positions[r], scratch.data(),
+               out + r * row_stride);
       }
     });
+    return;
   }
+  // Work items are (row, KV head): a decode step (one row) still uses every thread.
+  const int64_t n_items = static_cast<int64_t>(single_rows.size()) * shape.n_head_kv;
+  pool.parallel_for(n_items, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t r = single_rows[static_cast<size_t>(item / shape.n_head_kv)];
+      const int64_t kv_head = item % shape.n_head_kv;
+      scratch.resize(static_cast<size_t>(attention_scratch_floats(shape, batch.positions[r])));
+      attend_avx2(cache.view(batch.seq_ids[r], layer), shape, q + r * row_stride, batch.positions[r], kv_head,
+                  kv_head + 1, scratch.data(), out + r * row_stride);
+    }
+  });
 }
 
 }  // namespace
@@ -112,12 +119,7 @@ bool CpuBackend::supports(const model::Node& node) const {
 }
 
 Result<std::unique_ptr<backend::KvCache>> CpuBackend::create_kv_cache(const backend::KvCacheSpec& spec) {
-  if (spec.type != DType::F16 && spec.type != DType::F32) {
-    return Error{"KV cache type " + std::string(dtype_name(spec.type)) + " (supported: f16, f32)"};
-  }
-  if (spec.n_layer < 1 || spec.n_embd_kv < 1 || spec.n_ctx < 1 || spec.n_seq < 1) {
-    return Error{"KV cache needs positive layers, width, context and sequences"};
-  }
+  GUFO_RETURN_IF_ERROR(CpuKvCache::validate(spec));
   return std::unique_ptr<backend::KvCache>(std::make_unique<CpuKvCache>(spec));
 }
 
@@ -137,6 +139,11 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
     if (batch.positions[i] > next) {
       return Error{"batch: sequence " + std::to_string(batch.seq_ids[i]) + " skips from position " +
                    std::to_string(next) + " to " + std::to_string(batch.positions[i])};
+    }
+    if (batch.positions[i] >= cache.capacity(batch.seq_ids[i])) {
+      return Error{"batch: position " + std::to_string(batch.positions[i]) + " of sequence " +
+                   std::to_string(batch.seq_ids[i]) + " is past its " +
+                   std::to_string(cache.capacity(batch.seq_ids[i])) + " cache positions"};
     }
     next = batch.positions[i] + 1;
   }
@@ -214,32 +221,7 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         }
         const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv,
                                    .head_dim = p.head_dim, .scale = p.scale};
-        if (!attend_avx2_available()) {
-          pool_.parallel_for(node.rows, 1, [&](int64_t begin, int64_t end) {
-            std::vector<float> scratch;
-            for (int64_t r = begin; r < end; ++r) {
-              scratch.resize(static_cast<size_t>(attention_scratch_floats(shape, batch.positions[r])));
-              attend(cache.view(batch.seq_ids[r], p.layer), shape, q + r * node.cols, batch.positions[r],
-                     scratch.data(), out.data() + r * node.cols);
-            }
-          });
-          break;
-        }
-        if (node.rows >= kBatchAttentionMinRows) {
-          attend_batch(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols);
-          break;
-        }
-        // Work items are (row, KV head): a decode step (one row) still uses every thread.
-        pool_.parallel_for(node.rows * p.n_head_kv, 1, [&](int64_t begin, int64_t end) {
-          std::vector<float> scratch;
-          for (int64_t item = begin; item < end; ++item) {
-            const int64_t r = item / p.n_head_kv;
-            const int64_t kv_head = item % p.n_head_kv;
-            scratch.resize(static_cast<size_t>(attention_scratch_floats(shape, batch.positions[r])));
-            attend_avx2(cache.view(batch.seq_ids[r], p.layer), shape, q + r * node.cols, batch.positions[r], kv_head,
-                        kv_head + 1, scratch.data(), out.data() + r * node.cols);
-          }
-        });
+        attend_all(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols);
         break;
       }
       case model::Op::SwiGlu:

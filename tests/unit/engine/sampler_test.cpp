@@ -27,6 +27,18 @@ TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
   EXPECT_EQ(sampler.sample(std::vector<float>{5.0f, 1.0f, 5.0f}), 0);
 }
 
+TEST(Sampler, LogitBiasBansAndForcesTokens) {
+  SamplerParams p = plain(0.0f, 1);
+  p.logit_bias = {{1, -100.0f}, {99, 100.0f}};  // an id past the vocabulary is ignored
+  Sampler banned(p);
+  EXPECT_EQ(banned.sample(std::vector<float>{0.1f, 3.0f, -1.0f, 2.9f}), 3);
+  p.logit_bias = {{2, 100.0f}};
+  Sampler forced(p);
+  EXPECT_EQ(forced.sample(std::vector<float>{0.1f, 3.0f, -1.0f, 2.9f}), 2);
+  p.logit_bias = {{2, NAN}};
+  EXPECT_FALSE(validate(p).ok());
+}
+
 TEST(Sampler, SameSeedSameTokensOtherSeedOtherTokens) {
   const std::vector<float> logits = {1.0f, 1.1f, 0.9f, 1.05f, 0.95f, 1.0f};
   auto draw = [&](uint64_t seed) {

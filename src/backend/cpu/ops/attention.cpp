@@ -35,7 +35,7 @@ void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, 
 #endif
 
 void kv_store(const KvView& kv, int32_t position, const float* k_row, const float* v_row) {
-  const int64_t offset = static_cast<int64_t>(position) * kv.n_embd_kv;
+  const int64_t offset = kv.row_offset(position);
   if (kv.type == DType::F32) {
     std::memcpy(static_cast<float*>(kv.k) + offset, k_row, sizeof(float) * kv.n_embd_kv);
     std::memcpy(static_cast<float*>(kv.v) + offset, v_row, sizeof(float) * kv.n_embd_kv);
@@ -58,7 +58,7 @@ void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32
     for (int64_t p = 0; p < n_pos; ++p) {
       float dot = 0.0f;
       for (int64_t j = 0; j < shape.head_dim; ++j) {
-        dot += qh[j] * load(kv, kv.k, p * kv.n_embd_kv + kv_offset + j);
+        dot += qh[j] * load(kv, kv.k, kv.row_offset(p) + kv_offset + j);
       }
       scratch[p] = dot * shape.scale;
       max_score = std::max(max_score, scratch[p]);
@@ -73,7 +73,7 @@ void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32
     for (int64_t p = 0; p < n_pos; ++p) {
       const float weight = scratch[p] / sum;
       for (int64_t j = 0; j < shape.head_dim; ++j) {
-        oh[j] += weight * load(kv, kv.v, p * kv.n_embd_kv + kv_offset + j);
+        oh[j] += weight * load(kv, kv.v, kv.row_offset(p) + kv_offset + j);
       }
     }
   }

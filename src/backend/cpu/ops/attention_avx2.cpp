@@ -88,7 +88,7 @@ void score_head(const KvView& kv, bool f16, int64_t kv_offset, const float* q, i
     const void* rows[8];
     __m256 acc[8];
     for (int i = 0; i < 8; ++i) {
-      rows[i] = cache_row(kv.k, f16, (p + i) * kv.n_embd_kv + kv_offset);
+      rows[i] = cache_row(kv.k, f16, kv.row_offset(p + i) + kv_offset);
       acc[i] = _mm256_setzero_ps();
     }
     for (int64_t j = 0; j < vec_end; j += 8) {
@@ -115,7 +115,7 @@ void score_head(const KvView& kv, bool f16, int64_t kv_offset, const float* q, i
     _mm256_storeu_ps(scores + p, _mm256_mul_ps(sums, vscale));
   }
   for (; p < n_pos; ++p) {
-    scores[p] = dot_row(q, cache_row(kv.k, f16, p * kv.n_embd_kv + kv_offset), f16, head_dim) * scale;
+    scores[p] = dot_row(q, cache_row(kv.k, f16, kv.row_offset(p) + kv_offset), f16, head_dim) * scale;
   }
 }
 
@@ -153,7 +153,7 @@ void mix_head(const KvView& kv, bool f16, int64_t kv_offset, const float* weight
   for (; j + 32 <= head_dim; j += 32) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
     for (int64_t p = 0; p < n_pos; ++p) {
-      const void* row = cache_row(kv.v, f16, p * kv.n_embd_kv + kv_offset);
+      const void* row = cache_row(kv.v, f16, kv.row_offset(p) + kv_offset);
       const __m256 w = _mm256_set1_ps(weights[p]);
       a0 = _mm256_fmadd_ps(w, load8(row, f16, j), a0);
       a1 = _mm256_fmadd_ps(w, load8(row, f16, j + 8), a1);
@@ -168,13 +168,13 @@ void mix_head(const KvView& kv, bool f16, int64_t kv_offset, const float* weight
   for (; j + 8 <= head_dim; j += 8) {
     __m256 a = _mm256_setzero_ps();
     for (int64_t p = 0; p < n_pos; ++p) {
-      a = _mm256_fmadd_ps(_mm256_set1_ps(weights[p]), load8(cache_row(kv.v, f16, p * kv.n_embd_kv + kv_offset), f16, j), a);
+      a = _mm256_fmadd_ps(_mm256_set1_ps(weights[p]), load8(cache_row(kv.v, f16, kv.row_offset(p) + kv_offset), f16, j), a);
     }
     _mm256_storeu_ps(out + j, a);
   }
   for (; j < head_dim; ++j) {
     float a = 0.0f;
-    for (int64_t p = 0; p < n_pos; ++p) a += weights[p] * load1(cache_row(kv.v, f16, p * kv.n_embd_kv + kv_offset), f16, j);
+    for (int64_t p = 0; p < n_pos; ++p) a += weights[p] * load1(cache_row(kv.v, f16, kv.row_offset(p) + kv_offset), f16, j);
     out[j] = a;
   }
 }
@@ -185,8 +185,8 @@ void mix_head(const KvView& kv, bool f16, int64_t kv_offset, const float* weight
 void widen_head(const KvView& kv, bool f16, int64_t kv_offset, int64_t head_dim, int64_t n_pos, int64_t stride,
                 float* kt, float* v) {
   for (int64_t p = 0; p < n_pos; ++p) {
-    const void* k_row = cache_row(kv.k, f16, p * kv.n_embd_kv + kv_offset);
-    const void* v_row = cache_row(kv.v, f16, p * kv.n_embd_kv + kv_offset);
+    const void* k_row = cache_row(kv.k, f16, kv.row_offset(p) + kv_offset);
+    const void* v_row = cache_row(kv.v, f16, kv.row_offset(p) + kv_offset);
     int64_t j = 0;
     for (; j + 8 <= head_dim; j += 8) {
       alignas(32) float k8[8];

@@ -51,12 +51,24 @@ void rope(float* x, int64_t rows, int64_t cols, std::span<const int32_t> positio
 // out = silu(gate) * up, elementwise.
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
 
-// One layer's K and V for one sequence: [n_ctx, n_embd_kv] of `type` (F32 or F16).
+// One layer's K and V for one sequence, rows of n_embd_kv values of `type` (F32 or F16).
+// Without a block table, position p is row p. With one (a paged cache), the rows come in
+// blocks of 2^block_shift positions: position p is row blocks[p >> block_shift] * block size
+// + p % block size, so sequences can share the blocks of a common prefix.
 struct KvView {
   DType type = DType::F16;
   void* k = nullptr;
   void* v = nullptr;
   int64_t n_embd_kv = 0;
+  const int32_t* blocks = nullptr;
+  int32_t block_shift = 0;
+
+  // Offset (in elements) of position p's row from k or v.
+  int64_t row_offset(int64_t p) const {
+    if (blocks == nullptr) return p * n_embd_kv;
+    const int64_t mask = (int64_t{1} << block_shift) - 1;
+    return ((static_cast<int64_t>(blocks[p >> block_shift]) << block_shift) | (p & mask)) * n_embd_kv;
+  }
 };
 
 void kv_store(const KvView& kv, int32_t position, const float* k_row, const float* v_row);

@@ -1,0 +1,150 @@
+// `gufo serve -m M.gguf [--host H] [--port P] [--parallel N] ...`: the OpenAI-compatible
+// server. It listens first (so /health answers and /ready says "loading"), then loads the
+// model and starts the engine. SIGTERM or SIGINT: new requests get 503, running ones have
+// --grace seconds to finish, the rest are cancelled, and the process exits 0.
+// Tested by tests/functional (the OpenAI client against a real server).
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/command.h"
+#include "cli/generation_flags.h"
+#include "engine/chat_prompt.h"
+#include "engine/scheduler.h"
+#include "server/http_server.h"
+
+namespace gufo::cli {
+
+namespace {
+
+struct ServeOptions {
+  std::string model_path;
+  std::string alias;
+  server::ServerOptions http;
+  engine::SchedulerOptions engine;
+  int64_t n_ctx = 0;  // 0: min(model's, 4096)
+  int threads = 0;
+  std::string cache_type = "f16";
+  bool no_prefix_cache = false;
+  double grace_seconds = 5.0;
+};
+
+// Blocks SIGTERM and SIGINT in every thread started from now on; wait_for_signal() takes
+// them synchronously, so no handler and no global flag are needed.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int run_serve(ServeOptions options) {
+  const sigset_t stop_signals = block_stop_signals();
+  signal(SIGPIPE, SIG_IGN);  // a vanished client is a failed write, not a dead server
+  if (options.http.api_key.empty()) {
+    if (const char* key = std::getenv("GUFO_API_KEY"); key != nullptr) options.http.api_key = key;
+  }
+  auto cache_type = parse_cache_type(options.cache_type);
+  if (!cache_type.ok()) return report_error(cache_type.error());
+  options.http.http_threads = std::max(options.http.http_threads,
+                                       options.engine.n_parallel + options.engine.max_queue + 16);
+
+  server::HttpServer http(options.http);
+  auto port = http.bind();
+  if (!port.ok()) return report_error(port.error());
+  std::thread listener([&http] { http.serve(); });
+  std::fprintf(stderr, "gufo serve: listening on http://%s:%d (loading %s)\n", options.http.host.c_str(), *port,
+               options.model_path.c_str());
+
+  const auto fail = [&](const Error& error) {
+    http.stop();
+    listener.join();
+    return report_error(error);
+  };
+  cpu::CpuBackend cpu(options.threads);
+  auto loaded = load_generation_model(options.model_path, cpu);
+  if (!loaded.ok()) return fail(loaded.error());
+  const engine::Model& model = *loaded->model;
+  auto chat_prompt = engine::ChatPrompt::load(model, *loaded->tokenizer);
+  if (!chat_prompt.ok()) {
+    std::fprintf(stderr, "gufo serve: no chat completions (%s); /v1/completions only\n",
+                 chat_prompt.error().message.c_str());
+  }
+  options.engine.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(model.hparams().n_ctx_train, 4096);
+  options.engine.prefix_cache = !options.no_prefix_cache;
+  options.engine.cache_type = *cache_type;
+  auto scheduler = engine::Scheduler::create(model, cpu, *loaded->tokenizer, options.engine);
+  if (!scheduler.ok()) return fail(scheduler.error());
+
+  server::ServedModel served{.name = options.alias.empty()
+                                         ? std::filesystem::path(options.model_path).stem().string()
+                                         : options.alias,
+                             .scheduler = scheduler->get(),
+                             .tokenizer = loaded->tokenizer.get(),
+                             .chat_prompt = chat_prompt.ok() ? &*chat_prompt : nullptr,
+                             .n_ctx = options.engine.n_ctx,
+                             .n_vocab = static_cast<int32_t>(model.hparams().n_vocab)};
+  http.set_model(served);
+  std::fprintf(stderr, "gufo serve: ready: model %s, %d parallel, context %lld, %d threads\n", served.name.c_str(),
+               options.engine.n_parallel, static_cast<long long>(options.engine.n_ctx), cpu.n_threads());
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::fprintf(stderr, "gufo serve: %s: finishing running requests (up to %.0f s), then exiting\n",
+               signal_number == SIGTERM ? "SIGTERM" : "SIGINT", options.grace_seconds);
+  http.stop_accepting();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.grace_seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const engine::EngineStats stats = (*scheduler)->stats();
+    if (stats.running == 0 && stats.waiting == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  (*scheduler)->shutdown();  // cancels whatever is left; each stream gets its end
+  http.stop();
+  listener.join();
+  std::fprintf(stderr, "gufo serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+Command register_serve(CLI::App& root) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* app = root.add_subcommand("serve", "Serve a model over the OpenAI API (chat and text completions)");
+  app->add_option("-m,--model", o->model_path, "a GGUF model")->required();
+  app->add_option("--alias", o->alias, "the model id clients see (default: the file name without .gguf)");
+  app->add_option("--host", o->http.host, "address to listen on (default 127.0.0.1: this machine only)");
+  app->add_option("--port", o->http.port, "TCP port (0: any free one, printed on stderr)")->check(CLI::Range(0, 65535));
+  app->add_option("--api-key", o->http.api_key,
+                  "require 'Authorization: Bearer KEY' on /v1 routes (default: $GUFO_API_KEY, else none)");
+  app->add_option("-P,--parallel", o->engine.n_parallel, "sequences decoded at once")->check(CLI::Range(1, 1024));
+  app->add_option("--queue", o->engine.max_queue, "requests that may wait beyond --parallel before 429s")
+      ->check(CLI::Range(0, 1 << 20));
+  app->add_option("-c,--ctx", o->n_ctx, "context per sequence in tokens (default: the model's, at most 4096)")
+      ->check(CLI::Range(2, 1 << 24));
+  app->add_option("--kv-tokens", o->engine.kv_tokens, "KV-cache pool size in tokens (default: ctx x parallel)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 32));
+  app->add_option("-b,--batch", o->engine.step_tokens, "tokens per engine step (decodes plus prompt chunks)")
+      ->check(CLI::Range(1, 1 << 16));
+  app->add_option("--block-size", o->engine.block_size, "positions per KV block (a power of two)")
+      ->check(CLI::IsMember({1, 2, 4, 8, 16, 32, 64, 128, 256}));
+  app->add_flag("--no-prefix-cache", o->no_prefix_cache, "do not reuse KV blocks across requests");
+  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
+  app->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  app->add_option("--grace", o->grace_seconds, "seconds running requests get to finish on SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0));
+  return Command{app, [o] { return run_serve(*o); }};
+}
+
+}  // namespace gufo::cli

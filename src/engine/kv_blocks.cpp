@@ -1,0 +1,122 @@
+// KvBlockPool (see kv_blocks.h).
+#include "engine/kv_blocks.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace gufo::engine {
+
+KvBlockPool::KvBlockPool(int32_t n_blocks, int32_t block_size)
+    : block_size_(block_size), blocks_(static_cast<size_t>(n_blocks)) {
+  // Lowest ids first out of the free list.
+  for (int32_t b = n_blocks - 1; b >= 0; --b) free_.push_back(b);
+}
+
+uint64_t KvBlockPool::key(int32_t previous, uint64_t previous_generation, std::span<const int32_t> tokens) const {
+  // FNV-1a over the chain link and the tokens; equal keys are checked token by token.
+  uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint64_t>(static_cast<int64_t>(previous)));
+  mix(previous_generation);
+  for (int32_t t : tokens) mix(static_cast<uint32_t>(t));
+  return h;
+}
+
+std::optional<int32_t> KvBlockPool::find(int32_t previous, std::span<const int32_t> tokens) const {
+  const uint64_t previous_generation = previous >= 0 ? blocks_[static_cast<size_t>(previous)].generation : 0;
+  const auto [first, last] = by_key_.equal_range(key(previous, previous_generation, tokens));
+  for (auto it = first; it != last; ++it) {
+    const Block& b = blocks_[static_cast<size_t>(it->second)];
+    if (b.previous == previous && b.previous_generation == previous_generation &&
+        std::equal(b.tokens.begin(), b.tokens.end(), tokens.begin(), tokens.end())) {
+      return it->second;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<int32_t> KvBlockPool::acquire_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+  std::vector<int32_t> held;
+  int32_t previous = -1;
+  const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
+  for (int64_t at = 0; at + block_size_ <= limit; at += block_size_) {
+    const std::optional<int32_t> block = find(previous, tokens.subspan(static_cast<size_t>(at), block_size_));
+    if (!block) break;
+    Block& b = blocks_[static_cast<size_t>(*block)];
+    if (b.in_lru) {
+      lru_.erase(b.lru_at);
+      b.in_lru = false;
+    }
+    ++b.refs;
+    held.push_back(*block);
+    previous = *block;
+  }
+  return held;
+}
+
+void KvBlockPool::uncache(int32_t block) {
+  Block& b = blocks_[static_cast<size_t>(block)];
+  if (!b.cached) return;
+  const uint64_t k = key(b.previous, b.previous_generation, b.tokens);
+  const auto [first, last] = by_key_.equal_range(k);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == block) {
+      by_key_.erase(it);
+      break;
+    }
+  }
+  b.cached = false;
+  b.tokens.clear();
+}
+
+std::optional<int32_t> KvBlockPool::allocate() {
+  int32_t block = -1;
+  if (!free_.empty()) {
+    block = free_.back();
+    free_.pop_back();
+  } else if (!lru_.empty()) {
+    block = lru_.front();
+    lru_.pop_front();
+    Block& b = blocks_[static_cast<size_t>(block)];
+    b.in_lru = false;
+    uncache(block);
+  } else {
+    return std::nullopt;
+  }
+  Block& b = blocks_[static_cast<size_t>(block)];
+  ++b.generation;
+  b.refs = 1;
+  return block;
+}
+
+void KvBlockPool::release(std::span<const int32_t> blocks) {
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    Block& b = blocks_[static_cast<size_t>(*it)];
+    GUFO_CHECK(b.refs > 0);
+    if (--b.refs > 0) continue;
+    if (b.cached) {
+      b.lru_at = lru_.insert(lru_.end(), *it);
+      b.in_lru = true;
+    } else {
+      free_.push_back(*it);
+    }
+  }
+}
+
+void KvBlockPool::register_full(int32_t block, int32_t previous, std::span<const int32_t> tokens) {
+  Block& b = blocks_[static_cast<size_t>(block)];
+  if (b.cached || static_cast<int32_t>(tokens.size()) != block_size_ || find(previous, tokens)) return;
+  b.previous = previous;
+  b.previous_generation = previous >= 0 ? blocks_[static_cast<size_t>(previous)].generation : 0;
+  b.tokens.assign(tokens.begin(), tokens.end());
+  b.cached = true;
+  by_key_.emplace(key(b.previous, b.previous_generation, b.tokens), block);
+}
+
+}  // namespace gufo::engine

@@ -1,0 +1,71 @@
+// Block accounting for a paged KV cache, with a prefix cache on top: which of the pool's
+// blocks are free, which are held by running sequences (reference counted, so several
+// sequences can share the blocks of a common prefix), and which hold a finished sequence's
+// full blocks that a later prompt with the same tokens may reuse (evicted least recently
+// used first when the free list runs dry).
+//
+// A full block is known by its tokens and by the block before it (id and generation: a
+// block id reused for other contents gets a new generation, so a stale chain never
+// matches). Only full blocks are shared; a sequence always writes into blocks it alone
+// holds. Tested by tests/unit/engine/kv_blocks_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace gufo::engine {
+
+class KvBlockPool {
+ public:
+  KvBlockPool(int32_t n_blocks, int32_t block_size);
+
+  int32_t block_size() const { return block_size_; }
+  int32_t n_blocks() const { return static_cast<int32_t>(blocks_.size()); }
+  // Blocks a new allocation could take: free ones plus cached ones nobody holds.
+  int32_t n_available() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
+  // Blocks held by at least one sequence.
+  int32_t n_used() const { return n_blocks() - n_available(); }
+  int32_t n_cached() const { return static_cast<int32_t>(by_key_.size()); }
+
+  // The longest run of cached full blocks that starts `tokens` and covers at most
+  // `max_tokens` tokens; the caller now holds them (release them when done).
+  std::vector<int32_t> acquire_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
+  // A block for the caller alone (free first, else the least recently used cached one,
+  // which leaves the prefix cache); none when every block is held.
+  std::optional<int32_t> allocate();
+  // Drops the caller's hold on each block, last block first (so a chain's tail leaves the
+  // cache before its head). Blocks nobody holds any more stay cached if they were
+  // registered, else become free.
+  void release(std::span<const int32_t> blocks);
+  // Records that `block`, which follows `previous` (-1 for a sequence's first block), now
+  // holds exactly `tokens` (block_size of them), so later prompts can reuse it. A block whose
+  // contents are already cached under another id stays private.
+  void register_full(int32_t block, int32_t previous, std::span<const int32_t> tokens);
+
+ private:
+  struct Block {
+    int32_t refs = 0;
+    uint64_t generation = 0;
+    bool cached = false;          // in by_key_
+    int32_t previous = -1;
+    uint64_t previous_generation = 0;
+    std::vector<int32_t> tokens;  // when cached
+    std::list<int32_t>::iterator lru_at;
+    bool in_lru = false;
+  };
+  uint64_t key(int32_t previous, uint64_t previous_generation, std::span<const int32_t> tokens) const;
+  std::optional<int32_t> find(int32_t previous, std::span<const int32_t> tokens) const;
+  void uncache(int32_t block);
+
+  int32_t block_size_;
+  std::vector<Block> blocks_;
+  std::vector<int32_t> free_;
+  std::list<int32_t> lru_;  // cached, unheld; front = least recently used
+  std::unordered_multimap<uint64_t, int32_t> by_key_;
+};
+
+}  // namespace gufo::engine

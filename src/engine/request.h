@@ -1,0 +1,106 @@
+// What a client hands the serving engine (engine/scheduler.h) and what comes back: the
+// options of one generation, and a stream of events (text as it becomes safe to show, with
+// the tokens' log-probabilities when asked; then one final event with the stop reason and
+// token counts). The engine thread produces events; a client thread consumes them and may
+// cancel at any time. Tested through tests/unit/engine/scheduler_test.cpp.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/generate.h"
+#include "engine/sampler.h"
+
+namespace gufo::engine {
+
+struct RequestOptions {
+  int32_t max_tokens = 128;  // >= 1
+  std::vector<std::string> stop;
+  SamplerParams sampler;
+  int32_t top_logprobs = -1;  // < 0: no log-probabilities; else the chosen token's and this many more
+  bool use_prefix_cache = true;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // most probable first
+};
+
+struct RequestEvent {
+  enum class Kind { Text, Done, Error };
+  Kind kind = Kind::Text;
+  int32_t choice = 0;                  // which of the request's choices (OpenAI's n) this is about
+  std::string text;                    // Text: new text (may be empty when only logprobs came)
+  std::vector<TokenLogprob> logprobs;  // Text: the tokens generated since the last event
+  // Done:
+  StopReason reason = StopReason::Length;
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;      // prompt tokens whose keys and values came from the prefix cache
+  int32_t completion_tokens = 0;
+  std::string error;  // Error: what went wrong (the request is over)
+
+  static RequestEvent done(StopReason reason, int32_t prompt_tokens, int32_t cached_tokens, int32_t completion_tokens) {
+    RequestEvent e;
+    e.kind = Kind::Done;
+    e.reason = reason;
+    e.prompt_tokens = prompt_tokens;
+    e.cached_tokens = cached_tokens;
+    e.completion_tokens = completion_tokens;
+    return e;
+  }
+  static RequestEvent failure(std::string message) {
+    RequestEvent e;
+    e.kind = Kind::Error;
+    e.error = std::move(message);
+    return e;
+  }
+  static RequestEvent text_of(std::string text, std::vector<TokenLogprob> logprobs) {
+    RequestEvent e;
+    e.text = std::move(text);
+    e.logprobs = std::move(logprobs);
+    return e;
+  }
+};
+
+// Shared by the engine (producer) and one client (consumer).
+class RequestChannel {
+ public:
+  void push(RequestEvent event) {
+    {
+      std::lock_guard lock(mutex_);
+      events_.push_back(std::move(event));
+    }
+    ready_.notify_one();
+  }
+  // The next event, or none if `timeout` passes first.
+  std::optional<RequestEvent> next(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [this] { return !events_.empty(); })) return std::nullopt;
+    RequestEvent event = std::move(events_.front());
+    events_.pop_front();
+    return event;
+  }
+  // Asks the engine to stop this request and free its cache blocks at the next step.
+  void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<RequestEvent> events_;
+  std::atomic<bool> cancelled_{false};
+};
+
+using RequestHandle = std::shared_ptr<RequestChannel>;
+
+}  // namespace gufo::engine

@@ -1,0 +1,484 @@
+// Scheduler (see scheduler.h).
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace gufo::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// log-softmax of the raw logits (before penalties and temperature, as OpenAI reports them)
+// for the chosen token and the `top` most probable ones.
+TokenLogprob logprobs_of(std::span<const float> logits, int32_t token, int32_t top) {
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - max_logit));
+  const float log_z = max_logit + static_cast<float>(std::log(sum));
+  TokenLogprob out{.token = token, .logprob = logits[static_cast<size_t>(token)] - log_z, .top = {}};
+  if (top > 0) {
+    std::vector<int32_t> ids(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    const size_t k = std::min(ids.size(), static_cast<size_t>(top));
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), [&](int32_t a, int32_t b) {
+      return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+             (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+    });
+    for (size_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], logits[static_cast<size_t>(ids[i])] - log_z);
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Scheduler::Sequence {
+  Sequence(const tokenizer::Tokenizer& tokenizer, std::vector<int32_t> prompt, RequestOptions opts)
+      : options(std::move(opts)),
+        tokens(std::move(prompt)),
+        n_prompt(static_cast<int32_t>(tokens.size())),
+        sampler(options.sampler),
+        detokenizer(tokenizer) {
+    for (int32_t t : tokens) sampler.accept(t);
+  }
+
+  void send(RequestEvent event) {
+    event.choice = choice;
+    channel->push(std::move(event));
+  }
+
+  RequestHandle channel;
+  int32_t choice = 0;
+  RequestOptions options;
+  std::vector<int32_t> tokens;  // the prompt, then every generated token
+  int32_t n_prompt;
+  int32_t n_computed = 0;       // positions whose keys and values are in the cache
+  std::vector<int32_t> blocks;  // KV blocks for positions 0.., in order
+  int32_t n_registered = 0;     // leading blocks known to the prefix cache
+  int32_t cached_tokens = -1;   // prompt tokens reused at first admission
+  int32_t slot = -1;            // backend sequence id while running
+  Sampler sampler;
+  tokenizer::Detokenizer detokenizer;
+  std::string pending;          // decoded text held back (it may begin a stop string)
+  std::vector<TokenLogprob> pending_logprobs;
+  int32_t n_generated = 0;
+  Clock::time_point submitted_at = Clock::now();
+  Clock::time_point last_token_at;
+};
+
+Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, backend::Backend& backend,
+                                                     const tokenizer::Tokenizer& tokenizer, SchedulerOptions options) {
+  const model::HParams& hp = model.hparams();
+  if (options.n_parallel < 1 || options.n_parallel > 1024) {
+    return Error{"parallel sequences must be 1..1024, not " + std::to_string(options.n_parallel)};
+  }
+  if (options.n_ctx < 2 || options.n_ctx > hp.n_ctx_train) {
+    return Error{"context of " + std::to_string(options.n_ctx) + " tokens: the model allows 2.." +
+                 std::to_string(hp.n_ctx_train)};
+  }
+  if (options.kv_tokens == 0) options.kv_tokens = options.n_ctx * options.n_parallel;
+  if (options.kv_tokens < options.n_ctx) {
+    return Error{"a KV pool of " + std::to_string(options.kv_tokens) + " tokens cannot hold one context of " +
+                 std::to_string(options.n_ctx)};
+  }
+  if (options.step_tokens < 1) return Error{"step token budget must be >= 1"};
+  if (options.max_queue < 0) return Error{"queue length must be >= 0"};
+  const int64_t n_blocks = (options.kv_tokens + options.block_size - 1) / options.block_size;
+  GUFO_ASSIGN_OR_RETURN(
+      std::unique_ptr<backend::KvCache> cache,
+      backend.create_kv_cache({.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .n_ctx = options.n_ctx,
+                               .n_seq = options.n_parallel, .type = options.cache_type,
+                               .block_size = options.block_size, .n_blocks = n_blocks}));
+  return std::unique_ptr<Scheduler>(new Scheduler(model, backend, tokenizer, options, std::move(cache)));
+}
+
+Scheduler::Scheduler(const Model& model, backend::Backend& backend, const tokenizer::Tokenizer& tokenizer,
+                     SchedulerOptions options, std::unique_ptr<backend::KvCache> cache)
+    : model_(&model),
+      backend_(&backend),
+      tokenizer_(&tokenizer),
+      options_(options),
+      cache_(std::move(cache)),
+      pool_(static_cast<int32_t>(cache_->spec().n_blocks), options.block_size),
+      end_tokens_(end_of_generation_tokens(tokenizer.vocab())) {
+  for (int32_t s = options_.n_parallel - 1; s >= 0; --s) free_slots_.push_back(s);
+  stats_.kv_blocks_total = pool_.n_blocks();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+Submission Scheduler::submit(const std::vector<int32_t>& prompt, const std::vector<RequestOptions>& choices) {
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (n < 1) return {SubmitStatus::TooLong, "the prompt has no tokens", nullptr};
+  if (n + 1 > options_.n_ctx) {
+    return {SubmitStatus::TooLong,
+            "the prompt has " + std::to_string(n) + " tokens; the context holds " + std::to_string(options_.n_ctx) +
+                " (prompt and at least one generated token)",
+            nullptr};
+  }
+  if (choices.empty()) return {SubmitStatus::TooLong, "no choices asked for", nullptr};
+  RequestHandle handle = std::make_shared<RequestChannel>();
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    seqs.push_back(std::make_unique<Sequence>(*tokenizer_, prompt, choices[i]));
+    seqs.back()->channel = handle;
+    seqs.back()->choice = static_cast<int32_t>(i);
+  }
+  const int32_t count = static_cast<int32_t>(seqs.size());
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return {SubmitStatus::ShuttingDown, "the server is shutting down", nullptr};
+    if (n_queued_ + stats_.running + count > options_.n_parallel + options_.max_queue) {
+      return {SubmitStatus::QueueFull,
+              "the server is busy: " + std::to_string(stats_.running) + " sequences running and " +
+                  std::to_string(n_queued_) + " waiting",
+              nullptr};
+    }
+    n_queued_ += count;
+    stats_.prompt_tokens += static_cast<uint64_t>(n);
+    for (auto& seq : seqs) submitted_.push_back(std::move(seq));
+  }
+  wake_.notify_one();
+  return {SubmitStatus::Accepted, "", handle};
+}
+
+void Scheduler::shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, std::chrono::milliseconds(running_.empty() && !waiting_.empty() ? 10 : 1000), [&] {
+        return stopping_ || !submitted_.empty() || !running_.empty();
+      });
+      if (stopping_) break;
+      take_submissions(lock);
+    }
+    drop_cancelled();
+    admit();
+    if (!running_.empty()) {
+      const Status status = step();
+      if (!status.ok()) {
+        // A failed forward leaves the cache in an unknown state for these sequences.
+        while (!running_.empty()) fail(*running_.back(), status.error().message);
+      }
+    }
+    publish_occupancy();
+  }
+  // Shutting down: every request still here gets its final event.
+  {
+    std::unique_lock lock(mutex_);
+    take_submissions(lock);
+  }
+  while (!running_.empty()) finish(*running_.back(), StopReason::Cancelled);
+  while (!waiting_.empty()) {
+    waiting_.front()->send(RequestEvent::done(StopReason::Cancelled, waiting_.front()->n_prompt, 0, 0));
+    waiting_.pop_front();
+  }
+  publish_occupancy();
+}
+
+void Scheduler::take_submissions(std::unique_lock<std::mutex>&) {
+  while (!submitted_.empty()) {
+    waiting_.push_back(std::move(submitted_.front()));
+    submitted_.pop_front();
+  }
+}
+
+void Scheduler::drop_cancelled() {
+  for (size_t i = 0; i < running_.size();) {
+    if (running_[i]->channel->cancelled()) {
+      finish(*running_[i], StopReason::Cancelled);  // removes it from running_
+    } else {
+      ++i;
+    }
+  }
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->channel->cancelled()) {
+      {
+        std::lock_guard lock(mutex_);
+        --n_queued_;
+        ++stats_.requests_cancelled;
+      }
+      (*it)->send(RequestEvent::done(StopReason::Cancelled, (*it)->n_prompt, 0, (*it)->n_generated));
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Scheduler::admit() {
+  const int32_t block = options_.block_size;
+  while (!waiting_.empty() && !free_slots_.empty()) {
+    Sequence& seq = *waiting_.front();
+    const int64_t n_tokens = static_cast<int64_t>(seq.tokens.size());
+    std::vector<int32_t> shared;
+    // The last token is always evaluated: its logits pick the next one.
+    if (options_.prefix_cache && seq.options.use_prefix_cache) shared = pool_.acquire_prefix(seq.tokens, n_tokens - 1);
+    const int64_t needed = (n_tokens + block - 1) / block - static_cast<int64_t>(shared.size());
+    // Running sequences keep one block in reserve each for their next decode steps.
+    const int64_t reserve = static_cast<int64_t>(running_.size());
+    if (needed > pool_.n_available() - reserve && !(running_.empty() && needed <= pool_.n_available())) {
+      pool_.release(shared);
+      break;
+    }
+    seq.blocks = std::move(shared);
+    seq.n_registered = static_cast<int32_t>(seq.blocks.size());
+    seq.n_computed = static_cast<int32_t>(seq.blocks.size()) * block;
+    for (int64_t i = 0; i < needed; ++i) seq.blocks.push_back(*pool_.allocate());
+    const bool first_admission = seq.cached_tokens < 0;
+    if (first_admission) seq.cached_tokens = std::min(seq.n_computed, seq.n_prompt);
+    seq.slot = free_slots_.back();
+    free_slots_.pop_back();
+    const Status assigned = cache_->set_blocks(seq.slot, seq.blocks, seq.n_computed);
+    std::unique_ptr<Sequence> owned = std::move(waiting_.front());
+    waiting_.pop_front();
+    {
+      std::lock_guard lock(mutex_);
+      --n_queued_;
+      ++stats_.running;
+      if (first_admission) stats_.cached_prompt_tokens += static_cast<uint64_t>(seq.cached_tokens);
+    }
+    running_.push_back(std::move(owned));
+    if (!assigned.ok()) fail(*running_.back(), assigned.error().message);
+  }
+}
+
+void Scheduler::preempt_newest() {
+  std::unique_ptr<Sequence> seq = std::move(running_.back());
+  running_.pop_back();
+  release(*seq, true);
+  seq->n_computed = 0;
+  seq->n_registered = 0;
+  free_slots_.push_back(seq->slot);
+  seq->slot = -1;
+  {
+    std::lock_guard lock(mutex_);
+    ++n_queued_;
+    --stats_.running;
+    ++stats_.preemptions;
+  }
+  waiting_.push_front(std::move(seq));
+}
+
+Status Scheduler::step() {
+  const int64_t block = options_.block_size;
+  const int64_t segment = options_.step_tokens;
+  // Each sequence's next segment: one token when decoding, else the prompt up to the next
+  // multiple of the step budget. Blocks first, in admission order; a sequence that cannot
+  // get its block preempts the newest one (perhaps itself).
+  struct Part {
+    Sequence* seq;
+    int32_t begin;
+    int32_t end;
+  };
+  std::vector<Part> planned;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence& seq = *running_[i];
+    const int32_t begin = seq.n_computed;
+    const int32_t end = static_cast<int32_t>(
+        std::min<int64_t>(static_cast<int64_t>(seq.tokens.size()), (begin / segment + 1) * segment));
+    bool preempted_self = false;
+    while (static_cast<int64_t>(seq.blocks.size()) * block < end) {
+      const std::optional<int32_t> fresh = pool_.allocate();
+      if (fresh) {
+        seq.blocks.push_back(*fresh);
+        continue;
+      }
+      preempted_self = running_.size() - 1 == i;
+      preempt_newest();
+      if (preempted_self) break;
+    }
+    if (preempted_self) break;
+    planned.push_back({&seq, begin, end});
+  }
+  // Decode rows first, then prompt segments in admission order, within the budget (the
+  // first part always goes, so a lone long segment still runs).
+  std::stable_partition(planned.begin(), planned.end(), [](const Part& p) { return p.end - p.begin == 1; });
+  std::vector<Part> parts;
+  int64_t budget = options_.step_tokens;
+  for (const Part& p : planned) {
+    const int64_t n = p.end - p.begin;
+    if (!parts.empty() && n > budget) continue;
+    parts.push_back(p);
+    budget -= n;
+  }
+  if (parts.empty()) return {};
+
+  backend::Batch batch;
+  int64_t prefill_rows = 0;
+  for (const Part& p : parts) {
+    GUFO_RETURN_IF_ERROR(cache_->set_blocks(p.seq->slot, p.seq->blocks, p.seq->n_computed));
+    for (int32_t pos = p.begin; pos < p.end; ++pos) {
+      batch.tokens.push_back(p.seq->tokens[static_cast<size_t>(pos)]);
+      batch.positions.push_back(pos);
+      batch.seq_ids.push_back(p.seq->slot);
+    }
+    if (p.end == static_cast<int32_t>(p.seq->tokens.size())) {
+      batch.output_rows.push_back(static_cast<int32_t>(batch.tokens.size()) - 1);
+    }
+    if (p.end - p.begin > 1 || p.begin < p.seq->n_prompt) prefill_rows += p.end - p.begin;
+  }
+  GUFO_ASSIGN_OR_RETURN(model::Graph graph,
+                        model_->build_graph({.n_tokens = batch.n_tokens(),
+                                             .n_outputs = static_cast<int64_t>(batch.output_rows.size())}));
+  const int64_t n_vocab = model_->hparams().n_vocab;
+  std::vector<float> logits(batch.output_rows.size() * static_cast<size_t>(n_vocab));
+  const Clock::time_point start = Clock::now();
+  GUFO_RETURN_IF_ERROR(backend_->forward(graph, batch, *cache_, logits));
+  const double elapsed = seconds_between(start, Clock::now());
+  {
+    std::lock_guard lock(mutex_);
+    const double share = static_cast<double>(prefill_rows) / static_cast<double>(batch.n_tokens());
+    stats_.prefill_tokens += static_cast<uint64_t>(prefill_rows);
+    stats_.decode_tokens += static_cast<uint64_t>(batch.n_tokens() - prefill_rows);
+    stats_.prefill_seconds += elapsed * share;
+    stats_.decode_seconds += elapsed * (1.0 - share);
+  }
+  size_t output = 0;
+  for (const Part& p : parts) {
+    Sequence& seq = *p.seq;
+    seq.n_computed = p.end;
+    register_full_blocks(seq);
+    if (p.end == static_cast<int32_t>(seq.tokens.size())) {
+      emit_token(seq, logits.data() + output * static_cast<size_t>(n_vocab));
+      ++output;
+    }
+  }
+  return {};
+}
+
+void Scheduler::register_full_blocks(Sequence& seq) {
+  if (!options_.prefix_cache) return;
+  const int32_t block = options_.block_size;
+  while ((seq.n_registered + 1) * block <= seq.n_computed) {
+    const int32_t i = seq.n_registered;
+    const std::span<const int32_t> tokens(seq.tokens.data() + static_cast<size_t>(i) * block, block);
+    pool_.register_full(seq.blocks[static_cast<size_t>(i)], i > 0 ? seq.blocks[static_cast<size_t>(i) - 1] : -1, tokens);
+    ++seq.n_registered;
+  }
+}
+
+void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
+  const std::span<const float> logits(logits_row, static_cast<size_t>(model_->hparams().n_vocab));
+  const int32_t token = seq.sampler.sample(logits);
+  seq.sampler.accept(token);
+  seq.tokens.push_back(token);
+  ++seq.n_generated;
+  const Clock::time_point now = Clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.completion_tokens;
+    if (seq.n_generated == 1) {
+      stats_.time_to_first_token.observe(seconds_between(seq.submitted_at, now));
+    } else {
+      stats_.inter_token_latency.observe(seconds_between(seq.last_token_at, now));
+    }
+  }
+  seq.last_token_at = now;
+  if (seq.options.top_logprobs >= 0) seq.pending_logprobs.push_back(logprobs_of(logits, token, seq.options.top_logprobs));
+
+  if (std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end()) {
+    finish(seq, StopReason::EndOfGeneration);
+    return;
+  }
+  Result<std::string> piece = seq.detokenizer.push(token);
+  if (!piece.ok()) {
+    fail(seq, piece.error().message);
+    return;
+  }
+  seq.pending += *piece;
+  size_t found = 0;
+  const size_t safe = stop_safe_prefix(seq.pending, seq.options.stop, found);
+  if (found != std::string::npos) {
+    seq.pending.resize(found);
+    finish(seq, StopReason::StopString);
+    return;
+  }
+  RequestEvent event = RequestEvent::text_of(seq.pending.substr(0, safe), std::move(seq.pending_logprobs));
+  seq.pending_logprobs.clear();
+  seq.pending.erase(0, safe);
+  if (!event.text.empty() || !event.logprobs.empty()) seq.send(std::move(event));
+  if (seq.n_generated >= seq.options.max_tokens) {
+    finish(seq, StopReason::Length);
+  } else if (static_cast<int64_t>(seq.tokens.size()) >= options_.n_ctx) {
+    finish(seq, StopReason::ContextFull);
+  }
+}
+
+void Scheduler::release(Sequence& seq, bool keep_cached) {
+  if (keep_cached) register_full_blocks(seq);
+  pool_.release(seq.blocks);
+  seq.blocks.clear();
+}
+
+void Scheduler::finish(Sequence& seq, StopReason reason) {
+  if (reason != StopReason::StopString) seq.pending += seq.detokenizer.finish();
+  release(seq, true);
+  {
+    // Counters first, so a client that has its final event sees them updated.
+    std::lock_guard lock(mutex_);
+    --stats_.running;
+    if (reason == StopReason::Cancelled) {
+      ++stats_.requests_cancelled;
+    } else {
+      ++stats_.requests_ok;
+    }
+    stats_.kv_blocks_used = pool_.n_used();
+    stats_.kv_blocks_cached = pool_.n_cached();
+  }
+  if (!seq.pending.empty() || !seq.pending_logprobs.empty()) {
+    seq.send(RequestEvent::text_of(std::move(seq.pending), std::move(seq.pending_logprobs)));
+  }
+  seq.send(RequestEvent::done(reason, seq.n_prompt, std::max(seq.cached_tokens, 0), seq.n_generated));
+  remove_running(seq);
+}
+
+void Scheduler::fail(Sequence& seq, const std::string& message) {
+  release(seq, false);
+  {
+    std::lock_guard lock(mutex_);
+    --stats_.running;
+    ++stats_.requests_failed;
+    stats_.kv_blocks_used = pool_.n_used();
+  }
+  seq.send(RequestEvent::failure(message));
+  remove_running(seq);
+}
+
+void Scheduler::remove_running(Sequence& seq) {
+  free_slots_.push_back(seq.slot);
+  const auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& s) { return s.get() == &seq; });
+  running_.erase(it);  // destroys seq
+}
+
+void Scheduler::publish_occupancy() {
+  std::lock_guard lock(mutex_);
+  stats_.waiting = n_queued_;
+  stats_.kv_blocks_used = pool_.n_used();
+  stats_.kv_blocks_cached = pool_.n_cached();
+}
+
+}  // namespace gufo::engine

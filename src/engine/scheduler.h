@@ -1,0 +1,117 @@
+// The serving engine: continuous batching over one model, one backend and one paged KV
+// cache, on a thread of its own. Requests join the running batch and leave it at token
+// boundaries. Every step evaluates one token for each decoding sequence plus prompt segments
+// of sequences still in prefill, up to a token budget, so long prompts never stall running
+// decodes. Prompt segments end at multiples of the budget (counted from position 0), so a
+// sequence is cut the same way whatever else is running.
+//
+// KV blocks come from a KvBlockPool: a new request first reuses the cached blocks of the
+// longest matching prefix (prefix cache), then takes fresh ones for the rest of its prompt;
+// it waits while the pool cannot hold its prompt. When a decoding sequence needs a block and
+// none is left, the most recently admitted sequence is preempted: its blocks go back and it
+// is recomputed later from its tokens (generated ones included), with its sampler state kept.
+// Tested by tests/unit/engine/scheduler_test.cpp.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/result.h"
+#include "engine/kv_blocks.h"
+#include "engine/model.h"
+#include "engine/request.h"
+#include "engine/stats.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::engine {
+
+struct SchedulerOptions {
+  int32_t n_parallel = 4;       // sequences decoding at once
+  int64_t n_ctx = 4096;         // positions per sequence (prompt + generated)
+  int64_t kv_tokens = 0;        // positions in the whole pool; 0: n_ctx * n_parallel
+  int32_t block_size = 16;      // positions per KV block (a power of two)
+  int32_t step_tokens = 512;    // token budget of one step (decode rows + prompt segments)
+  int32_t max_queue = 64;       // requests waiting beyond n_parallel; more are refused
+  bool prefix_cache = true;
+  DType cache_type = DType::F16;
+};
+
+enum class SubmitStatus { Accepted, QueueFull, TooLong, ShuttingDown };
+
+struct Submission {
+  SubmitStatus status = SubmitStatus::Accepted;
+  std::string message;    // why it was refused
+  RequestHandle handle;   // when accepted
+};
+
+class Scheduler {
+ public:
+  static Result<std::unique_ptr<Scheduler>> create(const Model& model, backend::Backend& backend,
+                                                   const tokenizer::Tokenizer& tokenizer, SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues one generation per element of `choices` (OpenAI's n), all from `prompt`; one
+  // handle streams the events of all of them, tagged with the choice's index, and cancels
+  // them together. Refused as a whole when the queue cannot take them all, the prompt
+  // cannot fit the context, or the engine is stopping.
+  Submission submit(const std::vector<int32_t>& prompt, const std::vector<RequestOptions>& choices);
+  // Stops taking requests, cancels every queued and running one (each gets its final
+  // event) and joins the engine thread.
+  void shutdown();
+
+  const SchedulerOptions& options() const { return options_; }
+  EngineStats stats() const;
+
+ private:
+  struct Sequence;
+  Scheduler(const Model& model, backend::Backend& backend, const tokenizer::Tokenizer& tokenizer,
+            SchedulerOptions options, std::unique_ptr<backend::KvCache> cache);
+  void loop();
+  void take_submissions(std::unique_lock<std::mutex>& lock);
+  void drop_cancelled();
+  void admit();
+  bool ensure_block(Sequence& seq);
+  void preempt_newest();
+  Status step();
+  void emit_token(Sequence& seq, const float* logits);
+  void finish(Sequence& seq, StopReason reason);
+  void fail(Sequence& seq, const std::string& message);
+  void release(Sequence& seq, bool keep_cached);
+  void remove_running(Sequence& seq);
+  void register_full_blocks(Sequence& seq);
+  void publish_occupancy();
+
+  const Model* model_;
+  backend::Backend* backend_;
+  const tokenizer::Tokenizer* tokenizer_;
+  SchedulerOptions options_;
+  std::unique_ptr<backend::KvCache> cache_;
+  KvBlockPool pool_;
+  std::vector<int32_t> end_tokens_;
+
+  // Engine thread only.
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // admission order
+  std::vector<int32_t> free_slots_;                 // backend sequence ids
+
+  // Shared with submitters (mutex_).
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Sequence>> submitted_;
+  int32_t n_queued_ = 0;  // submitted_ + waiting_
+  bool stopping_ = false;
+  EngineStats stats_;
+
+  std::thread thread_;
+};
+
+}  // namespace gufo::engine

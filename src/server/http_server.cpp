@@ -1,0 +1,371 @@
+// HttpServer (see http_server.h).
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+
+namespace gufo::server {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+constexpr auto kHeartbeat = std::chrono::milliseconds(1000);
+
+// Compares in time that depends on the lengths only, not on where the strings differ.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+uint64_t random_seed() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+bool write_all(httplib::DataSink& sink, const std::string& data) { return sink.write(data.data(), data.size()); }
+
+// What one request asks the engine for, after checks and rendering.
+struct Plan {
+  CompletionRequest request;
+  std::vector<int32_t> prompt;
+  std::vector<engine::RequestOptions> choices;
+};
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+  const int threads = std::max(8, options_.http_threads);
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_read_timeout(30, 0);
+  http_->set_write_timeout(30, 0);
+  routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+Result<int> HttpServer::bind() {
+  int port = options_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(options_.host);
+    if (port < 0) return Error{"cannot listen on " + options_.host + " (any port)"};
+  } else if (!http_->bind_to_port(options_.host, port)) {
+    return Error{"cannot listen on " + options_.host + ":" + std::to_string(port) +
+                 " (in use, or not an address of this machine)"};
+  }
+  return port;
+}
+
+void HttpServer::serve() { http_->listen_after_bind(); }
+
+void HttpServer::set_model(const ServedModel& model) {
+  model_ = model;
+  ready_.store(true, std::memory_order_release);
+}
+
+void HttpServer::stop() {
+  stopping_.store(true);
+  if (http_) http_->stop();
+}
+
+void HttpServer::reply(httplib::Response& res, const std::string& route, int status, const std::string& body,
+                       const char* content_type) {
+  res.status = status;
+  res.set_content(body, content_type);
+  counters_.count(route, status);
+}
+
+bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res, const std::string& route) {
+  if (options_.api_key.empty()) return true;
+  const std::string header = req.get_header_value("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  const bool ok = header.size() > kBearer.size() && std::string_view(header).substr(0, kBearer.size()) == kBearer &&
+                  constant_time_equal(std::string_view(header).substr(kBearer.size()), options_.api_key);
+  if (ok) return true;
+  const ApiError error{.status = 401,
+                       .message = header.empty() ? "no API key given (send 'Authorization: Bearer <key>')"
+                                                 : "incorrect API key",
+                       .type = "invalid_request_error", .param = "", .code = "invalid_api_key"};
+  res.set_header("WWW-Authenticate", "Bearer");
+  reply(res, route, 401, dump(error.body()));
+  return false;
+}
+
+void HttpServer::routes() {
+  http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    reply(res, "/health", 200, R"({"status":"ok"})");
+  });
+  http_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+    const bool ready = ready_.load(std::memory_order_acquire) && !stopping_.load();
+    reply(res, "/ready", ready ? 200 : 503, ready ? R"({"status":"ready"})" : R"({"status":"loading"})");
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    engine::EngineStats stats;
+    if (ready_.load(std::memory_order_acquire)) stats = model_.scheduler->stats();
+    counters_.count("/metrics", 200);
+    res.status = 200;
+    res.set_content(render_metrics(stats, counters_.snapshot()), "text/plain; version=0.0.4");
+  });
+  http_->Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res, "/v1/models")) return;
+    ordered_json data = ordered_json::array();
+    if (ready_.load(std::memory_order_acquire)) {
+      data.push_back({{"id", model_.name}, {"object", "model"}, {"created", 0}, {"owned_by", "gufo"},
+                      {"max_model_len", model_.n_ctx}});
+    }
+    reply(res, "/v1/models", 200, dump({{"object", "list"}, {"data", data}}));
+  });
+  http_->Post("/v1/chat/completions",
+              [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+  http_->Post("/v1/completions",
+              [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+  // httplib answers some errors itself (404, 413 body too large, 400 bad request line):
+  // give them OpenAI's error body too.
+  http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError error{.status = res.status, .message = "", .type = "invalid_request_error", .param = "", .code = ""};
+    if (res.status == 404) {
+      error.message = "no route " + req.method + " " + req.path;
+      error.code = "not_found";
+    } else if (res.status == 413) {
+      error.message = "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes";
+      error.code = "request_too_large";
+    } else {
+      error.message = "HTTP error " + std::to_string(res.status);
+    }
+    counters_.count(req.path, res.status);
+    res.set_content(dump(error.body()), "application/json");
+  });
+  http_->set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = std::string("internal error: ") + e.what();
+    } catch (...) {
+    }
+    const ApiError error{.status = 500, .message = what, .type = "server_error", .param = "", .code = ""};
+    reply(res, req.path, 500, dump(error.body()));
+  });
+}
+
+void HttpServer::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const std::string route = chat ? "/v1/chat/completions" : "/v1/completions";
+  if (!authorized(req, res, route)) return;
+  const auto fail = [&](const ApiError& error) { reply(res, route, error.status, dump(error.body())); };
+  if (stopping_.load()) {
+    return fail({.status = 503, .message = "the server is shutting down", .type = "server_error", .param = "", .code = ""});
+  }
+  if (!ready_.load(std::memory_order_acquire)) {
+    res.set_header("Retry-After", "1");
+    return fail({.status = 503, .message = "the model is still loading", .type = "server_error", .param = "", .code = ""});
+  }
+  const ServedModel& model = model_;
+
+  ordered_json body;
+  try {
+    body = ordered_json::parse(req.body);
+  } catch (const ordered_json::parse_error& e) {
+    return fail(bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json"));
+  }
+  const RequestLimits limits{.n_vocab = model.n_vocab};
+  ParsedRequest parsed = parse_completion_request(body, chat, limits);
+  if (std::holds_alternative<ApiError>(parsed)) return fail(std::get<ApiError>(parsed));
+  Plan plan{.request = std::move(std::get<CompletionRequest>(parsed)), .prompt = {}, .choices = {}};
+  const CompletionRequest& request = plan.request;
+
+  if (chat) {
+    if (model.chat_prompt == nullptr) {
+      return fail(bad_request("this model has no chat template; use /v1/completions", "messages"));
+    }
+    if (const Status depth = tmpl::check_json_depth(request.messages); !depth.ok()) {
+      return fail(bad_request("'messages': " + depth.error().message, "messages"));
+    }
+    engine::PromptInputs inputs{.messages = request.messages, .tools = request.tools,
+                                .enable_thinking = request.enable_thinking, .add_generation_prompt = true};
+    Result<std::vector<int32_t>> tokens = model.chat_prompt->tokens(inputs);
+    if (!tokens.ok()) return fail(bad_request("the chat template failed on these messages: " + tokens.error().message, "messages"));
+    plan.prompt = std::move(tokens).value();
+  } else {
+    const tokenizer::Vocab& vocab = model.tokenizer->vocab();
+    if (vocab.add_bos && vocab.bos_id >= 0) plan.prompt.push_back(vocab.bos_id);
+    const std::vector<int32_t> body_tokens = model.tokenizer->encode(request.prompt, /*parse_special=*/true);
+    plan.prompt.insert(plan.prompt.end(), body_tokens.begin(), body_tokens.end());
+    if (plan.prompt.empty()) return fail(bad_request("'prompt' is empty", "prompt"));
+  }
+
+  const int64_t n_prompt = static_cast<int64_t>(plan.prompt.size());
+  const std::string prompt_param = chat ? "messages" : "prompt";
+  if (n_prompt + 1 > model.n_ctx) {
+    return fail(bad_request("this model's context is " + std::to_string(model.n_ctx) + " tokens, but the " +
+                                prompt_param + " are " + std::to_string(n_prompt) +
+                                " tokens (and at least one token must be generated)",
+                            prompt_param, "context_length_exceeded"));
+  }
+  int32_t max_tokens = static_cast<int32_t>(model.n_ctx - n_prompt);
+  if (request.max_tokens) {
+    if (n_prompt + *request.max_tokens > model.n_ctx) {
+      return fail(bad_request("this model's context is " + std::to_string(model.n_ctx) + " tokens, but " +
+                                  std::to_string(n_prompt) + " prompt tokens plus max_tokens " +
+                                  std::to_string(*request.max_tokens) + " need " +
+                                  std::to_string(n_prompt + *request.max_tokens),
+                              "max_tokens", "context_length_exceeded"));
+    }
+    max_tokens = *request.max_tokens;
+  }
+  for (int32_t i = 0; i < request.n; ++i) {
+    engine::RequestOptions options;
+    options.max_tokens = max_tokens;
+    options.stop = request.stop;
+    options.sampler = request.sampler;
+    options.sampler.penalty_last_n = static_cast<int32_t>(model.n_ctx);
+    options.sampler.seed = request.seeded ? request.sampler.seed + static_cast<uint64_t>(i) : random_seed();
+    options.top_logprobs = request.logprobs ? request.top_logprobs : -1;
+    plan.choices.push_back(std::move(options));
+  }
+
+  engine::Submission submission = model.scheduler->submit(plan.prompt, plan.choices);
+  switch (submission.status) {
+    case engine::SubmitStatus::Accepted:
+      break;
+    case engine::SubmitStatus::QueueFull:
+      res.set_header("Retry-After", "1");
+      return fail({.status = 429, .message = submission.message, .type = "rate_limit_error", .param = "",
+                   .code = "rate_limit_exceeded"});
+    case engine::SubmitStatus::TooLong:
+      return fail(bad_request(submission.message, prompt_param, "context_length_exceeded"));
+    case engine::SubmitStatus::ShuttingDown:
+      return fail({.status = 503, .message = submission.message, .type = "server_error", .param = "", .code = ""});
+  }
+
+  const ResponseHeader header{.id = new_response_id(chat), .model = model.name,
+                              .created = static_cast<int64_t>(std::time(nullptr))};
+  const tokenizer::Tokenizer* tokenizer = model.tokenizer;
+  engine::RequestHandle handle = submission.handle;
+  auto shared_plan = std::make_shared<Plan>(std::move(plan));
+  counters_.count(route, 200);
+  res.status = 200;
+
+  if (!shared_plan->request.stream) {
+    // Whitespace before the JSON is still the same JSON; writing it is how a vanished client is noticed.
+    res.set_chunked_content_provider("application/json", [=](size_t, httplib::DataSink& sink) {
+      const CompletionRequest& r = shared_plan->request;
+      std::vector<ChoiceState> choices(static_cast<size_t>(r.n));
+      size_t done = 0;
+      std::string error;
+      while (done < choices.size() && error.empty()) {
+        std::optional<engine::RequestEvent> event = handle->next(kHeartbeat);
+        if (!event) {
+          if (!write_all(sink, " ")) {
+            handle->cancel();
+            return false;
+          }
+          continue;
+        }
+        ChoiceState& c = choices[static_cast<size_t>(event->choice)];
+        switch (event->kind) {
+          case engine::RequestEvent::Kind::Text:
+            c.text += event->text;
+            c.logprobs.insert(c.logprobs.end(), event->logprobs.begin(), event->logprobs.end());
+            break;
+          case engine::RequestEvent::Kind::Done:
+            c.finish_reason = finish_reason_name(event->reason);
+            c.completion_tokens = event->completion_tokens;
+            c.cached_tokens = event->cached_tokens;
+            ++done;
+            break;
+          case engine::RequestEvent::Kind::Error:
+            error = event->error;
+            break;
+        }
+      }
+      if (!error.empty()) {
+        handle->cancel();
+        const ApiError e{.status = 500, .message = "generation failed: " + error, .type = "server_error", .param = "",
+                         .code = ""};
+        write_all(sink, dump(e.body()));
+      } else {
+        write_all(sink, dump(completion_json(header, r.chat, choices, r.logprobs, *tokenizer,
+                                             static_cast<int32_t>(shared_plan->prompt.size()))));
+      }
+      sink.done();
+      return true;
+    });
+    return;
+  }
+
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [=](size_t, httplib::DataSink& sink) {
+    const CompletionRequest& r = shared_plan->request;
+    const auto send = [&](const ordered_json& chunk) { return write_all(sink, "data: " + dump(chunk) + "\n\n"); };
+    const auto gone = [&] {
+      handle->cancel();
+      return false;
+    };
+    std::vector<size_t> offsets(static_cast<size_t>(r.n), 0);
+    if (r.chat) {
+      for (int32_t i = 0; i < r.n; ++i) {
+        if (!send(chunk_json(header, true, i, "", nullptr, "", true, r.include_usage, *tokenizer, 0))) return gone();
+      }
+    }
+    int32_t completion_tokens = 0;
+    int32_t cached_tokens = 0;
+    size_t done = 0;
+    while (done < static_cast<size_t>(r.n)) {
+      std::optional<engine::RequestEvent> event = handle->next(kHeartbeat);
+      if (!event) {
+        if (!write_all(sink, ": keep-alive\n\n")) return gone();
+        continue;
+      }
+      const size_t choice = static_cast<size_t>(event->choice);
+      if (event->kind == engine::RequestEvent::Kind::Error) {
+        handle->cancel();
+        const ApiError e{.status = 500, .message = "generation failed: " + event->error, .type = "server_error",
+                         .param = "", .code = ""};
+        send(e.body());
+        break;
+      }
+      if (event->kind == engine::RequestEvent::Kind::Text) {
+        const auto* lp = r.logprobs ? &event->logprobs : nullptr;
+        if (!send(chunk_json(header, r.chat, event->choice, event->text, lp, "", false, r.include_usage, *tokenizer,
+                             offsets[choice]))) {
+          return gone();
+        }
+        offsets[choice] += event->text.size();
+        continue;
+      }
+      completion_tokens += event->completion_tokens;
+      if (event->choice == 0) cached_tokens = event->cached_tokens;
+      const std::vector<engine::TokenLogprob> none;
+      if (!send(chunk_json(header, r.chat, event->choice, "", r.logprobs ? &none : nullptr,
+                           finish_reason_name(event->reason), false, r.include_usage, *tokenizer, offsets[choice]))) {
+        return gone();
+      }
+      ++done;
+    }
+    if (r.include_usage) {
+      send(usage_chunk_json(header, r.chat,
+                            usage_json(static_cast<int32_t>(shared_plan->prompt.size()), completion_tokens, cached_tokens)));
+    }
+    write_all(sink, "data: [DONE]\n\n");
+    sink.done();
+    return true;
+  });
+}
+
+}  // namespace gufo::server

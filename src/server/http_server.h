@@ -1,0 +1,82 @@
+// `gufo serve`'s HTTP side (cpp-httplib): the OpenAI routes (POST /v1/chat/completions,
+// POST /v1/completions, GET /v1/models), GET /health (the process answers), GET /ready (the
+// model is loaded and the engine takes requests) and GET /metrics (Prometheus). Requests are
+// checked (server/openai_request.h), rendered with the model's chat template, and handed to
+// the engine (engine/scheduler.h); answers are whole JSON objects or server-sent events.
+// A client that goes away mid-answer cancels its generation (writes fail; while nothing
+// else is written, a keep-alive comment or whitespace every second finds out).
+// Tested by tests/unit/server/http_server_test.cpp and tests/functional (OpenAI's client).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+#include "engine/chat_prompt.h"
+#include "engine/scheduler.h"
+#include "server/metrics.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace gufo::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                       // 0: any free port
+  std::string api_key;                   // non-empty: /v1 routes need "Authorization: Bearer <key>"
+  size_t max_body_bytes = size_t{8} << 20;
+  int http_threads = 64;                 // connections served at once (streams hold one each)
+};
+
+// What the server serves once the model is loaded.
+struct ServedModel {
+  std::string name;  // the id /v1/models reports and responses carry
+  engine::Scheduler* scheduler = nullptr;
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  const engine::ChatPrompt* chat_prompt = nullptr;  // null: the model has no chat template
+  int64_t n_ctx = 0;
+  int32_t n_vocab = 0;  // logits per token (logit_bias keys must be below)
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket; returns the port (useful with port 0).
+  Result<int> bind();
+  // Serves until stop(); call after bind(), on a thread of its own.
+  void serve();
+  // From now on /ready says yes and the /v1 routes answer (until then: 503).
+  void set_model(const ServedModel& model);
+  // New completion requests get 503 from now on; running ones go on.
+  void stop_accepting() { stopping_.store(true); }
+  // Ends the listening loop after the in-flight answers end (shut the engine down first,
+  // so that they do).
+  void stop();
+
+ private:
+  void routes();
+  bool authorized(const httplib::Request& req, httplib::Response& res, const std::string& route);
+  void completion(const httplib::Request& req, httplib::Response& res, bool chat);
+  void reply(httplib::Response& res, const std::string& route, int status, const std::string& body,
+             const char* content_type = "application/json");
+
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  ServedModel model_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> stopping_{false};
+  HttpCounters counters_;
+};
+
+}  // namespace gufo::server

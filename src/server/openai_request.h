@@ -1,0 +1,54 @@
+// Parses and checks the body of POST /v1/chat/completions and /v1/completions into what the
+// engine needs. Fields OpenAI defines and Gufo supports are type-checked and range-checked
+// (a wrong type or value is a 400 naming the field); fields Gufo does not know are ignored,
+// as OpenAI's clients expect. Sizes are bounded (messages, stop strings, n, logit_bias).
+// Tested by tests/unit/server/openai_request_test.cpp.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "server/api_error.h"
+
+namespace gufo::server {
+
+struct RequestLimits {
+  size_t max_messages = 4096;
+  int32_t max_n = 16;
+  size_t max_stop = 16;
+  size_t max_stop_length = 256;
+  int32_t max_top_logprobs = 20;
+  size_t max_logit_bias = 1024;
+  int32_t n_vocab = 0;  // logit_bias keys must be below it
+};
+
+struct CompletionRequest {
+  bool chat = true;
+  std::string model;
+  nlohmann::ordered_json messages;               // chat: normalized (text parts joined)
+  std::optional<nlohmann::ordered_json> tools;   // chat: passed to the template
+  std::optional<bool> enable_thinking;           // chat_template_kwargs.enable_thinking
+  std::string prompt;                            // completions
+  std::optional<int32_t> max_tokens;
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;                    // stream_options.include_usage
+  engine::SamplerParams sampler;
+  bool seeded = false;
+  std::vector<std::string> stop;
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  bool echo = false;                             // completions: not supported when true
+};
+
+using ParsedRequest = std::variant<CompletionRequest, ApiError>;
+
+// `body` is the parsed JSON (an object); `chat` selects the endpoint's schema.
+ParsedRequest parse_completion_request(const nlohmann::ordered_json& body, bool chat, const RequestLimits& limits);
+
+}  // namespace gufo::server

@@ -1,0 +1,60 @@
+// Builds OpenAI-shaped response bodies: chat.completion and text_completion objects, their
+// streaming chunks, usage, and log-probabilities in the chat and legacy completions
+// layouts. Token strings that are not valid UTF-8 on their own keep their raw bytes in
+// `bytes` (chat) and show U+FFFD in the text. Tested by tests/unit/server/.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::server {
+
+// One choice as it accumulates.
+struct ChoiceState {
+  std::string text;
+  std::vector<engine::TokenLogprob> logprobs;
+  std::string finish_reason;  // empty while running
+  int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;
+};
+
+struct ResponseHeader {
+  std::string id;       // chatcmpl-... / cmpl-...
+  std::string model;
+  int64_t created = 0;  // Unix seconds
+};
+
+std::string new_response_id(bool chat);
+// OpenAI's finish_reason for an engine stop reason.
+std::string finish_reason_name(engine::StopReason reason);
+
+nlohmann::ordered_json usage_json(int32_t prompt_tokens, int32_t completion_tokens, int32_t cached_tokens);
+nlohmann::ordered_json chat_logprobs_json(const tokenizer::Tokenizer& tokenizer,
+                                          const std::vector<engine::TokenLogprob>& logprobs);
+nlohmann::ordered_json completion_logprobs_json(const tokenizer::Tokenizer& tokenizer,
+                                                const std::vector<engine::TokenLogprob>& logprobs,
+                                                size_t text_offset);
+
+// The whole response of a non-streaming request.
+nlohmann::ordered_json completion_json(const ResponseHeader& header, bool chat, const std::vector<ChoiceState>& choices,
+                                       bool with_logprobs, const tokenizer::Tokenizer& tokenizer, int32_t prompt_tokens);
+
+// One streaming chunk for one choice: a text delta (with its log-probabilities), or the
+// final one with finish_reason. `first` adds the assistant role (chat).
+nlohmann::ordered_json chunk_json(const ResponseHeader& header, bool chat, int32_t choice, const std::string& text,
+                                  const std::vector<engine::TokenLogprob>* logprobs, const std::string& finish_reason,
+                                  bool first, bool with_usage_field, const tokenizer::Tokenizer& tokenizer,
+                                  size_t text_offset);
+// The usage chunk that ends a stream when stream_options.include_usage is set.
+nlohmann::ordered_json usage_chunk_json(const ResponseHeader& header, bool chat, const nlohmann::ordered_json& usage);
+
+// JSON text that never throws on invalid UTF-8 (replaced by U+FFFD).
+std::string dump(const nlohmann::ordered_json& json);
+
+}  // namespace gufo::server

@@ -1,0 +1,125 @@
+// KvBlockPool: allocation until the pool is empty, prefix matches over full blocks only and
+// never past max_tokens, reuse after release, least-recently-used eviction (tail of a chain
+// before its head), and no stale match through a block id that was reused.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "engine/kv_blocks.h"
+
+namespace gufo::engine {
+namespace {
+
+std::vector<int32_t> iota_tokens(int32_t n, int32_t first = 100) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+// A sequence that took `n` fresh blocks for `tokens` and registered its full ones.
+std::vector<int32_t> fill(KvBlockPool& pool, const std::vector<int32_t>& tokens) {
+  std::vector<int32_t> blocks;
+  const int32_t b = pool.block_size();
+  for (size_t at = 0; at < tokens.size(); at += static_cast<size_t>(b)) blocks.push_back(*pool.allocate());
+  for (size_t i = 0; (i + 1) * static_cast<size_t>(b) <= tokens.size(); ++i) {
+    pool.register_full(blocks[i], i > 0 ? blocks[i - 1] : -1,
+                       std::span<const int32_t>(tokens).subspan(i * static_cast<size_t>(b), static_cast<size_t>(b)));
+  }
+  return blocks;
+}
+
+TEST(KvBlockPool, AllocatesEveryBlockOnceThenNone) {
+  KvBlockPool pool(4, 16);
+  std::vector<int32_t> got;
+  for (int i = 0; i < 4; ++i) got.push_back(*pool.allocate());
+  EXPECT_EQ(got, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_FALSE(pool.allocate().has_value());
+  EXPECT_EQ(pool.n_used(), 4);
+  pool.release(std::vector<int32_t>{2});
+  EXPECT_EQ(pool.n_available(), 1);
+  EXPECT_EQ(*pool.allocate(), 2);
+}
+
+TEST(KvBlockPool, PrefixMatchesFullBlocksOnlyAndStopsAtMaxTokens) {
+  KvBlockPool pool(8, 4);
+  const std::vector<int32_t> tokens = iota_tokens(10);  // blocks: [0..4) [4..8) and a partial one
+  const std::vector<int32_t> blocks = fill(pool, tokens);
+  pool.release(blocks);
+  EXPECT_EQ(pool.n_cached(), 2);
+
+  std::vector<int32_t> held = pool.acquire_prefix(tokens, 9);
+  EXPECT_EQ(held, (std::vector<int32_t>{blocks[0], blocks[1]}));
+  pool.release(held);
+  // max_tokens 7 leaves room for one full block only.
+  held = pool.acquire_prefix(tokens, 7);
+  EXPECT_EQ(held, (std::vector<int32_t>{blocks[0]}));
+  pool.release(held);
+  // A prompt that differs inside the second block shares only the first.
+  std::vector<int32_t> other = tokens;
+  other[5] = 7;
+  held = pool.acquire_prefix(other, 9);
+  EXPECT_EQ(held, (std::vector<int32_t>{blocks[0]}));
+  pool.release(held);
+  // The same second block after a different first block is another prefix: no match at all.
+  std::vector<int32_t> shifted = tokens;
+  shifted[0] = 1;
+  EXPECT_TRUE(pool.acquire_prefix(shifted, 9).empty());
+}
+
+TEST(KvBlockPool, HeldBlocksAreNotEvictedAndSharedBlocksCountOnce) {
+  KvBlockPool pool(3, 2);
+  const std::vector<int32_t> tokens = iota_tokens(4);
+  const std::vector<int32_t> a = fill(pool, tokens);  // blocks 0, 1
+  const std::vector<int32_t> shared = pool.acquire_prefix(tokens, 3);  // block 0 again
+  ASSERT_EQ(shared, (std::vector<int32_t>{a[0]}));
+  pool.release(a);  // block 0 still held by the second sequence; block 1 cached
+  EXPECT_EQ(pool.n_used(), 1);
+  EXPECT_EQ(*pool.allocate(), 2);  // the free block first
+  EXPECT_EQ(*pool.allocate(), a[1]);  // then the cached, unheld one
+  EXPECT_FALSE(pool.allocate().has_value());  // block 0 is held
+  pool.release(shared);
+  EXPECT_EQ(pool.n_available(), 1);
+}
+
+TEST(KvBlockPool, EvictsLeastRecentlyUsedTailFirst) {
+  KvBlockPool pool(4, 2);
+  const std::vector<int32_t> first = iota_tokens(4, 0);
+  const std::vector<int32_t> second = iota_tokens(4, 50);
+  const std::vector<int32_t> a = fill(pool, first);
+  const std::vector<int32_t> b = fill(pool, second);
+  pool.release(a);
+  pool.release(b);
+  // The oldest chain goes first, its tail before its head.
+  EXPECT_EQ(*pool.allocate(), a[1]);
+  std::vector<int32_t> held = pool.acquire_prefix(first, 3);
+  EXPECT_EQ(held, (std::vector<int32_t>{a[0]}));
+  pool.release(held);  // a[0] is now the most recently used
+  EXPECT_EQ(*pool.allocate(), b[1]);
+  EXPECT_EQ(*pool.allocate(), b[0]);
+  EXPECT_EQ(*pool.allocate(), a[0]);
+  EXPECT_EQ(pool.n_cached(), 0);
+}
+
+TEST(KvBlockPool, ReusedBlockIdNeverMatchesAStaleChain) {
+  KvBlockPool pool(3, 2);
+  const std::vector<int32_t> tokens = iota_tokens(4, 0);
+  const int32_t head = *pool.allocate();
+  const int32_t tail = *pool.allocate();
+  pool.register_full(head, -1, std::span<const int32_t>(tokens).subspan(0, 2));
+  pool.register_full(tail, head, std::span<const int32_t>(tokens).subspan(2, 2));
+  // Released head first, so the head is evicted while its old tail stays cached.
+  pool.release(std::vector<int32_t>{head});
+  pool.release(std::vector<int32_t>{tail});
+  ASSERT_EQ(*pool.allocate(), 2);     // the free block
+  ASSERT_EQ(*pool.allocate(), head);  // then the least recently used: the head, rewritten now
+  pool.register_full(head, -1, std::span<const int32_t>(tokens).subspan(0, 2));
+  pool.release(std::vector<int32_t>{head});
+  // The head matches (registered again); the tail, computed after the old head, must not.
+  const std::vector<int32_t> held = pool.acquire_prefix(tokens, 4);
+  EXPECT_EQ(held, (std::vector<int32_t>{head}));
+  pool.release(held);
+}
+
+}  // namespace
+}  // namespace gufo::engine

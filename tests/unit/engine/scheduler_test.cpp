@@ -1,0 +1,265 @@
+// The continuous-batching engine on a tiny converted model (f32 weights and cache): one
+// request gives what engine::generate gives on a plain session; many concurrent requests
+// (chunked prompts, mixed prefill and decode steps) each give what they give alone; a
+// repeated prompt reuses cached blocks and gives the same text; a pool too small for all
+// sequences preempts and recomputes without changing any output; cancel frees the blocks;
+// a full queue refuses; log-probabilities are consistent; n choices stream apart.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/generate.h"
+#include "engine/scheduler.h"
+#include "tests/unit/common/tiny_model.h"
+
+namespace gufo::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Outcome {
+  std::vector<std::string> text;
+  std::vector<RequestEvent> done;
+  std::vector<TokenLogprob> logprobs;
+  std::string error;
+};
+
+Outcome collect(const RequestHandle& handle, size_t n_choices = 1) {
+  Outcome out;
+  out.text.resize(n_choices);
+  while (out.done.size() < n_choices && out.error.empty()) {
+    std::optional<RequestEvent> e = handle->next(30s);
+    if (!e) {
+      out.error = "timed out";
+      break;
+    }
+    if (e->kind == RequestEvent::Kind::Text) {
+      out.text[static_cast<size_t>(e->choice)] += e->text;
+      out.logprobs.insert(out.logprobs.end(), e->logprobs.begin(), e->logprobs.end());
+    } else if (e->kind == RequestEvent::Kind::Done) {
+      out.done.push_back(*e);
+    } else {
+      out.error = e->error;
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> prompt_of(int n, int salt) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t[static_cast<size_t>(i)] = (i * 31 + salt * 17 + 3) % 250 + 4;
+  return t;
+}
+
+RequestOptions greedy(int32_t max_tokens) {
+  RequestOptions o;
+  o.max_tokens = max_tokens;
+  o.sampler.temperature = 0.0f;
+  return o;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(tiny.model, nullptr); }
+
+  std::unique_ptr<Scheduler> make(SchedulerOptions options) {
+    options.cache_type = DType::F32;
+    auto s = Scheduler::create(*tiny.model, tiny.cpu, *tiny.tokenizer, options);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  Outcome run_one(Scheduler& s, const std::vector<int32_t>& prompt, RequestOptions o) {
+    Submission sub = s.submit(prompt, {o});
+    EXPECT_EQ(sub.status, SubmitStatus::Accepted) << sub.message;
+    return sub.handle ? collect(sub.handle) : Outcome{};
+  }
+
+  testing::TinyModel tiny{"tiny-qwen3"};
+};
+
+TEST_F(SchedulerTest, OneRequestGivesWhatGenerateGives) {
+  const std::vector<int32_t> prompt = prompt_of(11, 1);
+  auto session = Session::create(*tiny.model, tiny.cpu, 128, DType::F32);
+  ASSERT_TRUE(session.ok());
+  GenerateOptions g;
+  g.n_predict = 16;
+  g.sampler.temperature = 0.0f;
+  std::string want;
+  auto result = generate(*session, *tiny.tokenizer, prompt, g, [&](std::string_view t) { want += t; });
+  ASSERT_TRUE(result.ok());
+
+  auto s = make({.n_parallel = 2, .n_ctx = 128});
+  const Outcome got = run_one(*s, prompt, greedy(16));
+  ASSERT_TRUE(got.error.empty()) << got.error;
+  EXPECT_EQ(got.text[0], want);
+  ASSERT_EQ(got.done.size(), 1u);
+  EXPECT_EQ(got.done[0].prompt_tokens, 11);
+  EXPECT_EQ(got.done[0].completion_tokens, static_cast<int32_t>(result->tokens.size()));
+}
+
+TEST_F(SchedulerTest, ConcurrentRequestsEachGiveWhatTheyGiveAlone) {
+  const std::vector<int> lengths = {3, 40, 17, 9, 33, 5, 26};
+  std::vector<std::string> alone;
+  {
+    auto s = make({.n_parallel = 1, .n_ctx = 128, .block_size = 4, .step_tokens = 16});
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      alone.push_back(run_one(*s, prompt_of(lengths[i], static_cast<int>(i)), greedy(20)).text[0]);
+    }
+  }
+  auto s = make({.n_parallel = 4, .n_ctx = 128, .block_size = 4, .step_tokens = 16, .prefix_cache = false});
+  std::vector<RequestHandle> handles;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    Submission sub = s->submit(prompt_of(lengths[i], static_cast<int>(i)), {greedy(20)});
+    ASSERT_EQ(sub.status, SubmitStatus::Accepted) << sub.message;
+    handles.push_back(sub.handle);
+  }
+  for (size_t i = 0; i < handles.size(); ++i) {
+    const Outcome got = collect(handles[i]);
+    ASSERT_TRUE(got.error.empty()) << got.error;
+    EXPECT_EQ(got.text[0], alone[i]) << "request " << i;
+  }
+  const EngineStats stats = s->stats();
+  EXPECT_EQ(stats.requests_ok, lengths.size());
+  EXPECT_EQ(stats.kv_blocks_used, 0);
+}
+
+TEST_F(SchedulerTest, RepeatedPromptReusesCachedBlocksWithTheSameOutput) {
+  auto s = make({.n_parallel = 2, .n_ctx = 128, .block_size = 4});
+  const std::vector<int32_t> prompt = prompt_of(30, 7);
+  const Outcome first = run_one(*s, prompt, greedy(12));
+  const Outcome second = run_one(*s, prompt, greedy(12));
+  ASSERT_EQ(first.done.size(), 1u);
+  ASSERT_EQ(second.done.size(), 1u);
+  EXPECT_EQ(first.done[0].cached_tokens, 0);
+  EXPECT_EQ(second.done[0].cached_tokens, 28);  // whole blocks, leaving the last token to evaluate
+  EXPECT_EQ(second.text[0], first.text[0]);
+  // A longer prompt that starts the same way (the next turn of a chat) reuses the blocks too.
+  std::vector<int32_t> longer = prompt;
+  longer.insert(longer.end(), {9, 8, 7, 6, 5});
+  const Outcome third = run_one(*s, longer, greedy(4));
+  EXPECT_GE(third.done[0].cached_tokens, 28);
+  // The same prompt with the cache turned off for the request: nothing reused, same output.
+  RequestOptions uncached = greedy(12);
+  uncached.use_prefix_cache = false;
+  const Outcome fourth = run_one(*s, prompt, uncached);
+  EXPECT_EQ(fourth.done[0].cached_tokens, 0);
+  EXPECT_EQ(fourth.text[0], first.text[0]);
+  EXPECT_GT(s->stats().cached_prompt_tokens, 0u);
+}
+
+TEST_F(SchedulerTest, SmallPoolPreemptsAndRecomputesWithoutChangingOutputs) {
+  std::vector<std::string> alone;
+  {
+    auto s = make({.n_parallel = 1, .n_ctx = 64, .block_size = 4, .prefix_cache = false});
+    for (int i = 0; i < 3; ++i) alone.push_back(run_one(*s, prompt_of(20, 20 + i), greedy(30)).text[0]);
+  }
+  // 64 positions in all for three sequences that each grow to 50.
+  auto s = make({.n_parallel = 3, .n_ctx = 64, .kv_tokens = 64, .block_size = 4, .prefix_cache = false});
+  std::vector<RequestHandle> handles;
+  for (int i = 0; i < 3; ++i) handles.push_back(s->submit(prompt_of(20, 20 + i), {greedy(30)}).handle);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_NE(handles[static_cast<size_t>(i)], nullptr);
+    const Outcome got = collect(handles[static_cast<size_t>(i)]);
+    ASSERT_TRUE(got.error.empty()) << got.error;
+    EXPECT_EQ(got.text[0], alone[static_cast<size_t>(i)]) << "request " << i;
+    EXPECT_EQ(got.done[0].completion_tokens, 30);
+  }
+  EXPECT_GT(s->stats().preemptions, 0u);
+}
+
+TEST_F(SchedulerTest, CancelEndsTheRequestAndFreesItsBlocks) {
+  auto s = make({.n_parallel = 2, .n_ctx = 256, .block_size = 4});
+  RequestOptions o = greedy(200);
+  Submission sub = s->submit(prompt_of(10, 3), {o});
+  ASSERT_EQ(sub.status, SubmitStatus::Accepted);
+  std::optional<RequestEvent> first;
+  do {
+    first = sub.handle->next(10s);
+    ASSERT_TRUE(first.has_value());
+  } while (first->kind != RequestEvent::Kind::Text);
+  sub.handle->cancel();
+  const Outcome rest = collect(sub.handle);
+  ASSERT_EQ(rest.done.size(), 1u);
+  EXPECT_EQ(rest.done[0].reason, StopReason::Cancelled);
+  EXPECT_LT(rest.done[0].completion_tokens, 200);
+  EXPECT_EQ(s->stats().kv_blocks_used, 0);
+  EXPECT_EQ(s->stats().requests_cancelled, 1u);
+}
+
+TEST_F(SchedulerTest, RefusesWhenTheQueueIsFullOrThePromptTooLong) {
+  auto s = make({.n_parallel = 1, .n_ctx = 64, .max_queue = 1});
+  const Submission a = s->submit(prompt_of(8, 1), {greedy(50)});
+  const Submission b = s->submit(prompt_of(8, 2), {greedy(50)});
+  const Submission c = s->submit(prompt_of(8, 3), {greedy(50)});
+  EXPECT_EQ(a.status, SubmitStatus::Accepted);
+  EXPECT_EQ(b.status, SubmitStatus::Accepted);
+  EXPECT_EQ(c.status, SubmitStatus::QueueFull);
+  EXPECT_NE(c.message.find("busy"), std::string::npos);
+  const Submission too_long = s->submit(prompt_of(64, 4), {greedy(1)});
+  EXPECT_EQ(too_long.status, SubmitStatus::TooLong);
+  EXPECT_NE(too_long.message.find("64 tokens"), std::string::npos) << too_long.message;
+  a.handle->cancel();
+  b.handle->cancel();
+  EXPECT_EQ(collect(a.handle).done.size(), 1u);
+  EXPECT_EQ(collect(b.handle).done.size(), 1u);
+}
+
+TEST_F(SchedulerTest, LogprobsAreNormalizedAndMostProbableFirst) {
+  auto s = make({.n_parallel = 1, .n_ctx = 64});
+  RequestOptions o = greedy(6);
+  o.top_logprobs = 5;
+  const Outcome got = run_one(*s, prompt_of(6, 9), o);
+  ASSERT_EQ(got.logprobs.size(), 6u);
+  for (const TokenLogprob& lp : got.logprobs) {
+    ASSERT_EQ(lp.top.size(), 5u);
+    EXPECT_LE(lp.logprob, 0.0f);
+    EXPECT_EQ(lp.top[0].first, lp.token);  // greedy picks the most probable token
+    EXPECT_FLOAT_EQ(lp.top[0].second, lp.logprob);
+    double mass = 0.0;
+    for (size_t i = 0; i < lp.top.size(); ++i) {
+      mass += std::exp(lp.top[i].second);
+      if (i > 0) {
+        EXPECT_GE(lp.top[i - 1].second, lp.top[i].second);
+      }
+    }
+    EXPECT_LE(mass, 1.0 + 1e-5);
+  }
+}
+
+TEST_F(SchedulerTest, ChoicesStreamApartAndStopAtStopStrings) {
+  auto s = make({.n_parallel = 4, .n_ctx = 128});
+  std::vector<RequestOptions> choices(3);
+  for (size_t i = 0; i < choices.size(); ++i) {
+    choices[i].max_tokens = 10;
+    choices[i].sampler.temperature = 1.0f;
+    choices[i].sampler.top_k = 0;
+    choices[i].sampler.top_p = 1.0f;
+    choices[i].sampler.min_p = 0.0f;
+    choices[i].sampler.seed = 100 + i;
+  }
+  Submission sub = s->submit(prompt_of(5, 5), choices);
+  ASSERT_EQ(sub.status, SubmitStatus::Accepted);
+  const Outcome got = collect(sub.handle, 3);
+  ASSERT_EQ(got.done.size(), 3u);
+  EXPECT_FALSE(got.text[0] == got.text[1] && got.text[1] == got.text[2]);
+  // The same seed again gives the same text.
+  Submission again = s->submit(prompt_of(5, 5), {choices[1]});
+  EXPECT_EQ(collect(again.handle).text[0], got.text[1]);
+
+  // A stop string taken from greedy output ends the text right before it.
+  const std::string full = run_one(*s, prompt_of(12, 6), greedy(16)).text[0];
+  ASSERT_GE(full.size(), 6u);
+  RequestOptions stopping = greedy(16);
+  stopping.stop = {full.substr(3, 3)};
+  const Outcome cut = run_one(*s, prompt_of(12, 6), stopping);
+  EXPECT_EQ(cut.text[0], full.substr(0, full.find(stopping.stop[0])));
+  EXPECT_EQ(cut.done[0].reason, StopReason::StopString);
+}
+
+}  // namespace
+}  // namespace gufo::engine
