@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this and nothing else):
-#   1. dependencies (Debian packages; npm oracle packages pinned by tests/js/package-lock.json)
-#   2. `default` (g++-12): build + unit tests, including the oracle tests
+#   1. dependencies (Debian packages; npm packages pinned by tests/js/package-lock.json and
+#      tests/functional/package-lock.json)
+#   2. `default` (g++-12): build + unit tests, including the oracle tests, then the
+#      functional suite of `gufo serve` with OpenAI's client (tests/functional)
 #   3. `clang` (clang-16): build + unit tests, side by side in build/clang; then both builds'
 #      `gufo diagnose` must name their real compilers and give different fingerprints
 #   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + short libFuzzer runs of the GGUF
@@ -13,6 +15,7 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+(cd tests/functional && npm ci --no-audit --no-fund --loglevel=error)
 
 cmake --workflow --preset default
 cmake --workflow --preset clang

@@ -1,0 +1,111 @@
+// Starts a real `gufo serve` on a free loopback port for a test file and stops it after, with
+// SIGTERM, checking that it exits 0. The binary and model come from the environment:
+// GUFO_BINARY (default build/default/bin/gufo) and GUFO_MODEL (the shipped model by default).
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const binary = process.env.GUFO_BINARY ?? path.join(root, 'build', 'default', 'bin', 'gufo');
+export const model = process.env.GUFO_MODEL ?? path.join(root, 'models', 'gufo-tiny-q8_0.gguf');
+
+export class Server {
+  constructor(child, port) {
+    this.child = child;
+    this.port = port;
+    this.baseURL = `http://127.0.0.1:${port}`;
+    this.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  // The official client, pointed at this server; no retries unless asked, so a 429 shows.
+  client(options = {}) {
+    return new OpenAI({ baseURL: `${this.baseURL}/v1`, apiKey: 'none', maxRetries: 0, timeout: 120_000, ...options });
+  }
+
+  async fetch(route, init = {}) {
+    return fetch(`${this.baseURL}${route}`, init);
+  }
+
+  // /metrics as { 'name{labels}': value }.
+  async metrics() {
+    const text = await (await this.fetch('/metrics')).text();
+    const out = {};
+    for (const line of text.split('\n')) {
+      if (!line || line.startsWith('#')) continue;
+      const at = line.lastIndexOf(' ');
+      out[line.slice(0, at)] = Number(line.slice(at + 1));
+    }
+    return out;
+  }
+
+  // SIGTERM; resolves with the exit code (a clean shutdown is 0).
+  async stop() {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    const { code } = await this.exited;
+    return code;
+  }
+}
+
+// Starts `gufo serve -m <model> --port 0 <args>` and waits until /ready says so.
+export async function startServer(args = [], { env = {}, modelPath = model } = {}) {
+  if (!existsSync(binary)) throw new Error(`no gufo binary at ${binary} (set GUFO_BINARY)`);
+  if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (set GUFO_MODEL)`);
+  const child = spawn(binary, ['serve', '-m', modelPath, '--port', '0', '-t', '2', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gufo serve did not start:\n${log}`)), 60_000);
+    child.stderr.on('data', (chunk) => {
+      log += chunk.toString();
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`gufo serve exited with ${code}:\n${log}`)));
+  });
+  const server = new Server(child, port);
+  server.log = () => log;
+  for (let i = 0; i < 600; ++i) {
+    const ready = await server.fetch('/ready').then((r) => r.status === 200, () => false);
+    if (ready) return server;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await server.stop();
+  throw new Error(`gufo serve never became ready:\n${log}`);
+}
+
+// Token ids of `text` with the model's tokenizer (the real binary: `gufo tokenize`);
+// `special` matches control tokens such as <|im_end|>.
+export function tokenize(text, { special = false, modelPath = model } = {}) {
+  const args = ['tokenize', '-m', modelPath, '--json', '--no-bos', ...(special ? ['--special'] : [])];
+  const out = execFileSync(binary, args, { input: text });
+  return JSON.parse(out.toString());
+}
+
+// The text of token ids (the real binary: `gufo detokenize`).
+export function detokenize(ids, { modelPath = model } = {}) {
+  return execFileSync(binary, ['detokenize', '-m', modelPath], { input: JSON.stringify(ids) }).toString();
+}
+
+// The text of a streamed chat completion, and its finish reason, from the official client's stream.
+export async function collectStream(stream) {
+  let text = '';
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.delta?.content ?? c.text ?? '';
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  return { text, finish, usage };
+}
+
+export const greedy = { temperature: 0 };

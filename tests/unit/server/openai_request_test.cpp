@@ -1,0 +1,155 @@
+// parse_completion_request: OpenAI's defaults, every supported field read with its type and
+// range checked (the error names the field), content parts joined, developer -> system,
+// unknown fields ignored, bounds on messages, stop, n and logit_bias.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/openai_request.h"
+
+namespace gufo::server {
+namespace {
+
+using nlohmann::ordered_json;
+
+ParsedRequest chat(const std::string& json, RequestLimits limits = {.n_vocab = 1000}) {
+  return parse_completion_request(ordered_json::parse(json), true, limits);
+}
+
+CompletionRequest ok(const ParsedRequest& r) {
+  if (std::holds_alternative<ApiError>(r)) {
+    ADD_FAILURE() << std::get<ApiError>(r).message;
+    return {};
+  }
+  return std::get<CompletionRequest>(r);
+}
+
+std::string param_of(const ParsedRequest& r) {
+  if (!std::holds_alternative<ApiError>(r)) return "<accepted>";
+  EXPECT_EQ(std::get<ApiError>(r).status, 400);
+  return std::get<ApiError>(r).param;
+}
+
+TEST(OpenAiRequest, DefaultsAreOpenAis) {
+  const CompletionRequest r = ok(chat(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}]})"));
+  EXPECT_EQ(r.model, "m");
+  EXPECT_FLOAT_EQ(r.sampler.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.sampler.top_p, 1.0f);
+  EXPECT_EQ(r.sampler.top_k, 0);
+  EXPECT_FLOAT_EQ(r.sampler.min_p, 0.0f);
+  EXPECT_FLOAT_EQ(r.sampler.repeat_penalty, 1.0f);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.max_tokens.has_value());
+  EXPECT_FALSE(r.seeded);
+  EXPECT_FALSE(r.logprobs);
+}
+
+TEST(OpenAiRequest, ReadsEverySupportedField) {
+  const CompletionRequest r = ok(chat(R"({
+    "messages": [{"role": "developer", "content": "be brief"},
+                 {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                 {"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function",
+                   "function": {"name": "f", "arguments": "{}"}}]},
+                 {"role": "tool", "content": "42", "tool_call_id": "1"}],
+    "max_completion_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 20, "min_p": 0.1,
+    "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.1, "seed": 42,
+    "stop": ["x", "y"], "n": 3, "logprobs": true, "top_logprobs": 4, "logit_bias": {"5": -100, "17": 2.5},
+    "stream": true, "stream_options": {"include_usage": true}, "user": "u",
+    "tools": [{"type": "function", "function": {"name": "f"}}],
+    "chat_template_kwargs": {"enable_thinking": false}, "some_future_field": [1, 2]})"));
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[1]["content"], "a\nb");
+  EXPECT_EQ(r.messages[2]["content"], "");
+  EXPECT_TRUE(r.messages[2].contains("tool_calls"));
+  EXPECT_EQ(r.messages[3]["tool_call_id"], "1");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.sampler.temperature, 0.5f);
+  EXPECT_EQ(r.sampler.top_k, 20);
+  EXPECT_FLOAT_EQ(r.sampler.frequency_penalty, -0.5f);
+  EXPECT_EQ(r.sampler.seed, 42u);
+  EXPECT_TRUE(r.seeded);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(r.n, 3);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 4);
+  ASSERT_EQ(r.sampler.logit_bias.size(), 2u);
+  EXPECT_EQ(r.sampler.logit_bias[1].first, 17);
+  EXPECT_FLOAT_EQ(r.sampler.logit_bias[1].second, 2.5f);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  ASSERT_TRUE(r.tools.has_value());
+  EXPECT_EQ(r.enable_thinking, false);
+}
+
+TEST(OpenAiRequest, WrongTypesAndValuesNameTheField) {
+  const std::string m = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(param_of(chat("{}")), "messages");
+  EXPECT_EQ(param_of(chat(R"({"messages": {}})")), "messages");
+  EXPECT_EQ(param_of(chat(R"({"messages": [1]})")), "messages[0]");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user"}]})")), "messages[0].content");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})")),
+            "messages[0].content[0].text");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})")),
+            "messages[0].tool_calls");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "temperature": "1"})")), "temperature");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "temperature": -0.1})")), "temperature");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "top_p": 1.5})")), "top_p");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "max_tokens": 0})")), "max_tokens");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "max_tokens": true})")), "max_tokens");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "n": 17})")), "n");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "stop": ""})")), "stop");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "stream_options": {"include_usage": 1}})")), "stream_options.include_usage");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "logit_bias": {"1000": 1}})")), "logit_bias");  // past the vocabulary
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "logit_bias": {"-1": 1}})")), "logit_bias");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "logit_bias": {"3": "x"}})")), "logit_bias");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "top_logprobs": 2})")), "top_logprobs");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "model": 5})")), "model");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "chat_template_kwargs": {"enable_thinking": "no"}})")),
+            "chat_template_kwargs.enable_thinking");
+  EXPECT_EQ(param_of(parse_completion_request(ordered_json::array(), true, {})), "");
+}
+
+TEST(OpenAiRequest, BoundsAreEnforced) {
+  RequestLimits limits{.max_messages = 2, .max_n = 4, .max_stop = 2, .max_stop_length = 4, .max_top_logprobs = 20,
+                       .max_logit_bias = 1, .n_vocab = 100};
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
+                                           {"role": "user", "content": "c"}]})",
+                          limits)),
+            "messages");
+  const std::string m = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "stop": ["a", "b", "c"]})", limits)), "stop");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "stop": "toolong"})", limits)), "stop");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "logit_bias": {"1": 1, "2": 1}})", limits)), "logit_bias");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "n": 5})", limits)), "n");
+}
+
+TEST(OpenAiRequest, CompletionsTakeAPromptAndIntegerLogprobs) {
+  const auto parse = [](const std::string& json) {
+    return parse_completion_request(ordered_json::parse(json), false, {.n_vocab = 10});
+  };
+  const CompletionRequest r = ok(parse(R"({"prompt": "The GNU", "logprobs": 3, "max_tokens": 5})"));
+  EXPECT_EQ(r.prompt, "The GNU");
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 3);
+  EXPECT_EQ(ok(parse(R"({"prompt": ["one"]})")).prompt, "one");
+  EXPECT_EQ(param_of(parse(R"({"prompt": ["one", "two"]})")), "prompt");
+  EXPECT_EQ(param_of(parse(R"({"prompt": 5})")), "prompt");
+  EXPECT_EQ(param_of(parse(R"({})")), "prompt");
+  EXPECT_EQ(param_of(parse(R"({"prompt": "x", "logprobs": 9})")), "logprobs");
+  EXPECT_EQ(param_of(parse(R"({"prompt": "x", "echo": true})")), "echo");
+}
+
+TEST(OpenAiRequest, ErrorBodyHasOpenAisShape) {
+  const ApiError e = bad_request("bad", "temperature", "invalid_type");
+  const ordered_json body = e.body();
+  EXPECT_EQ(body["error"]["message"], "bad");
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(body["error"]["param"], "temperature");
+  EXPECT_EQ(body["error"]["code"], "invalid_type");
+  EXPECT_TRUE(bad_request("x").body()["error"]["param"].is_null());
+}
+
+}  // namespace
+}  // namespace gufo::server
