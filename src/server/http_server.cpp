@@ -11,6 +11,7 @@
 
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/tool_calls.h"
 
 namespace gufo::server {
 
@@ -294,6 +295,15 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
             break;
         }
       }
+      if (r.chat && r.tools) {
+        for (ChoiceState& c : choices) {
+          ParsedAnswer answer = parse_tool_calls(c.text);
+          if (answer.tool_calls.empty()) continue;
+          c.text = std::move(answer.content);
+          c.tool_calls = std::move(answer.tool_calls);
+          if (c.finish_reason == "stop") c.finish_reason = "tool_calls";
+        }
+      }
       if (!error.empty()) {
         handle->cancel();
         const ApiError e{.status = 500, .message = "generation failed: " + error, .type = "server_error", .param = "",
@@ -318,6 +328,9 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
       return false;
     };
     std::vector<size_t> offsets(static_cast<size_t>(r.n), 0);
+    // With tools, text from "<tool_call>" on is held back and sent as tool calls at the end.
+    const bool tools = r.chat && r.tools.has_value();
+    std::vector<std::string> held(static_cast<size_t>(r.n));
     if (r.chat) {
       for (int32_t i = 0; i < r.n; ++i) {
         if (!send(chunk_json(header, true, i, "", nullptr, "", true, r.include_usage, *tokenizer, 0))) return gone();
@@ -341,19 +354,42 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
         break;
       }
       if (event->kind == engine::RequestEvent::Kind::Text) {
+        std::string text = std::move(event->text);
+        if (tools) {
+          std::string& h = held[choice];
+          const bool calling = h.find("<tool_call>") != std::string::npos;
+          h += text;
+          const size_t safe = calling ? 0 : content_before_tool_call(h);
+          text = h.substr(0, safe);
+          h.erase(0, safe);
+        }
         const auto* lp = r.logprobs ? &event->logprobs : nullptr;
-        if (!send(chunk_json(header, r.chat, event->choice, event->text, lp, "", false, r.include_usage, *tokenizer,
+        if (text.empty() && (lp == nullptr || lp->empty())) continue;
+        if (!send(chunk_json(header, r.chat, event->choice, text, lp, "", false, r.include_usage, *tokenizer,
                              offsets[choice]))) {
           return gone();
         }
-        offsets[choice] += event->text.size();
+        offsets[choice] += text.size();
         continue;
+      }
+      std::string finish = finish_reason_name(event->reason);
+      if (tools && !held[choice].empty()) {
+        ParsedAnswer answer = parse_tool_calls(held[choice]);
+        if (!answer.content.empty() &&
+            !send(chunk_json(header, true, event->choice, answer.content, nullptr, "", false, r.include_usage,
+                             *tokenizer, offsets[choice]))) {
+          return gone();
+        }
+        if (!answer.tool_calls.empty()) {
+          if (!send(tool_calls_chunk_json(header, event->choice, answer.tool_calls, r.include_usage))) return gone();
+          if (finish == "stop") finish = "tool_calls";
+        }
       }
       completion_tokens += event->completion_tokens;
       if (event->choice == 0) cached_tokens = event->cached_tokens;
       const std::vector<engine::TokenLogprob> none;
-      if (!send(chunk_json(header, r.chat, event->choice, "", r.logprobs ? &none : nullptr,
-                           finish_reason_name(event->reason), false, r.include_usage, *tokenizer, offsets[choice]))) {
+      if (!send(chunk_json(header, r.chat, event->choice, "", r.logprobs ? &none : nullptr, finish, false,
+                           r.include_usage, *tokenizer, offsets[choice]))) {
         return gone();
       }
       ++done;

@@ -97,6 +97,15 @@ ordered_json completion_json(const ResponseHeader& header, bool chat, const std:
     ordered_json choice{{"index", i}};
     if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        ordered_json calls = ordered_json::array();
+        for (const ToolCall& call : c.tool_calls) {
+          calls.push_back({{"id", call.id}, {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        }
+        choice["message"]["tool_calls"] = calls;
+      }
       choice["logprobs"] = with_logprobs ? chat_logprobs_json(tokenizer, c.logprobs) : ordered_json();
     } else {
       choice["text"] = c.text;
@@ -130,6 +139,23 @@ ordered_json chunk_json(const ResponseHeader& header, bool chat, int32_t choice,
   c["finish_reason"] = finish_reason.empty() ? ordered_json() : ordered_json(finish_reason);
   ordered_json chunk{{"id", header.id},
                      {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                     {"created", header.created},
+                     {"model", header.model},
+                     {"choices", ordered_json::array({c})}};
+  if (with_usage_field) chunk["usage"] = nullptr;
+  return chunk;
+}
+
+ordered_json tool_calls_chunk_json(const ResponseHeader& header, int32_t choice, const std::vector<ToolCall>& calls,
+                                   bool with_usage_field) {
+  ordered_json deltas = ordered_json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    deltas.push_back({{"index", i}, {"id", calls[i].id}, {"type", "function"},
+                      {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}});
+  }
+  ordered_json c{{"index", choice}, {"delta", {{"tool_calls", deltas}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  ordered_json chunk{{"id", header.id},
+                     {"object", "chat.completion.chunk"},
                      {"created", header.created},
                      {"model", header.model},
                      {"choices", ordered_json::array({c})}};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::server {
@@ -18,6 +19,7 @@ namespace gufo::server {
 // One choice as it accumulates.
 struct ChoiceState {
   std::string text;
+  std::vector<ToolCall> tool_calls;  // chat with tools: parsed out of the text
   std::vector<engine::TokenLogprob> logprobs;
   std::string finish_reason;  // empty while running
   int32_t completion_tokens = 0;
@@ -51,6 +53,9 @@ nlohmann::ordered_json chunk_json(const ResponseHeader& header, bool chat, int32
                                   const std::vector<engine::TokenLogprob>* logprobs, const std::string& finish_reason,
                                   bool first, bool with_usage_field, const tokenizer::Tokenizer& tokenizer,
                                   size_t text_offset);
+// A streaming chunk that carries a choice's tool calls whole (one delta per call list).
+nlohmann::ordered_json tool_calls_chunk_json(const ResponseHeader& header, int32_t choice,
+                                             const std::vector<ToolCall>& calls, bool with_usage_field);
 // The usage chunk that ends a stream when stream_options.include_usage is set.
 nlohmann::ordered_json usage_chunk_json(const ResponseHeader& header, bool chat, const nlohmann::ordered_json& usage);
 

@@ -143,3 +143,30 @@ test('a client that disconnects mid-stream cancels its generation; the server go
   const after = await client.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 3, ...greedy });
   assert.equal(after.usage.completion_tokens, 3);
 });
+
+test('SIGTERM lets a running stream finish, refuses new requests, and exits 0', async () => {
+  const own = await startServer(['--parallel', '2', '--grace', '30']);
+  const client = own.client();
+  const nCtx = (await client.models.list()).data[0].max_model_len;
+  const stream = await client.chat.completions.create({
+    messages: [{ role: 'user', content: 'Tell me about GNU.' }], max_tokens: Math.min(96, nCtx - 64), temperature: 1,
+    seed: 2, stream: true, stream_options: { include_usage: true },
+  });
+  const iterator = stream[Symbol.asyncIterator]();
+  await iterator.next();  // the stream is running
+  own.child.kill('SIGTERM');
+  // Wait until the server says it is draining, then a new request is refused with 503.
+  for (let i = 0; i < 100 && !/SIGTERM/.test(own.log()); ++i) await new Promise((r) => setTimeout(r, 20));
+  await assert.rejects(client.chat.completions.create({ messages: [{ role: 'user', content: 'x' }], max_tokens: 1 }),
+    (e) => e.status === 503 || e instanceof OpenAI.APIConnectionError);
+  let finish = null;
+  let usage = null;
+  for (let r = await iterator.next(); !r.done; r = await iterator.next()) {
+    if (r.value.usage) usage = r.value.usage;
+    for (const c of r.value.choices) if (c.finish_reason) finish = c.finish_reason;
+  }
+  assert.ok(['stop', 'length'].includes(finish), `finish_reason ${finish}`);
+  assert.ok(usage && usage.completion_tokens > 0);
+  const { code } = await own.exited;
+  assert.equal(code, 0);
+});

@@ -1,0 +1,32 @@
+// Tool calls in Qwen's (Hermes) format: the model writes
+//   <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>
+// and OpenAI clients expect message.tool_calls with the arguments as a JSON string. Used for
+// chat completions that offered `tools`; text outside the blocks stays the content. A block
+// whose JSON does not parse, or lacks a name, is left in the content as it was.
+// Tested by tests/unit/server/tool_calls_test.cpp.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gufo::server {
+
+struct ToolCall {
+  std::string id;         // call_<random>
+  std::string name;
+  std::string arguments;  // JSON text of an object
+};
+
+struct ParsedAnswer {
+  std::string content;  // the text outside well-formed tool-call blocks, trimmed
+  std::vector<ToolCall> tool_calls;
+};
+
+ParsedAnswer parse_tool_calls(std::string_view text);
+
+// While streaming: how many leading bytes of `text` can go out as content now, that is, all
+// of it up to the first "<tool_call>" (or up to a tail that could still become one).
+size_t content_before_tool_call(std::string_view text);
+
+}  // namespace gufo::server
