@@ -285,7 +285,9 @@ void Scheduler::preempt_newest() {
 
 Status Scheduler::step() {
   const int64_t block = options_.block_size;
-  const int64_t segment = options_.step_tokens;
+  // Prompt segments leave room for every other sequence's decode row, so a segment always
+  // fits the step beside them (a prompt is never starved by running decodes).
+  const int64_t segment = std::max<int64_t>(1, options_.step_tokens - (options_.n_parallel - 1));
   // Each sequence's next segment: one token when decoding, else the prompt up to the next
   // multiple of the step budget. Blocks first, in admission order; a sequence that cannot
   // get its block preempts the newest one (perhaps itself).

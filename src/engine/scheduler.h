@@ -2,8 +2,9 @@
 // cache, on a thread of its own. Requests join the running batch and leave it at token
 // boundaries. Every step evaluates one token for each decoding sequence plus prompt segments
 // of sequences still in prefill, up to a token budget, so long prompts never stall running
-// decodes. Prompt segments end at multiples of the budget (counted from position 0), so a
-// sequence is cut the same way whatever else is running.
+// decodes. Prompt segments are the budget less one row per other sequence, and end at
+// multiples of that length (counted from position 0): a segment always fits beside the
+// decodes, and a sequence is cut the same way whatever else is running.
 //
 // KV blocks come from a KvBlockPool: a new request first reuses the cached blocks of the
 // longest matching prefix (prefix cache), then takes fresh ones for the rest of its prompt;

@@ -128,6 +128,24 @@ TEST_F(SchedulerTest, ConcurrentRequestsEachGiveWhatTheyGiveAlone) {
   EXPECT_EQ(stats.kv_blocks_used, 0);
 }
 
+TEST_F(SchedulerTest, ALongPromptIsNotStarvedByRunningDecodes) {
+  // A budget of 16 tokens per step, two sequences decoding: a 40-token prompt still gets
+  // segments of 14 beside their two decode rows, and finishes long before they do.
+  auto s = make({.n_parallel = 3, .n_ctx = 128, .block_size = 4, .step_tokens = 16});
+  Submission a = s->submit(prompt_of(5, 1), {greedy(80)});
+  Submission b = s->submit(prompt_of(5, 2), {greedy(80)});
+  ASSERT_TRUE(a.handle->next(10s).has_value());
+  ASSERT_TRUE(b.handle->next(10s).has_value());
+  const Outcome c = run_one(*s, prompt_of(40, 3), greedy(5));
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.done[0].completion_tokens, 5);
+  EXPECT_EQ(s->stats().running, 2);  // a and b are still decoding
+  a.handle->cancel();
+  b.handle->cancel();
+  collect(a.handle);
+  collect(b.handle);
+}
+
 TEST_F(SchedulerTest, RepeatedPromptReusesCachedBlocksWithTheSameOutput) {
   auto s = make({.n_parallel = 2, .n_ctx = 128, .block_size = 4});
   const std::vector<int32_t> prompt = prompt_of(30, 7);
