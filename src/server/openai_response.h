@@ -1,7 +1,8 @@
 // Builds OpenAI-shaped response bodies: chat.completion and text_completion objects, their
 // streaming chunks, usage, and log-probabilities in the chat and legacy completions
 // layouts. Token strings that are not valid UTF-8 on their own keep their raw bytes in
-// `bytes` (chat) and show U+FFFD in the text. Tested by tests/unit/server/.
+// `bytes` (chat) and show U+FFFD in the text. Tested through tests/functional (the OpenAI
+// client parses every shape).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,0 +1,80 @@
+// render_metrics: Prometheus text format 0.0.4 with HELP and TYPE for every family,
+// cumulative histogram buckets ending in +Inf, ratios that are 0 (not NaN) before any work,
+// and the HTTP counters labelled by route and status.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "server/metrics.h"
+
+namespace gufo::server {
+namespace {
+
+std::map<std::string, std::string> samples(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return out;
+}
+
+TEST(Metrics, HistogramsAreCumulativeAndEndInInf) {
+  engine::EngineStats stats;
+  stats.time_to_first_token.observe(0.07);
+  stats.time_to_first_token.observe(0.3);
+  stats.time_to_first_token.observe(100.0);
+  const auto m = samples(render_metrics(stats, {}));
+  EXPECT_EQ(m.at("gufo_time_to_first_token_seconds_bucket{le=\"0.05\"}"), "0");
+  EXPECT_EQ(m.at("gufo_time_to_first_token_seconds_bucket{le=\"0.1\"}"), "1");
+  EXPECT_EQ(m.at("gufo_time_to_first_token_seconds_bucket{le=\"0.5\"}"), "2");
+  EXPECT_EQ(m.at("gufo_time_to_first_token_seconds_bucket{le=\"60\"}"), "2");
+  EXPECT_EQ(m.at("gufo_time_to_first_token_seconds_bucket{le=\"+Inf\"}"), "3");
+  EXPECT_EQ(m.at("gufo_time_to_first_token_seconds_count"), "3");
+  EXPECT_DOUBLE_EQ(std::stod(m.at("gufo_time_to_first_token_seconds_sum")), 100.37);
+}
+
+TEST(Metrics, EveryFamilyHasHelpAndTypeAndRatiosStartAtZero) {
+  const std::string text = render_metrics(engine::EngineStats{}, {{{"/v1/chat/completions", 429}, 3}});
+  const auto m = samples(text);
+  EXPECT_EQ(m.at("gufo_http_requests_total{route=\"/v1/chat/completions\",status=\"429\"}"), "3");
+  EXPECT_EQ(m.at("gufo_kv_cache_usage_ratio"), "0");
+  EXPECT_EQ(m.at("gufo_prefix_cache_hit_ratio"), "0");
+  EXPECT_EQ(m.at("gufo_decode_tokens_per_second"), "0");
+  for (const auto& [name, value] : m) {
+    const std::string family = name.substr(0, name.find('{'));
+    std::string base = family;
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      if (base.size() > std::string(suffix).size() && base.ends_with(suffix) &&
+          text.find("# TYPE " + base.substr(0, base.size() - std::string(suffix).size()) + " histogram") !=
+              std::string::npos) {
+        base = base.substr(0, base.size() - std::string(suffix).size());
+      }
+    }
+    EXPECT_NE(text.find("# HELP " + base + " "), std::string::npos) << base;
+    EXPECT_NE(text.find("# TYPE " + base + " "), std::string::npos) << base;
+    EXPECT_NE(value, "nan") << name;
+  }
+}
+
+TEST(Metrics, RatiosFollowTheCounts) {
+  engine::EngineStats stats;
+  stats.prompt_tokens = 200;
+  stats.cached_prompt_tokens = 50;
+  stats.kv_blocks_total = 8;
+  stats.kv_blocks_used = 2;
+  stats.decode_tokens = 30;
+  stats.decode_seconds = 1.5;
+  const auto m = samples(render_metrics(stats, {}));
+  EXPECT_DOUBLE_EQ(std::stod(m.at("gufo_prefix_cache_hit_ratio")), 0.25);
+  EXPECT_DOUBLE_EQ(std::stod(m.at("gufo_kv_cache_usage_ratio")), 0.25);
+  EXPECT_DOUBLE_EQ(std::stod(m.at("gufo_decode_tokens_per_second")), 20.0);
+}
+
+}  // namespace
+}  // namespace gufo::server
