@@ -250,7 +250,7 @@ def save_folder(torch, model, config, name, out_dir, tok_json, tok_config):
     cfg.setdefault("rope_theta", ROPE_THETA)  # the key Hub checkpoints have (tools/hf_reference/README.md)
     if "num_local_experts" in cfg:
         cfg.setdefault("num_experts", cfg["num_local_experts"])
-    cfg["output_router_logits"] = False
+        cfg["output_router_logits"] = False  # the router loss is for training only
     write_json(folder / "config.json", cfg)
     write_json(folder / "tokenizer.json", tok_json)
     write_json(folder / "tokenizer_config.json", tok_config)
