@@ -1,7 +1,8 @@
 #!/bin/bash
-# Commands without -m use the shipped gufo-tiny (src/cli/default_model.h); a GUFO_MODEL that
-# names a missing file is one line on stderr and exit 1; greedy decoding of the tool-call
-# prompt gives a well-formed <tool_call>.
+# Commands without -m (run, chat, quality, tokenize, detokenize, render-template) use the
+# shipped gufo-tiny (src/cli/default_model.h); a GUFO_MODEL that names a missing file is one
+# line on stderr and exit 1; greedy decoding of the tool-call prompt gives a well-formed
+# <tool_call>.
 #   default_model_test.sh GUFO_BINARY TOOL_CALL_PROMPT_JSON      (run by ctest: model_default)
 set -u
 gufo=$1
@@ -13,6 +14,13 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 out=$("$gufo" run -p "The GNU Project" -n 24 2>"$tmp/err") || fail "run without -m: $(cat "$tmp/err")"
 [ "${#out}" -ge 40 ] || fail "run without -m printed too little: '$out'"
+
+models=$(dirname "$prompt_json")/../../models
+"$gufo" quality --text "$models/reference/gufo-tiny.txt" --reference "$models/reference/gufo-tiny.npy" \
+  >"$tmp/quality" 2>"$tmp/err" || fail "quality without -m: $(cat "$tmp/err")"
+grep -q '^top-1' "$tmp/quality" || fail "quality without -m: no top-1 line in '$(cat "$tmp/quality")'"
+chat=$(echo "What does ls do?" | "$gufo" chat -n 24 --temp 0 2>"$tmp/err") || fail "chat without -m: $(cat "$tmp/err")"
+[ -n "$chat" ] || fail "chat without -m printed nothing"
 
 ids=$(printf 'hello world' | "$gufo" tokenize --json 2>"$tmp/err") || fail "tokenize without -m: $(cat "$tmp/err")"
 [[ "$ids" =~ ^\[[0-9]+(,[0-9]+)*\]$ ]] || fail "tokenize without -m: '$ids'"
