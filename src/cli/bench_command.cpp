@@ -18,6 +18,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "cli/command.h"
+#include "cli/default_model.h"
 #include "engine/model.h"
 
 namespace gufo::cli {
@@ -100,7 +101,11 @@ Result<double> run_once(const engine::Model& model, backend::Backend& backend, i
   return static_cast<double>(n_gen) / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int run_bench(const BenchOptions& o) {
+int run_bench(const BenchOptions& options) {
+  auto model_path = model_or_default(options.model_path);
+  if (!model_path.ok()) return report_error(model_path.error());
+  BenchOptions o = options;
+  o.model_path = *model_path;
   if (o.output != "md" && o.output != "json") return report_error(Error{"-o " + o.output + ": expected md or json"});
   auto prompts = parse_list(o.prompts, "-p", 0);
   if (!prompts.ok()) return report_error(prompts.error());
@@ -183,7 +188,7 @@ int run_bench(const BenchOptions& o) {
 Command register_bench(CLI::App& root) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* app = root.add_subcommand("bench", "Prefill and decode throughput (llama-bench style)");
-  app->add_option("-m,--model", o->model_path, "a GGUF model")->required();
+  app->add_option("-m,--model", o->model_path, "a GGUF model " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("-p,--n-prompt", o->prompts, "prompt lengths, comma-separated (pp tests)");
   app->add_option("-n,--n-gen", o->n_gen, "tokens to generate (tg test; 0: none)")->check(CLI::Range(0, 1 << 20));
   app->add_option("-d,--depth", o->depths, "context depths, comma-separated");

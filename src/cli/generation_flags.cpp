@@ -1,6 +1,8 @@
 // Flags and model loading shared by `gufo run` and `gufo chat` (see generation_flags.h).
 #include "cli/generation_flags.h"
 
+#include "cli/default_model.h"
+
 namespace gufo::cli {
 
 void add_sampler_flags(CLI::App& app, engine::SamplerParams& params) {
@@ -21,7 +23,8 @@ Result<DType> parse_cache_type(const std::string& name) {
   return Error{"--cache-type " + name + ": expected f16 or f32"};
 }
 
-Result<GenerationModel> load_generation_model(const std::string& path, const backend::Backend& backend) {
+Result<GenerationModel> load_generation_model(const std::string& model_path, const backend::Backend& backend) {
+  GUFO_ASSIGN_OR_RETURN(const std::string path, model_or_default(model_path));
   GenerationModel loaded;
   GUFO_ASSIGN_OR_RETURN(loaded.model, engine::Model::load(path, backend));
   GUFO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::load(loaded.model->file()));

@@ -27,7 +27,7 @@ struct GenerationModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-// Loads `path` for `backend` and its tokenizer; fails if the tokenizer has more tokens than
+// Loads `path` (the default model when empty) for `backend` and its tokenizer; fails if the tokenizer has more tokens than
 // the model has embedding rows.
 Result<GenerationModel> load_generation_model(const std::string& path, const backend::Backend& backend);
 

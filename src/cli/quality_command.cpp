@@ -15,6 +15,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "cli/command.h"
+#include "cli/default_model.h"
 #include "core/npy.h"
 #include "engine/model.h"
 #include "engine/quality.h"
@@ -68,7 +69,11 @@ Status write_tokens(const std::string& path, const std::vector<int32_t>& tokens)
   return {};
 }
 
-int run_quality(const QualityOptions& o) {
+int run_quality(const QualityOptions& options) {
+  auto model_path = model_or_default(options.model_path);
+  if (!model_path.ok()) return report_error(model_path.error());
+  QualityOptions o = options;
+  o.model_path = *model_path;
   if (!o.save_logits.empty() && !o.reference.empty()) {
     return report_error(Error{"quality: --save-logits and --reference exclude each other"});
   }
@@ -78,7 +83,7 @@ int run_quality(const QualityOptions& o) {
 
   std::optional<engine::QualityLimits> limits;
   if (!o.limits.empty()) {
-    auto read = engine::read_limits(o.limits);
+    auto read = engine::read_limits(o.limits, o.model_path);
     if (!read.ok()) return report_error(read.error());
     limits = *read;
   }
@@ -159,7 +164,7 @@ int run_quality(const QualityOptions& o) {
 Command register_quality(CLI::App& root) {
   auto o = std::make_shared<QualityOptions>();
   CLI::App* app = root.add_subcommand("quality", "Perplexity and KL against reference logits on a text");
-  app->add_option("-m,--model", o->model_path, "a GGUF model")->required();
+  app->add_option("-m,--model", o->model_path, "a GGUF model " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("--text", o->text_path, "the text file to evaluate")->required();
   app->add_option("--save-logits", o->save_logits, "write the logits as R.npy (and R.tokens.json)");
   app->add_option("--reference", o->reference, "compare with reference logits R.npy (ids in R.tokens.json)");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/default_model.h"
 #include "gguf/file.h"
 #include "template/chat_template.h"
 #include "tokenizer/vocab.h"
@@ -86,9 +87,10 @@ Result<TemplateSource> load_template(const RenderTemplateOptions& options) {
   return source;
 }
 
-Result<std::string> render(const RenderTemplateOptions& options) {
+Result<std::string> render(const RenderTemplateOptions& given) {
+  RenderTemplateOptions options = given;
   if (options.model_path.empty() && options.template_path.empty()) {
-    return Error{"render-template: give a model (-m M.gguf) or a template (--template FILE)"};
+    GUFO_ASSIGN_OR_RETURN(options.model_path, model_or_default(""));
   }
   GUFO_ASSIGN_OR_RETURN(ordered_json input, read_json(options.messages_path));
   tmpl::ChatInputs inputs;
@@ -129,7 +131,8 @@ Command register_render_template(CLI::App& root) {
   auto options = std::make_shared<RenderTemplateOptions>();
   CLI::App* app = root.add_subcommand("render-template",
                                       "Print the chat template applied to OpenAI-shaped messages");
-  app->add_option("-m,--model", options->model_path, "a GGUF file with tokenizer.chat_template");
+  app->add_option("-m,--model", options->model_path,
+                  "a GGUF file with tokenizer.chat_template (default, without --template: the shipped gufo-tiny)");
   app->add_option("--messages", options->messages_path,
                   "JSON: an array of messages, or {\"messages\": [...], \"tools\": [...]}")
       ->required();

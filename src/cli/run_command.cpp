@@ -93,7 +93,7 @@ int run_run(const RunOptions& options) {
 Command register_run(CLI::App& root) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* app = root.add_subcommand("run", "Generate text from a prompt, streaming to stdout");
-  app->add_option("-m,--model", o->model_path, "a GGUF model")->required();
+  app->add_option("-m,--model", o->model_path, "a GGUF model " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("-p,--prompt", o->prompt, "the prompt (raw text; control tokens are parsed)")->required();
   app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until the context is full)");
   app->add_option("-c,--ctx", o->n_ctx, "context size in tokens (at most the model's)")->check(CLI::Range(1, 1 << 24));

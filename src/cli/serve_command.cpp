@@ -1,4 +1,4 @@
-// `gufo serve -m M.gguf [--host H] [--port P] [--parallel N] ...`: the OpenAI-compatible
+// `gufo serve [-m M.gguf] [--host H] [--port P] [--parallel N] ...`: the OpenAI-compatible
 // server. It listens first (so /health answers and /ready says "loading"), then loads the
 // model and starts the engine. SIGTERM or SIGINT: new requests get 503, running ones have
 // --grace seconds to finish, the rest are cancelled, and the process exits 0.
@@ -15,6 +15,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "cli/command.h"
+#include "cli/default_model.h"
 #include "cli/generation_flags.h"
 #include "engine/chat_prompt.h"
 #include "engine/scheduler.h"
@@ -55,6 +56,9 @@ int run_serve(ServeOptions options) {
   }
   auto cache_type = parse_cache_type(options.cache_type);
   if (!cache_type.ok()) return report_error(cache_type.error());
+  auto model_path = model_or_default(options.model_path);
+  if (!model_path.ok()) return report_error(model_path.error());
+  options.model_path = *model_path;
   options.http.http_threads = std::max(options.http.http_threads,
                                        options.engine.n_parallel + options.engine.max_queue + 16);
 
@@ -120,7 +124,8 @@ int run_serve(ServeOptions options) {
 Command register_serve(CLI::App& root) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* app = root.add_subcommand("serve", "Serve a model over the OpenAI API (chat and text completions)");
-  app->add_option("-m,--model", o->model_path, "a GGUF model")->required();
+  app->add_option("-m,--model", o->model_path,
+                  "a GGUF model (default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("--alias", o->alias, "the model id clients see (default: the file name without .gguf)");
   app->add_option("--host", o->http.host, "address to listen on (default 127.0.0.1: this machine only)");
   app->add_option("--port", o->http.port, "TCP port (0: any free one, printed on stderr)")->check(CLI::Range(0, 65535));

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/default_model.h"
 #include "gguf/file.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,7 +30,8 @@ struct TokenizeOptions {
   bool no_bos = false;
 };
 
-Result<tokenizer::Tokenizer> load_tokenizer(const std::string& path) {
+Result<tokenizer::Tokenizer> load_tokenizer(const std::string& model_path) {
+  GUFO_ASSIGN_OR_RETURN(const std::string path, model_or_default(model_path));
   GUFO_ASSIGN_OR_RETURN(gguf::File file, gguf::File::open(path));
   return tokenizer::Tokenizer::load(file);
 }
@@ -121,7 +123,7 @@ int run_detokenize(const TokenizeOptions& options) {
 Command register_tokenize(CLI::App& root) {
   auto options = std::make_shared<TokenizeOptions>();
   CLI::App* app = root.add_subcommand("tokenize", "Print the token ids of the text on stdin");
-  app->add_option("-m,--model", options->model_path, "a GGUF file with a tokenizer")->required();
+  app->add_option("-m,--model", options->model_path, "a GGUF file with a tokenizer " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_flag("--special", options->special, "match control tokens such as <|im_start|>");
   app->add_flag("--json", options->json_output, "print one JSON array");
   app->add_flag("--json-lines", options->json_lines,
@@ -133,7 +135,7 @@ Command register_tokenize(CLI::App& root) {
 Command register_detokenize(CLI::App& root) {
   auto options = std::make_shared<TokenizeOptions>();
   CLI::App* app = root.add_subcommand("detokenize", "Print the text of a JSON array of ids on stdin");
-  app->add_option("-m,--model", options->model_path, "a GGUF file with a tokenizer")->required();
+  app->add_option("-m,--model", options->model_path, "a GGUF file with a tokenizer " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_flag("--json-lines", options->json_lines,
                 "stdin: one JSON array per line; stdout: one JSON string per line");
   return Command{app, [options] { return run_detokenize(*options); }};

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "engine/validate_prefill.h"
@@ -62,23 +63,41 @@ Result<QualityReport> measure_quality(std::span<const int32_t> tokens, std::span
   return report;
 }
 
-Result<QualityLimits> read_limits(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error{path + ": cannot open"};
-  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object()) return Error{path + ": expected a JSON object of limits"};
+namespace {
+
+// One object of limits; `where` prefixes errors ("L.json" or "L.json: model.gguf").
+Result<QualityLimits> parse_limits(const std::string& where, const nlohmann::json& json) {
   QualityLimits limits;
   for (const auto& [key, value] : json.items()) {
-    if (!value.is_number()) return Error{path + ": " + key + ": expected a number"};
+    if (key == "note" && value.is_string()) continue;  // a comment, e.g. how the limits were set
+    if (!value.is_number()) return Error{where + ": " + key + ": expected a number"};
     const double v = value.get<double>();
     if (key == "max_mean_kl") limits.max_mean_kl = v;
     else if (key == "max_p99_kl") limits.max_p99_kl = v;
     else if (key == "max_kl") limits.max_kl = v;
     else if (key == "min_top1") limits.min_top1 = v;
     else if (key == "max_perplexity") limits.max_perplexity = v;
-    else return Error{path + ": unknown limit '" + key + "' (max_mean_kl, max_p99_kl, max_kl, min_top1, max_perplexity)"};
+    else return Error{where + ": unknown limit '" + key + "' (max_mean_kl, max_p99_kl, max_kl, min_top1, max_perplexity)"};
   }
   return limits;
+}
+
+}  // namespace
+
+Result<QualityLimits> read_limits(const std::string& path, const std::string& model_file) {
+  std::ifstream in(path);
+  if (!in) return Error{path + ": cannot open"};
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) return Error{path + ": expected a JSON object of limits"};
+  bool per_model = false;
+  for (const auto& [key, value] : json.items()) per_model = per_model || value.is_object();
+  if (!per_model) return parse_limits(path, json);
+  // A table of limits per model file, keyed by the file's name (models/limits.json).
+  const std::string name = std::filesystem::path(model_file).filename().string();
+  if (!json.contains(name) || !json[name].is_object()) {
+    return Error{path + ": no limits for model file '" + name + "'"};
+  }
+  return parse_limits(path + ": " + name, json[name]);
 }
 
 std::optional<std::string> check_limits(const QualityReport& r, const QualityLimits& l) {

@@ -37,7 +37,9 @@ Result<QualityReport> measure_quality(std::span<const int32_t> tokens, std::span
 struct QualityLimits {
   std::optional<double> max_mean_kl, max_p99_kl, max_kl, min_top1, max_perplexity;
 };
-Result<QualityLimits> read_limits(const std::string& path);
+// A JSON object of limits, or a table of such objects keyed by model file name (the entry for
+// `model_file`'s name is used). A string "note" is allowed beside the limits.
+Result<QualityLimits> read_limits(const std::string& path, const std::string& model_file = "");
 // The first limit the report breaks, as one line, or nothing.
 std::optional<std::string> check_limits(const QualityReport& report, const QualityLimits& limits);
 

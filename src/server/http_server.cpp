@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <limits>
 #include <ctime>
 #include <random>
 #include <string_view>
@@ -55,6 +56,12 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), ht
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
+  // NOTE(http): httplib closes an idle connection after 5 s and after 5 requests by default;
+  // clients that reuse connections (OpenAI's, via undici) then race the close and see
+  // "connection reset". Idle connections close after 30 s here, long after clients give
+  // theirs up (undici: 4 s), and a connection serves any number of requests.
+  http_->set_keep_alive_timeout(30);
+  http_->set_keep_alive_max_count(std::numeric_limits<size_t>::max());
   routes();
 }
 
@@ -144,7 +151,11 @@ void HttpServer::routes() {
       error.message = "no route " + req.method + " " + req.path;
       error.code = "not_found";
     } else if (res.status == 413) {
-      error.message = "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes";
+      // httplib caps form-encoded bodies (what `curl -d` sends by default) at 8192 bytes.
+      const bool form = req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded");
+      error.message = form ? "a form-encoded request body is limited to 8192 bytes: send JSON with "
+                             "'Content-Type: application/json'"
+                           : "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes";
       error.code = "request_too_large";
     } else {
       error.message = "HTTP error " + std::to_string(res.status);
@@ -210,11 +221,17 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
     if (plan.prompt.empty()) return fail(bad_request("'prompt' is empty", "prompt"));
   }
 
+  const engine::SchedulerOptions& engine_options = model.scheduler->options();
+  if (request.n > engine_options.n_parallel + engine_options.max_queue) {
+    return fail(bad_request("'n' is " + std::to_string(request.n) + " but this server runs and queues at most " +
+                                std::to_string(engine_options.n_parallel + engine_options.max_queue) + " sequences",
+                            "n"));
+  }
   const int64_t n_prompt = static_cast<int64_t>(plan.prompt.size());
   const std::string prompt_param = chat ? "messages" : "prompt";
   if (n_prompt + 1 > model.n_ctx) {
     return fail(bad_request("this model's context is " + std::to_string(model.n_ctx) + " tokens, but the " +
-                                prompt_param + " are " + std::to_string(n_prompt) +
+                                std::string(chat ? "messages come to " : "prompt is ") + std::to_string(n_prompt) +
                                 " tokens (and at least one token must be generated)",
                             prompt_param, "context_length_exceeded"));
   }

@@ -19,7 +19,7 @@ namespace gufo::server {
 
 struct RequestLimits {
   size_t max_messages = 4096;
-  int32_t max_n = 16;
+  int32_t max_n = 128;  // OpenAI's limit
   size_t max_stop = 16;
   size_t max_stop_length = 256;
   int32_t max_top_logprobs = 20;

@@ -56,6 +56,29 @@ TEST(Quality, KlAndTop1AgainstAReference) {
   EXPECT_FALSE(check_limits(*r, limits).has_value());
 }
 
+TEST(Quality, LimitsPerModelFile) {
+  const fs::path path = fs::temp_directory_path() / ("gufo_limits_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"({"note": "how they were set",
+    "a-q8_0.gguf": {"max_mean_kl": 0.001, "min_top1": 0.97, "note": "measured 4e-4"},
+    "a-q4_k_m.gguf": {"max_mean_kl": 0.05}})";
+  auto q8 = read_limits(path.string(), "/some/dir/a-q8_0.gguf");
+  ASSERT_TRUE(q8.ok()) << q8.error().message;
+  EXPECT_EQ(q8->max_mean_kl, 0.001);
+  EXPECT_EQ(q8->min_top1, 0.97);
+  EXPECT_FALSE(q8->max_p99_kl.has_value());
+  auto q4 = read_limits(path.string(), "a-q4_k_m.gguf");
+  ASSERT_TRUE(q4.ok());
+  EXPECT_EQ(q4->max_mean_kl, 0.05);
+  auto missing = read_limits(path.string(), "b.gguf");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, path.string() + ": no limits for model file 'b.gguf'");
+  std::ofstream(path) << R"({"a.gguf": {"max_mean_kl": "small"}})";
+  auto bad = read_limits(path.string(), "a.gguf");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, path.string() + ": a.gguf: max_mean_kl: expected a number");
+  fs::remove(path);
+}
+
 struct CliRun {
   int code;
   std::string out;
