@@ -62,46 +62,71 @@ int32_t Sampler::sample(std::span<const float> logits) {
     return std::min_element(candidates_.begin(), candidates_.end(), by_logit)->id;
   }
 
-  // top-k, then sort what is left (descending, ties by id so the order is total).
+  // NOTE(sampler): only as much of the vocabulary is sorted as a filter needs (top-k: k;
+  // top-p: a head grown until it holds the mass); a server samples every sequence of every
+  // step on one thread, and sorting 150k logits each time cost more than the forward pass.
   size_t keep = candidates_.size();
-  if (params_.top_k > 0) keep = std::min(keep, static_cast<size_t>(params_.top_k));
-  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep),
-                    candidates_.end(), by_logit);
-  candidates_.resize(keep);
+  size_t sorted = 0;  // candidates_[0, sorted) are the most probable, in descending order
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
+    keep = static_cast<size_t>(params_.top_k);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep), candidates_.end(),
+                      by_logit);
+    candidates_.resize(keep);
+    sorted = keep;
+  }
+  float max_logit = candidates_.front().logit;
+  if (sorted == 0) {
+    for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
+  }
 
   // Probabilities at temperature 1 decide top-p and min-p (as llama.cpp's default chain).
-  std::vector<double> probs(keep);
-  const double max_logit = candidates_.front().logit;
-  double sum = 0.0;
-  for (size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(candidates_[i].logit - max_logit);
-  size_t cut = keep;
   if (params_.top_p < 1.0f) {
-    double cumulative = 0.0;
-    for (size_t i = 0; i < keep; ++i) {
-      cumulative += probs[i] / sum;
-      if (cumulative >= params_.top_p) {
-        cut = i + 1;
+    double sum = 0.0;
+    for (const Candidate& c : candidates_) sum += std::exp(static_cast<double>(c.logit - max_logit));
+    size_t head = sorted > 0 ? sorted : std::min<size_t>(keep, 64);
+    for (;;) {
+      if (head > sorted) {
+        std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(head),
+                          candidates_.end(), by_logit);
+        sorted = head;
+      }
+      double cumulative = 0.0;
+      size_t cut = 0;
+      for (size_t i = 0; i < head; ++i) {
+        cumulative += std::exp(static_cast<double>(candidates_[i].logit - max_logit)) / sum;
+        if (cumulative >= params_.top_p) {
+          cut = i + 1;
+          break;
+        }
+      }
+      if (cut > 0) {
+        keep = cut;
         break;
       }
+      if (head == keep) break;  // rounding: the whole mass falls short of top_p; keep everything
+      head = std::min(keep, head * 4);
     }
+    candidates_.resize(keep);
   }
   if (params_.min_p > 0.0f) {
-    const double threshold = params_.min_p * probs[0];
-    size_t above = 1;
-    while (above < cut && probs[above] >= threshold) ++above;
-    cut = above;
+    // p_i / p_max = e^(l_i - l_max): no normalization needed. The order is kept.
+    const float min_p = params_.min_p;
+    std::erase_if(candidates_, [&](const Candidate& c) {
+      return std::exp(static_cast<double>(c.logit - max_logit)) < static_cast<double>(min_p);
+    });
   }
-  candidates_.resize(cut);
 
-  // Temperature, then one draw.
-  std::vector<double> weights(cut);
+  // Temperature, then one draw over what is left (in its current order, fixed by the steps
+  // above, so the same seed gives the same token).
+  const size_t cut = candidates_.size();
+  weights_.resize(cut);
   double total = 0.0;
   for (size_t i = 0; i < cut; ++i) {
-    total += weights[i] = std::exp((candidates_[i].logit - max_logit) / params_.temperature);
+    total += weights_[i] = std::exp(static_cast<double>(candidates_[i].logit - max_logit) / params_.temperature);
   }
   double r = uniform() * total;
   for (size_t i = 0; i < cut; ++i) {
-    r -= weights[i];
+    r -= weights_[i];
     if (r < 0.0) return candidates_[i].id;
   }
   return candidates_[cut - 1].id;

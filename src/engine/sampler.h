@@ -53,6 +53,7 @@ class Sampler {
     float logit;
   };
   std::vector<Candidate> candidates_;
+  std::vector<double> weights_;
 };
 
 }  // namespace gufo::engine
