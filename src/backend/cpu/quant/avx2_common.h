@@ -72,10 +72,13 @@ static inline __m256i unpack_scales_mins_i16(const uint8_t* packed) {
 }
 
 // A vpshufb control that repeats int16 lane `lo` of each 128-bit half across the low half and
-// lane `hi` across the high half.
+// lane `hi` across the high half (built from int64 constants, which GCC folds into one load).
 static inline __m256i repeat_i16_control(int lo, int hi) {
-  return _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(((2 * lo + 1) << 8) | (2 * lo))),
-                           _mm_set1_epi16(static_cast<int16_t>(((2 * hi + 1) << 8) | (2 * hi))));
+  const auto repeat = [](int word) {
+    const uint64_t pick = static_cast<uint64_t>(((2 * word + 1) << 8) | (2 * word));
+    return static_cast<long long>(pick * 0x0001000100010001ull);
+  };
+  return _mm256_setr_epi64x(repeat(lo), repeat(lo), repeat(hi), repeat(hi));
 }
 
 static inline float hsum128(__m128 s) {
