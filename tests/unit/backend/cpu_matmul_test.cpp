@@ -174,7 +174,8 @@ TEST(CpuMatMul, RandomShapesAgainstReference) {
                           {7, 4096, 13}, {1, 3072, 255},
                           // Batches that take packed panels (8+ rows): whole panels only,
                           // panels plus leftover weight rows, partial activation tiles.
-                          {8, 256, 8},   {13, 1024, 41}, {9, 512, 64},  {34, 2304, 100}};
+                          {8, 256, 8},   {13, 1024, 41}, {9, 512, 64},  {34, 2304, 100},
+                          {17, 512, 24}};
   for (DType type : kAllTypes) {
     double worst_nmse = 0.0;
     std::vector<float> pooled_got, pooled_want;  // over all shapes and kernel sets

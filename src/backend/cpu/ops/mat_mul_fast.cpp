@@ -8,8 +8,8 @@
 // the tile of weight rows stays in L2 while every activation row passes over it. A whole tile
 // of activation rows goes to the kernel set's DotRowsFn when it has one (one unpacking of each
 // weight block for kDotRows rows); partial tiles and other types loop over the one-row dot.
-// Batches of kPackedMinRows rows or more go through packed weight panels instead when the
-// kernel set has them (dot_kernels.h, "Packed weight panels"), for all whole panels.
+// Batches of PackedPath::min_rows rows or more (per kernel set and type) go through packed
+// weight panels instead when the kernel set has them (dot_kernels.h, "Packed weight panels"), for all whole panels.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -25,9 +25,6 @@ namespace {
 // activations fit together in a 48 KiB L1.
 constexpr int64_t kWeightTile = 16;
 constexpr int64_t kRowTile = fast::kDotRows;
-// Packed panels pay one repacking pass over the weights; from this many activation rows on,
-// that costs less than the row kernels' extra work (tools/bench/matmul_bench.cpp).
-constexpr int64_t kPackedMinRows = 8;
 // Panels packed together, then swept by each tile of activation rows: 4 panels of a
 // 3072-wide Q4_K matrix are ~140 KiB of scratch, L2-resident, and the activation tile is read
 // once per 4 panels instead of once per panel.
@@ -93,7 +90,7 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
   // Batches: whole panels of kPackedWeightRows weight rows through the packed kernels.
   int64_t n_done = 0;
   const fast::PackedPath packed = fast::packed_path_for(kernels, w.type, k);
-  if (packed.gemm != nullptr && rows >= kPackedMinRows) {
+  if (packed.gemm != nullptr && rows >= packed.min_rows) {
     const int64_t n_panels = n_out / fast::kPackedWeightRows;
     pool.parallel_for(n_panels, kPanelsPerSweep, [&](int64_t begin, int64_t end) {
       thread_local std::vector<std::byte> scratch;

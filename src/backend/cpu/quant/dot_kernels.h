@@ -73,6 +73,10 @@ struct PackedKernels {
   PackFn pack_q6_k = nullptr;
   PackedGemmFn gemm_q8_0 = nullptr;  // panels of pack_q8_0
   PackedGemmFn gemm_k = nullptr;     // panels of pack_q4_k, pack_q5_k and pack_q6_k
+  // The fewest activation rows for which the panels beat this set's row kernels (packing is
+  // repaid over the rows), measured with tools/bench/matmul_bench.cpp.
+  int min_rows_q8_0 = 8;
+  int min_rows_k = 16;
 };
 
 struct DotKernels {
@@ -112,7 +116,8 @@ DotTileFn dot_tile_for(const DotKernels& kernels, DType weight_type);
 struct PackedPath {
   PackFn pack = nullptr;
   PackedGemmFn gemm = nullptr;
-  size_t bytes = 0;  // of one packed panel of kPackedWeightRows rows
+  size_t bytes = 0;      // of one packed panel of kPackedWeightRows rows
+  int64_t min_rows = 0;  // use it from this many activation rows on
 };
 PackedPath packed_path_for(const DotKernels& kernels, DType weight_type, int64_t k);
 
