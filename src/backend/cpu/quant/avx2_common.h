@@ -81,6 +81,15 @@ static inline __m256i repeat_i16_control(int lo, int hi) {
   return _mm256_setr_epi64x(repeat(lo), repeat(lo), repeat(hi), repeat(hi));
 }
 
+// The Q4_K/Q5_K min term per pair of sub-blocks: lane t holds mins[2t] * (bsums[4t] +
+// bsums[4t + 1]) + mins[2t + 1] * (bsums[4t + 2] + bsums[4t + 3]), with the eight 6-bit mins
+// as int16 lanes and the activation block's 16 per-16 sums (exact in int32).
+static inline __m128i k_min_sums(__m128i mins, const int16_t* bsums) {
+  const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
+  const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+  return _mm_madd_epi16(mins, pair_sums);
+}
+
 static inline float hsum128(__m128 s) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));

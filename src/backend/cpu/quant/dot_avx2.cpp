@@ -17,6 +17,7 @@ namespace {
 using avx2::half_to_float;
 using avx2::hsum;
 using avx2::hsum128;
+using avx2::k_min_sums;
 using avx2::repeat_i16_control;
 using avx2::unpack_scales_mins_i16;
 using quant::BlockQ4K;
@@ -247,9 +248,7 @@ void dot_qk_4_5_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t 
     const float dmin = half_to_float(w[b].dmin);
     #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].bsums));
-      const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-      const __m128i min_sums = _mm_madd_epi16(mins, pair_sums);
+      const __m128i min_sums = k_min_sums(mins, x[r][b].bsums);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
       acc_min[r] = _mm_fmadd_ps(_mm_set1_ps(x[r][b].d * dmin), _mm_cvtepi32_ps(min_sums), acc_min[r]);
     }

@@ -26,6 +26,7 @@
 
 #include "backend/cpu/quant/avx2_common.h"
 #include "backend/cpu/quant/dot_kernels.h"
+#include "backend/cpu/quant/packed_panel_avx2.h"
 
 // NOTE(avx512): GCC 12 warns that '__Y' is (maybe) used uninitialized inside its own
 // _mm512_undefined_* helpers wherever an intrinsic uses them (GCC bug 105593, fixed in 13):
@@ -43,6 +44,7 @@ namespace {
 using avx2::half_to_float;
 using avx2::hsum;
 using avx2::hsum128;
+using avx2::k_min_sums;
 using avx2::unpack_scales_mins_i16;
 using quant::BlockQ4K;
 using quant::BlockQ5K;
@@ -203,9 +205,7 @@ void dot_qk_4_5_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t 
     const float dmin = half_to_float(w[b].dmin);
     #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m256i bsums = load256(x[r][b].bsums);
-      const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-      const __m128i min_sums = _mm_madd_epi16(mins, pair_sums);
+      const __m128i min_sums = k_min_sums(mins, x[r][b].bsums);
       acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][b].d * dw), _mm512_cvtepi32_ps(sumi[r]), acc[r]);
       acc_min[r] = _mm_fmadd_ps(_mm_set1_ps(x[r][b].d * dmin), _mm_cvtepi32_ps(min_sums), acc_min[r]);
     }
@@ -394,7 +394,7 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
     #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) sum[r] = _mm512_setzero_si512();
     for (int g = 0; g < 16; ++g) {
-      const __m512i scale = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(load256(blk + 2048 + 32 * g)));
+      const __m512i scale = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(load256(blk + panel::kKScales + 32 * g)));
       const __m512i w0 = load512(blk + 64 * (2 * g));
       const __m512i w1 = load512(blk + 64 * (2 * g + 1));
       #pragma GCC unroll 4
@@ -405,21 +405,8 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
         sum[r] = madd_i16<kVnni>(sum[r], p, scale);
       }
     }
-    const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(blk + 2048 + 512 + 256));
-    const __m256 dmin = _mm256_loadu_ps(reinterpret_cast<const float*>(blk + 2048 + 512 + 256 + 32));
     #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {
-      __m256i mins = _mm256_setzero_si256();
-      #pragma GCC unroll 8
-      for (int t = 0; t < 8; ++t) {
-        int32_t bsum_pair;
-        std::memcpy(&bsum_pair, x[r][b].bsums + 2 * t, sizeof bsum_pair);
-        mins = _mm256_add_epi32(mins, _mm256_madd_epi16(load256(blk + 2048 + 512 + 32 * t), _mm256_set1_epi32(bsum_pair)));
-      }
-      const __m256 xd = _mm256_set1_ps(x[r][b].d);
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(fold_rows(sum[r])), acc[r]);
-      acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(mins), acc[r]);
-    }
+    for (int r = 0; r < kRows; ++r) acc[r] = panel::k_block_tail(blk, x[r][b], fold_rows(sum[r]), acc[r]);
   }
   #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) _mm256_storeu_ps(out + r * out_stride, acc[r]);
