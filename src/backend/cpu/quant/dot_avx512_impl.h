@@ -30,10 +30,12 @@
 
 // NOTE(avx512): GCC 12 warns that '__Y' is (maybe) used uninitialized inside its own
 // _mm512_undefined_* helpers wherever an intrinsic uses them (GCC bug 105593, fixed in 13):
-// a false positive, silenced for this header only.
+// a false positive, silenced for this header only (clang has neither the bug nor the flag).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 namespace gufo::cpu::fast {
 
@@ -468,4 +470,6 @@ DotKernels make_avx512_kernels(const char* name, const DotKernels& base) {
 }  // namespace
 }  // namespace gufo::cpu::fast
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
