@@ -100,6 +100,9 @@ const int registered = [] {
           std::string(fast ? "fast/" : "reference/") + std::string(gufo::dtype_name(type));
       benchmark::RegisterBenchmark(name.c_str(), bench_mat_mul, type, fast)
           ->Arg(1)
+          ->Arg(8)
+          ->Arg(16)
+          ->Arg(32)
           ->Arg(64)
           ->Arg(512)
           ->ArgName("rows")

@@ -18,6 +18,10 @@ const float* input(const std::vector<std::vector<float>>& values, const model::N
   return values[static_cast<size_t>(node.src[slot])].data();
 }
 
+// The row-wise ops (rms_norm, rope, swiglu) go to the pool in tasks of at least this many
+// rows; a decode step (one row) runs them inline.
+constexpr int64_t kRowsPerTask = 4;
+
 // From this many query rows on (prefill), attention widens each KV head to f32 once per
 // sequence and thread (attend_rows_avx2) instead of converting the f16 cache for every row.
 constexpr int64_t kBatchAttentionMinRows = 8;
@@ -149,6 +153,21 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
   }
 
   std::vector<std::vector<float>> values(graph.nodes.size());
+  // NOTE(cpu_backend): activation buffers are recycled by exact size: a freed node's buffer is
+  // kept in `spare` and the next node of that size takes it as it is (every op overwrites its
+  // whole output), so each distinct size is allocated, page-faulted and zeroed a few times per
+  // forward instead of once per node (pp512 spent ~20% of its time in memset and page faults).
+  std::vector<std::vector<float>> spare;
+  const auto take_buffer = [&spare](size_t n) {
+    for (auto it = spare.begin(); it != spare.end(); ++it) {
+      if (it->size() == n) {
+        std::vector<float> buffer = std::move(*it);
+        spare.erase(it);
+        return buffer;
+      }
+    }
+    return std::vector<float>(n);
+  };
   std::vector<model::NodeId> last_use(graph.nodes.size(), model::kNoNode);
   for (size_t id = 0; id < graph.nodes.size(); ++id) {
     for (model::NodeId src : graph.nodes[id].src) {
@@ -160,7 +179,7 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
     if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
     if (!supports(node)) return Error{"cpu backend cannot run node " + node.name};
     std::vector<float>& out = values[id];
-    out.resize(static_cast<size_t>(node.rows * node.cols));
+    out = take_buffer(static_cast<size_t>(node.rows * node.cols));
     const auto src_node = [&](int slot) -> const model::Node& {
       return graph.nodes[static_cast<size_t>(node.src[slot])];
     };
@@ -171,7 +190,11 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
       case model::Op::RmsNorm: {
         const auto& p = std::get<model::RmsNormParams>(node.params);
         GUFO_ASSIGN_OR_RETURN(std::vector<float> w, weight_to_f32(*src_node(1).weight));
-        rms_norm(input(values, node, 0), node.rows, node.cols, w.data(), p.group, p.eps, out.data());
+        const float* x = input(values, node, 0);
+        pool_.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
+          rms_norm(x + begin * node.cols, end - begin, node.cols, w.data(), p.group, p.eps,
+                   out.data() + begin * node.cols);
+        });
         break;
       }
       case model::Op::MatMul:
@@ -201,9 +224,14 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         if (node.src[1] != model::kNoNode) {
           GUFO_ASSIGN_OR_RETURN(factors, weight_to_f32(*src_node(1).weight));
         }
-        std::copy_n(input(values, node, 0), out.size(), out.begin());
-        rope(out.data(), node.rows, node.cols, batch.positions, p.head_dim, p.type, p.theta,
-             factors.empty() ? nullptr : factors.data());
+        const float* x = input(values, node, 0);
+        pool_.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
+          std::copy(x + begin * node.cols, x + end * node.cols, out.data() + begin * node.cols);
+          rope(out.data() + begin * node.cols, end - begin, node.cols,
+               std::span<const int32_t>(batch.positions).subspan(static_cast<size_t>(begin),
+                                                                 static_cast<size_t>(end - begin)),
+               p.head_dim, p.type, p.theta, factors.empty() ? nullptr : factors.data());
+        });
         break;
       }
       case model::Op::Attention: {
@@ -224,9 +252,15 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         attend_all(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols);
         break;
       }
-      case model::Op::SwiGlu:
-        swiglu(input(values, node, 0), input(values, node, 1), node.rows * node.cols, out.data());
+      case model::Op::SwiGlu: {
+        const float* gate = input(values, node, 0);
+        const float* up = input(values, node, 1);
+        pool_.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
+          swiglu(gate + begin * node.cols, up + begin * node.cols, (end - begin) * node.cols,
+                 out.data() + begin * node.cols);
+        });
         break;
+      }
       case model::Op::OutputRows: {
         const float* x = input(values, node, 0);
         for (size_t i = 0; i < batch.output_rows.size(); ++i) {
@@ -250,7 +284,9 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
     for (model::NodeId src : node.src) {
       if (src != model::kNoNode && last_use[static_cast<size_t>(src)] == static_cast<model::NodeId>(id) &&
           src != graph.output) {
-        std::vector<float>().swap(values[static_cast<size_t>(src)]);
+        std::vector<float>& freed = values[static_cast<size_t>(src)];
+        if (!freed.empty()) spare.push_back(std::move(freed));
+        freed = {};
       }
     }
   }

@@ -5,8 +5,9 @@
 // NOTE(thread_pool): a decode step is ~400 parallel_for calls of a few tens of microseconds
 // each, so waking sleeping threads through the kernel each time (futex wake + reschedule)
 // cost ~15% of decode time. Workers and the caller therefore spin on atomics for a short
-// while (kSpinIterations pauses, ~0.1 ms, yielding now and then) before sleeping on a condition variable, and the
-// condition variables are only touched when someone actually sleeps.
+// while (kSpinIterations pauses, ~0.1 ms; yielding now and then only when the pool has more
+// threads than the machine) before sleeping on a condition variable, and the condition
+// variables are only touched when someone actually sleeps.
 #pragma once
 
 #include <atomic>
@@ -41,6 +42,7 @@ class ThreadPool {
   void wake(std::condition_variable& cv, const std::atomic<int>& sleepers);
 
   std::vector<std::thread> workers_;
+  bool yield_while_spinning_ = false;  // more threads than hardware threads
   std::mutex mutex_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;

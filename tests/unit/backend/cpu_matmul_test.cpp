@@ -1,5 +1,6 @@
 // The fast CPU matmul (ops/mat_mul_fast.cpp, quant/dot_*.cpp) against the reference mat_mul,
-// for every weight type and every kernel set this CPU runs (scalar always, AVX2 when present):
+// for every weight type and every kernel set this CPU runs (scalar always; AVX2, AVX-512 and
+// AVX-512 VNNI when present, the AVX-512 ones reported as skipped otherwise):
 // random shapes, exact answers on adversarial inputs, and scalar-vs-SIMD agreement.
 // Run: ctest --preset unit -R CpuMatMul (or build/<preset>/tests/unit/backend/cpu_ops_test).
 #include <gtest/gtest.h>
@@ -64,11 +65,13 @@ OwnedWeight quantized_weight(DType type, int64_t n_out, int64_t k, std::mt19937&
   return make_weight(type, n_out, k, std::move(bytes));
 }
 
-// Every kernel set this machine can run.
+// Every kernel set this machine can run (scalar first: the others are compared with it).
 std::vector<const DotKernels*> kernel_sets() {
+  const fast::CpuFeatures& features = fast::detected_cpu_features();
   std::vector<const DotKernels*> sets = {&fast::scalar_dot_kernels()};
-  if (const DotKernels* avx2 = fast::avx2_dot_kernels(fast::detected_cpu_features())) {
-    sets.push_back(avx2);
+  for (const DotKernels* set : {fast::avx2_dot_kernels(features), fast::avx512_dot_kernels(features),
+                                fast::avx512vnni_dot_kernels(features)}) {
+    if (set != nullptr) sets.push_back(set);
   }
   return sets;
 }
@@ -171,7 +174,8 @@ TEST(CpuMatMul, RandomShapesAgainstReference) {
                           {7, 4096, 13}, {1, 3072, 255},
                           // Batches that take packed panels (8+ rows): whole panels only,
                           // panels plus leftover weight rows, partial activation tiles.
-                          {8, 256, 8},   {13, 1024, 41}, {9, 512, 64},  {34, 2304, 100}};
+                          {8, 256, 8},   {13, 1024, 41}, {9, 512, 64},  {34, 2304, 100},
+                          {17, 512, 24}};
   for (DType type : kAllTypes) {
     double worst_nmse = 0.0;
     std::vector<float> pooled_got, pooled_want;  // over all shapes and kernel sets
@@ -452,10 +456,49 @@ TEST(CpuMatMul, ErrorsAsValues) {
       << bad_k.error().message;
 }
 
+// Q8_0 rows of an odd number of blocks: the AVX-512 kernels take blocks in pairs and the last
+// one alone.
+TEST(CpuMatMul, Q8_0OddBlockCounts) {
+  ThreadPool pool(2);
+  std::mt19937 rng(11);
+  for (const Shape& shape : {Shape{1, 32, 9}, Shape{4, 96, 7}, Shape{5, 160, 17}, Shape{9, 224, 16}}) {
+    OwnedWeight w = quantized_weight(DType::Q8_0, shape.n_out, shape.k, rng);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(shape.rows * shape.k));
+    for (float& v : x) v = normal(rng);
+    const std::vector<float> x_seen = activation_as_seen(DType::Q8_0, x, shape.rows, shape.k);
+    const std::vector<float> want = run(pool, nullptr, x_seen, shape.rows, shape.k, w.weight);
+    const std::vector<float> w_f32 = dequantized(w.weight);
+    for (const DotKernels* kernels : kernel_sets()) {
+      expect_close(run(pool, kernels, x, shape.rows, shape.k, w.weight), want, x_seen, w_f32, shape.rows,
+                   shape.n_out, shape.k, std::string("Q8_0 k=") + std::to_string(shape.k) + " " + kernels->name);
+    }
+  }
+}
+
+// The AVX-512 sets run in every test above when the CPU has them; say so when it does not, so
+// that a run on an AVX2-only machine shows what it left untested.
+TEST(CpuMatMul, Avx512SetsCoveredOrSkipped) {
+  const fast::CpuFeatures& f = fast::detected_cpu_features();
+  const DotKernels* avx512 = fast::avx512_dot_kernels(f);
+  const DotKernels* vnni = fast::avx512vnni_dot_kernels(f);
+  if (avx512 == nullptr) {
+    GTEST_SKIP() << "this CPU (or build) has no AVX-512 F/BW/VL: the avx512 and avx512vnni kernel sets are "
+                    "not tested here";
+  }
+  for (const DotKernels* set : {avx512, vnni}) {
+    if (set == nullptr) continue;
+    EXPECT_NE(set->q4_k_rows, nullptr) << set->name;
+    EXPECT_NE(set->packed.gemm_k, nullptr) << set->name;
+    EXPECT_EQ(set->q8_0_tile, nullptr) << set->name;  // the AVX2 tile would not match its one-row kernel
+  }
+  if (vnni == nullptr) GTEST_SKIP() << "this CPU has AVX-512 but no AVX512_VNNI: the avx512vnni set is not tested here";
+}
+
 TEST(CpuMatMul, ReportsKernelSet) {
   const fast::CpuFeatures& f = fast::detected_cpu_features();
-  std::printf("[ info ] cpu: avx2=%d avx512f=%d avx512bw=%d avx512vnni=%d; fast matmul uses %s\n",
-              f.avx2, f.avx512f, f.avx512bw, f.avx512vnni, fast::best_dot_kernels(f).name);
+  std::printf("[ info ] cpu: avx2=%d avx512f=%d avx512bw=%d avx512vl=%d avx512vnni=%d; fast matmul uses %s\n",
+              f.avx2, f.avx512f, f.avx512bw, f.avx512vl, f.avx512vnni, fast::best_dot_kernels(f).name);
   EXPECT_NE(fast::best_dot_kernels(f).q4_k, nullptr);
 }
 

@@ -8,8 +8,8 @@
 // the tile of weight rows stays in L2 while every activation row passes over it. A whole tile
 // of activation rows goes to the kernel set's DotRowsFn when it has one (one unpacking of each
 // weight block for kDotRows rows); partial tiles and other types loop over the one-row dot.
-// Batches of kPackedMinRows rows or more go through packed weight panels instead when the
-// kernel set has them (dot_kernels.h, "Packed weight panels"), for all whole panels.
+// Batches of PackedPath::min_rows rows or more (per kernel set and type) go through packed
+// weight panels instead when the kernel set has them (dot_kernels.h, "Packed weight panels"), for all whole panels.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -25,9 +25,6 @@ namespace {
 // activations fit together in a 48 KiB L1.
 constexpr int64_t kWeightTile = 16;
 constexpr int64_t kRowTile = fast::kDotRows;
-// Packed panels pay one repacking pass over the weights; from this many activation rows on,
-// that costs less than the row kernels' extra work (tools/bench/matmul_bench.cpp).
-constexpr int64_t kPackedMinRows = 8;
 // Panels packed together, then swept by each tile of activation rows: 4 panels of a
 // 3072-wide Q4_K matrix are ~140 KiB of scratch, L2-resident, and the activation tile is read
 // once per 4 panels instead of once per panel.
@@ -60,39 +57,46 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
   if (rows == 0 || n_out == 0) return {};
 
   // The activation rows in the format the kernel wants, quantized once for all weight rows.
-  std::vector<fast::ActBlockQ8_0> x_q8_0;
-  std::vector<quant::BlockQ8K> x_q8_k;
+  // NOTE(mat_mul_fast): the buffers (and the panels' scratch below) live on across calls and
+  // only grow, per thread: allocating them per call zeroed and page-faulted ~1% of prefill.
+  thread_local std::vector<fast::ActBlockQ8_0> x_q8_0;
+  thread_local std::vector<quant::BlockQ8K> x_q8_k;
   const std::byte* act = reinterpret_cast<const std::byte*>(x);
   size_t act_row_bytes = static_cast<size_t>(k) * sizeof(float);
   if (format == fast::ActivationFormat::Q8_0) {
     const int64_t blocks = k / quant::kQ8_0BlockElems;
-    x_q8_0.resize(static_cast<size_t>(rows * blocks));
+    if (x_q8_0.size() < static_cast<size_t>(rows * blocks)) x_q8_0.resize(static_cast<size_t>(rows * blocks));
+    fast::ActBlockQ8_0* const quantized = x_q8_0.data();  // this thread's buffer, for the workers too
     pool.parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        kernels.quantize_q8_0(x + r * k, x_q8_0.data() + r * blocks, k);
+        kernels.quantize_q8_0(x + r * k, quantized + r * blocks, k);
       }
     });
-    act = reinterpret_cast<const std::byte*>(x_q8_0.data());
+    act = reinterpret_cast<const std::byte*>(quantized);
     act_row_bytes = static_cast<size_t>(blocks) * sizeof(fast::ActBlockQ8_0);
   } else if (format == fast::ActivationFormat::Q8K) {
     const int64_t blocks = k / quant::kQkK;
-    x_q8_k.resize(static_cast<size_t>(rows * blocks));
+    if (x_q8_k.size() < static_cast<size_t>(rows * blocks)) x_q8_k.resize(static_cast<size_t>(rows * blocks));
+    quant::BlockQ8K* const quantized = x_q8_k.data();  // this thread's buffer, for the workers too
     pool.parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        kernels.quantize_q8_k(x + r * k, x_q8_k.data() + r * blocks, k);
+        kernels.quantize_q8_k(x + r * k, quantized + r * blocks, k);
       }
     });
-    act = reinterpret_cast<const std::byte*>(x_q8_k.data());
+    act = reinterpret_cast<const std::byte*>(quantized);
     act_row_bytes = static_cast<size_t>(blocks) * sizeof(quant::BlockQ8K);
   }
 
   // Batches: whole panels of kPackedWeightRows weight rows through the packed kernels.
   int64_t n_done = 0;
   const fast::PackedPath packed = fast::packed_path_for(kernels, w.type, k);
-  if (packed.gemm != nullptr && rows >= kPackedMinRows) {
+  if (packed.gemm != nullptr && rows >= packed.min_rows) {
     const int64_t n_panels = n_out / fast::kPackedWeightRows;
     pool.parallel_for(n_panels, kPanelsPerSweep, [&](int64_t begin, int64_t end) {
-      std::vector<std::byte> scratch(static_cast<size_t>(kPanelsPerSweep) * packed.bytes);
+      thread_local std::vector<std::byte> scratch;
+      if (scratch.size() < static_cast<size_t>(kPanelsPerSweep) * packed.bytes) {
+        scratch.resize(static_cast<size_t>(kPanelsPerSweep) * packed.bytes);
+      }
       for (int64_t first = begin; first < end; first += kPanelsPerSweep) {
         const int64_t count = std::min(end - first, kPanelsPerSweep);
         for (int64_t p = 0; p < count; ++p) {

@@ -41,20 +41,59 @@ struct ScalesMins {
   uint8_t min[8];
 };
 
-static inline ScalesMins unpack_scales_mins(const uint8_t* packed) {
+// The four 32-bit words behind ScalesMins: scales 0-3, scales 4-7, mins 0-3, mins 4-7.
+static inline void unpack_scales_mins_u32(const uint8_t* packed, uint32_t out[4]) {
   constexpr uint32_t kLow6 = 0x3f3f3f3f;
   constexpr uint32_t kLow4 = 0x0f0f0f0f;
   constexpr uint32_t kLow2 = 0x03030303;
   uint32_t in[3];
   std::memcpy(in, packed, sizeof in);
-  uint32_t out[4];
   out[0] = in[0] & kLow6;                                          // scales 0-3
   out[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);        // scales 4-7
   out[2] = in[1] & kLow6;                                          // mins 0-3
   out[3] = ((in[2] >> 4) & kLow4) | (((in[1] >> 6) & kLow2) << 4);  // mins 4-7
+}
+
+static inline ScalesMins unpack_scales_mins(const uint8_t* packed) {
+  uint32_t out[4];
+  unpack_scales_mins_u32(packed, out);
   ScalesMins result;
   std::memcpy(&result, out, sizeof result);
   return result;
+}
+
+// The same as sixteen int16 lanes: scales 0-7 in lanes 0-7, mins 0-7 in lanes 8-15, so that
+// the kernels pick them with vector shuffles rather than byte loads and broadcasts.
+static inline __m256i unpack_scales_mins_i16(const uint8_t* packed) {
+  uint32_t out[4];
+  unpack_scales_mins_u32(packed, out);
+  return _mm256_cvtepu8_epi16(_mm_setr_epi32(static_cast<int>(out[0]), static_cast<int>(out[1]),
+                                             static_cast<int>(out[2]), static_cast<int>(out[3])));
+}
+
+// A vpshufb control that repeats int16 lane `lo` of each 128-bit half across the low half and
+// lane `hi` across the high half (built from int64 constants, which GCC folds into one load).
+static inline __m256i repeat_i16_control(int lo, int hi) {
+  const auto repeat = [](int word) {
+    const uint64_t pick = static_cast<uint64_t>(((2 * word + 1) << 8) | (2 * word));
+    return static_cast<long long>(pick * 0x0001000100010001ull);
+  };
+  return _mm256_setr_epi64x(repeat(lo), repeat(lo), repeat(hi), repeat(hi));
+}
+
+// The Q4_K/Q5_K min term per pair of sub-blocks: lane t holds mins[2t] * (bsums[4t] +
+// bsums[4t + 1]) + mins[2t + 1] * (bsums[4t + 2] + bsums[4t + 3]), with the eight 6-bit mins
+// as int16 lanes and the activation block's 16 per-16 sums (exact in int32).
+static inline __m128i k_min_sums(__m128i mins, const int16_t* bsums) {
+  const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
+  const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+  return _mm_madd_epi16(mins, pair_sums);
+}
+
+static inline float hsum128(__m128 s) {
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
 }
 
 }  // namespace gufo::cpu::avx2

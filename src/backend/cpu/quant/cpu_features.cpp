@@ -3,6 +3,9 @@
 // Tested by tests/unit/backend/cpu_matmul_test.cpp (which runs every set the CPU supports).
 #include "backend/cpu/quant/dot_kernels.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -11,6 +14,10 @@ namespace gufo::cpu::fast {
 
 #if defined(GUFO_CPU_HAVE_AVX2_KERNELS)
 const DotKernels& avx2_dot_kernels_unchecked();  // dot_avx2.cpp
+#endif
+#if defined(GUFO_CPU_HAVE_AVX512_KERNELS)
+const DotKernels& avx512_dot_kernels_unchecked();      // dot_avx512.cpp
+const DotKernels& avx512vnni_dot_kernels_unchecked();  // dot_avx512_vnni.cpp
 #endif
 
 namespace {
@@ -32,10 +39,12 @@ CpuFeatures detect() {
   const bool ymm_saved = (xcr0_lo & 0x6u) == 0x6u;
   const bool zmm_saved = (xcr0_lo & 0xe6u) == 0xe6u;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return features;
-  // NOTE(cpuid): leaf 7 EBX: AVX2 bit 5, AVX512F bit 16, AVX512BW bit 30; ECX: VNNI bit 11.
+  // NOTE(cpuid): leaf 7 EBX: AVX2 bit 5, AVX512F bit 16, AVX512BW bit 30, AVX512VL bit 31;
+  // ECX: VNNI bit 11.
   features.avx2 = ymm_saved && fma && f16c && ((ebx >> 5) & 1);
   features.avx512f = features.avx2 && zmm_saved && ((ebx >> 16) & 1);
   features.avx512bw = features.avx512f && ((ebx >> 30) & 1);
+  features.avx512vl = features.avx512f && ((ebx >> 31) & 1);
   features.avx512vnni = features.avx512f && ((ecx >> 11) & 1);
 #endif
   return features;
@@ -57,8 +66,45 @@ const DotKernels* avx2_dot_kernels(const CpuFeatures& features) {
   return nullptr;
 }
 
+const DotKernels* avx512_dot_kernels(const CpuFeatures& features) {
+#if defined(GUFO_CPU_HAVE_AVX512_KERNELS)
+  if (features.avx2 && features.avx512f && features.avx512bw && features.avx512vl) {
+    return &avx512_dot_kernels_unchecked();
+  }
+#else
+  (void)features;
+#endif
+  return nullptr;
+}
+
+const DotKernels* avx512vnni_dot_kernels(const CpuFeatures& features) {
+#if defined(GUFO_CPU_HAVE_AVX512_KERNELS)
+  if (avx512_dot_kernels(features) != nullptr && features.avx512vnni) return &avx512vnni_dot_kernels_unchecked();
+#else
+  (void)features;
+#endif
+  return nullptr;
+}
+
 const DotKernels& best_dot_kernels(const CpuFeatures& features) {
-  if (const DotKernels* avx2 = avx2_dot_kernels(features)) return *avx2;
+  // 0 scalar, 1 avx2, 2 avx512, 3 avx512vnni (and anything else): the most the caller allows.
+  static const int cap = [] {
+    const char* env = std::getenv("GUFO_CPU_KERNELS");
+    const std::string_view name = env != nullptr ? env : "";
+    if (name == "scalar") return 0;
+    if (name == "avx2") return 1;
+    if (name == "avx512") return 2;
+    return 3;
+  }();
+  if (cap >= 3) {
+    if (const DotKernels* set = avx512vnni_dot_kernels(features)) return *set;
+  }
+  if (cap >= 2) {
+    if (const DotKernels* set = avx512_dot_kernels(features)) return *set;
+  }
+  if (cap >= 1) {
+    if (const DotKernels* set = avx2_dot_kernels(features)) return *set;
+  }
   return scalar_dot_kernels();
 }
 

@@ -16,8 +16,10 @@ namespace {
 
 using avx2::half_to_float;
 using avx2::hsum;
-using avx2::ScalesMins;
-using avx2::unpack_scales_mins;
+using avx2::hsum128;
+using avx2::k_min_sums;
+using avx2::repeat_i16_control;
+using avx2::unpack_scales_mins_i16;
 using quant::BlockQ4K;
 using quant::BlockQ5K;
 using quant::BlockQ6K;
@@ -30,18 +32,6 @@ uint16_t load_u16(const std::byte* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
-}
-
-// sum over sub-blocks s of min[s] * (bsums[2s] + bsums[2s+1]): the Q4_K/Q5_K min term, exact
-// in int32 (|bsum pair| <= 2 * 16 * 127, min <= 63).
-int32_t min_term(const ScalesMins& sm, const int16_t* bsums) {
-  const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
-  const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
-  const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm.min)));
-  __m128i s = _mm_madd_epi16(mins, pair_sums);
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
 }
 
 // Four independent accumulators hide the FMA latency; the tail is scalar.
@@ -126,104 +116,6 @@ float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
   return hsum(acc);
 }
 
-// Q4_K/Q5_K: 64 elements (sub-blocks 2c and 2c+1) per 32 quant bytes. The quants are
-// unsigned (0..15 or 0..31), so vpmaddubsw takes them directly: pair sums stay within
-// 2 * 31 * 127. vpmaddwd by the 6-bit scale then widens to int32. The min term comes from
-// the activation's per-16 sums.
-template <bool kFifthBit, typename Block>
-float dot_qk_4_5(int64_t k, const std::byte* w_row, const void* x_row) {
-  const auto* w = reinterpret_cast<const Block*>(w_row);
-  const auto* x = static_cast<const BlockQ8K*>(x_row);
-  const __m256i low_mask = _mm256_set1_epi8(0x0f);
-  const __m256i one = _mm256_set1_epi8(1);
-  __m256 acc = _mm256_setzero_ps();
-  float acc_min = 0.0f;
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const ScalesMins sm = unpack_scales_mins(w[b].scales);
-    const int32_t summ = min_term(sm, x[b].bsums);
-    __m256i high_bits = _mm256_setzero_si256();
-    if constexpr (kFifthBit) {
-      high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh));
-    }
-    __m256i sumi = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * c));
-      __m256i q_lo = _mm256_and_si256(packed, low_mask);
-      __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
-      if constexpr (kFifthBit) {
-        // Bit `sub` of qh[i] is the fifth bit of element i of sub-block `sub`; a 16-bit shift
-        // by at most 7 then a per-byte mask of bit 0 never mixes neighbouring bytes.
-        const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c), one);
-        const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c + 1), one);
-        q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
-        q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
-      }
-      const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c));
-      const __m256i x_hi =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c + 32));
-      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(q_lo, x_lo),
-                                             _mm256_set1_epi16(static_cast<int16_t>(sm.scale[2 * c])));
-      const __m256i p_hi =
-          _mm256_madd_epi16(_mm256_maddubs_epi16(q_hi, x_hi),
-                            _mm256_set1_epi16(static_cast<int16_t>(sm.scale[2 * c + 1])));
-      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p_lo, p_hi));
-    }
-    const float d = x[b].d * half_to_float(w[b].d);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    acc_min += x[b].d * half_to_float(w[b].dmin) * static_cast<float>(summ);
-  }
-  return hsum(acc) - acc_min;
-}
-
-// Q6_K: per half of 128 elements, 64 ql bytes and 32 qh bytes give four runs of 32 quants
-// (0..63, unsigned for vpmaddubsw; pair sums within 2 * 63 * 127). The -32 offset is taken
-// out afterwards with the activation's per-16 sums: sum (q - 32) x = sum q x - 32 sum x.
-float dot_q6_k(int64_t k, const std::byte* w_row, const void* x_row) {
-  const auto* w = reinterpret_cast<const BlockQ6K*>(w_row);
-  const auto* x = static_cast<const BlockQ8K*>(x_row);
-  const __m256i low_mask = _mm256_set1_epi8(0x0f);
-  const __m256i two_bits = _mm256_set1_epi8(0x03);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    int32_t offset = 0;
-    for (int group = 0; group < kQkK / 16; ++group)
-      offset += w[b].scales[group] * x[b].bsums[group];
-    __m256i sumi = _mm256_setzero_si256();
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = w[b].ql + 64 * half;
-      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * half));
-      const __m256i quarter_quants[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, low_mask),
-                          _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4)),
-          _mm256_or_si256(
-              _mm256_and_si256(l1, low_mask),
-              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4)),
-          _mm256_or_si256(
-              _mm256_and_si256(_mm256_srli_epi16(l0, 4), low_mask),
-              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two_bits), 4)),
-          _mm256_or_si256(
-              _mm256_and_si256(_mm256_srli_epi16(l1, 4), low_mask),
-              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4)),
-      };
-      for (int quarter = 0; quarter < 4; ++quarter) {
-        const int first = 128 * half + 32 * quarter;  // element index; scale index first / 16
-        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + first));
-        // Lanes 0-7 of the int16 products hold elements first..first+15, lanes 8-15 the rest.
-        const __m256i scales = _mm256_setr_m128i(_mm_set1_epi16(w[b].scales[first / 16]),
-                                                 _mm_set1_epi16(w[b].scales[first / 16 + 1]));
-        sumi = _mm256_add_epi32(
-            sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(quarter_quants[quarter], xq), scales));
-      }
-    }
-    sumi = _mm256_sub_epi32(sumi, _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
-    const float d = x[b].d * half_to_float(w[b].d);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-  }
-  return hsum(acc);
-}
-
 // --- kDotRows activation rows per weight row (DotRowsFn). Each row's integer sums and float
 // accumulation are those of the one-row kernel above, in the same order, so the results are
 // bit-identical; only the weight loads, unpacking and scale decoding are shared.
@@ -293,49 +185,58 @@ void dot_q8_0_tile(int64_t k, const std::byte* w_rows, size_t w_stride, const vo
   }
 }
 
-// sum_g a[g] * b[g] over 16 int16 lanes, as one int32 (exact: |a| < 2^7, |b| < 2^15).
-int32_t dot16_i16(__m256i a, __m256i b) {
-  const __m256i pairs = _mm256_madd_epi16(a, b);
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
+// --- K-quants, for kRows = 1 (DotFn) or kDotRows (DotRowsFn) activation rows: one template,
+// so a row of the four-row version is the one-row kernel's computation, bit for bit; the
+// weight block is loaded, unpacked and its scales decoded once for all rows.
 
-template <bool kFifthBit, typename Block>
-void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+// Q4_K/Q5_K: 64 elements (sub-blocks 2c and 2c+1) per 32 quant bytes. The quants are
+// unsigned (0..15 or 0..31), so vpmaddubsw takes them directly: pair sums stay within
+// 2 * 31 * 127. vpmaddwd by the 6-bit scale (picked from the unpacked scales with vpshufb)
+// then widens to int32. The min term, min[s] * (bsums[2s] + bsums[2s+1]) summed over
+// sub-blocks, is a vpmaddwd of the mins against the activation's pair sums, accumulated in
+// four float lanes apart from the main sum.
+template <bool kFifthBit, typename Block, int kRows>
+void dot_qk_4_5_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
   const auto* w = reinterpret_cast<const Block*>(w_row);
-  const BlockQ8K* x[kDotRows];
-  __m256 acc[kDotRows];
-  float acc_min[kDotRows];
-  for (int r = 0; r < kDotRows; ++r) {
+  const BlockQ8K* x[kRows];
+  __m256 acc[kRows];
+  __m128 acc_min[kRows];
+  #pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
     x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
     acc[r] = _mm256_setzero_ps();
-    acc_min[r] = 0.0f;
+    acc_min[r] = _mm_setzero_ps();
   }
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const __m256i one = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < k / kQkK; ++b) {
-    const ScalesMins sm = unpack_scales_mins(w[b].scales);
+    const __m256i scales_mins = unpack_scales_mins_i16(w[b].scales);
+    const __m256i scales = _mm256_permute2x128_si256(scales_mins, scales_mins, 0x00);
+    const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
     __m256i high_bits = _mm256_setzero_si256();
     if constexpr (kFifthBit) {
       high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh));
     }
-    __m256i sumi[kDotRows];
-    for (int r = 0; r < kDotRows; ++r) sumi[r] = _mm256_setzero_si256();
+    __m256i sumi[kRows];
+    #pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) sumi[r] = _mm256_setzero_si256();
+    #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * c));
       __m256i q_lo = _mm256_and_si256(packed, low_mask);
       __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
       if constexpr (kFifthBit) {
+        // Bit `sub` of qh[i] is the fifth bit of element i of sub-block `sub`; a 16-bit shift
+        // by at most 7 then a per-byte mask of bit 0 never mixes neighbouring bytes.
         const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c), one);
         const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c + 1), one);
         q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
         q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
       }
-      const __m256i scale_lo = _mm256_set1_epi16(static_cast<int16_t>(sm.scale[2 * c]));
-      const __m256i scale_hi = _mm256_set1_epi16(static_cast<int16_t>(sm.scale[2 * c + 1]));
-      for (int r = 0; r < kDotRows; ++r) {
+      const __m256i scale_lo = _mm256_shuffle_epi8(scales, repeat_i16_control(2 * c, 2 * c));
+      const __m256i scale_hi = _mm256_shuffle_epi8(scales, repeat_i16_control(2 * c + 1, 2 * c + 1));
+      #pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
         const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + 64 * c));
         const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + 64 * c + 32));
         const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(q_lo, x_lo), scale_lo);
@@ -345,20 +246,29 @@ void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size
     }
     const float dw = half_to_float(w[b].d);
     const float dmin = half_to_float(w[b].dmin);
-    for (int r = 0; r < kDotRows; ++r) {
-      const int32_t summ = min_term(sm, x[r][b].bsums);
+    #pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const __m128i min_sums = k_min_sums(mins, x[r][b].bsums);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
-      acc_min[r] += x[r][b].d * dmin * static_cast<float>(summ);
+      acc_min[r] = _mm_fmadd_ps(_mm_set1_ps(x[r][b].d * dmin), _mm_cvtepi32_ps(min_sums), acc_min[r]);
     }
   }
-  for (int r = 0; r < kDotRows; ++r) out[r] = hsum(acc[r]) - acc_min[r];
+  #pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) out[r] = hsum(acc[r]) - hsum128(acc_min[r]);
 }
 
-void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+// Q6_K: per half of 128 elements, 64 ql bytes and 32 qh bytes give four runs of 32 quants
+// (0..63, unsigned for vpmaddubsw; pair sums within 2 * 63 * 127). A run spans two groups of
+// 16, one per 128-bit half, so its scale vector holds one group scale per half (vpshufb of the
+// half's eight sign-extended scales). The -32 offset is taken out afterwards with the
+// activation's per-16 sums: sum (q - 32) x = sum q x - 32 sum x (one vpmaddwd per block).
+template <int kRows>
+void dot_q6_k_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
   const auto* w = reinterpret_cast<const BlockQ6K*>(w_row);
-  const BlockQ8K* x[kDotRows];
-  __m256 acc[kDotRows];
-  for (int r = 0; r < kDotRows; ++r) {
+  const BlockQ8K* x[kRows];
+  __m256 acc[kRows];
+  #pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
     x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
     acc[r] = _mm256_setzero_ps();
   }
@@ -367,8 +277,12 @@ void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t
   for (int64_t b = 0; b < k / kQkK; ++b) {
     const __m256i scales16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
-    __m256i sumi[kDotRows];
-    for (int r = 0; r < kDotRows; ++r) sumi[r] = _mm256_setzero_si256();
+    const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
+                                    _mm256_permute2x128_si256(scales16, scales16, 0x11)};
+    __m256i sumi[kRows];
+    #pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) sumi[r] = _mm256_setzero_si256();
+    #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = w[b].ql + 64 * half;
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
@@ -383,11 +297,13 @@ void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low_mask),
                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4)),
       };
+      #pragma GCC unroll 4
       for (int quarter = 0; quarter < 4; ++quarter) {
-        const int first = 128 * half + 32 * quarter;
-        const __m256i scales = _mm256_setr_m128i(_mm_set1_epi16(w[b].scales[first / 16]),
-                                                 _mm_set1_epi16(w[b].scales[first / 16 + 1]));
-        for (int r = 0; r < kDotRows; ++r) {
+        const int first = 128 * half + 32 * quarter;  // element index; groups first/16, first/16 + 1
+        const __m256i scales =
+            _mm256_shuffle_epi8(half_scales[half], repeat_i16_control(2 * quarter, 2 * quarter + 1));
+        #pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
           const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + first));
           sumi[r] = _mm256_add_epi32(
               sumi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(quarter_quants[quarter], xq), scales));
@@ -395,14 +311,39 @@ void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t
       }
     }
     const float dw = half_to_float(w[b].d);
-    for (int r = 0; r < kDotRows; ++r) {
+    #pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
       const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].bsums));
-      const int32_t offset = dot16_i16(scales16, bsums);
-      sumi[r] = _mm256_sub_epi32(sumi[r], _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
+      // |offset lane| <= 2 * 128 * 2032: 32x that fits int32 with room.
+      const __m256i offset = _mm256_madd_epi16(scales16, bsums);
+      sumi[r] = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(offset, 5));
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
     }
   }
-  for (int r = 0; r < kDotRows; ++r) out[r] = hsum(acc[r]);
+  #pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) out[r] = hsum(acc[r]);
+}
+
+template <bool kFifthBit, typename Block>
+float dot_qk_4_5(int64_t k, const std::byte* w_row, const void* x_row) {
+  float out;
+  dot_qk_4_5_n<kFifthBit, Block, 1>(k, w_row, x_row, 0, &out);
+  return out;
+}
+
+template <bool kFifthBit, typename Block>
+void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+  dot_qk_4_5_n<kFifthBit, Block, kDotRows>(k, w_row, x_rows, x_stride, out);
+}
+
+float dot_q6_k(int64_t k, const std::byte* w_row, const void* x_row) {
+  float out;
+  dot_q6_k_n<1>(k, w_row, x_row, 0, &out);
+  return out;
+}
+
+void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+  dot_q6_k_n<kDotRows>(k, w_row, x_rows, x_stride, out);
 }
 
 // --- Activation quantizers: byte for byte what quantize_activation_q8_0 / _q8_k (dot_scalar.cpp)

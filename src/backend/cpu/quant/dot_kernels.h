@@ -1,6 +1,7 @@
 // Row dot products for the fast CPU matmul (ops/mat_mul_fast.cpp): one weight row of any GGUF
 // type against one activation row, in a scalar version (the portable fallback, and what
-// non-x86 builds run) and an AVX2+FMA+F16C version chosen at run time from the CPU's features.
+// non-x86 builds run), an AVX2+FMA+F16C version and AVX-512 versions (with and without VNNI)
+// chosen at run time from the CPU's features.
 // Tested by tests/unit/backend/cpu_matmul_test.cpp (fast vs reference mat_mul, scalar vs AVX2).
 //
 // Design in brief (the GGUF ecosystem's scheme, see ggml-cpu's vec_dot_* and quantize_row_q8_*):
@@ -72,6 +73,10 @@ struct PackedKernels {
   PackFn pack_q6_k = nullptr;
   PackedGemmFn gemm_q8_0 = nullptr;  // panels of pack_q8_0
   PackedGemmFn gemm_k = nullptr;     // panels of pack_q4_k, pack_q5_k and pack_q6_k
+  // The fewest activation rows for which the panels beat this set's row kernels (packing is
+  // repaid over the rows), measured with tools/bench/matmul_bench.cpp.
+  int min_rows_q8_0 = 8;
+  int min_rows_k = 16;
 };
 
 struct DotKernels {
@@ -111,7 +116,8 @@ DotTileFn dot_tile_for(const DotKernels& kernels, DType weight_type);
 struct PackedPath {
   PackFn pack = nullptr;
   PackedGemmFn gemm = nullptr;
-  size_t bytes = 0;  // of one packed panel of kPackedWeightRows rows
+  size_t bytes = 0;      // of one packed panel of kPackedWeightRows rows
+  int64_t min_rows = 0;  // use it from this many activation rows on
 };
 PackedPath packed_path_for(const DotKernels& kernels, DType weight_type, int64_t k);
 
@@ -125,6 +131,7 @@ struct CpuFeatures {
   bool avx2 = false;  // with FMA and F16C, and the OS saving YMM registers
   bool avx512f = false;
   bool avx512bw = false;
+  bool avx512vl = false;
   bool avx512vnni = false;
 };
 const CpuFeatures& detected_cpu_features();
@@ -133,7 +140,13 @@ const CpuFeatures& detected_cpu_features();
 const DotKernels& scalar_dot_kernels();
 // The AVX2 kernels, or nullptr when this build has none (non-x86) or `features` lacks AVX2.
 const DotKernels* avx2_dot_kernels(const CpuFeatures& features);
-// The fastest set `features` can run.
+// The AVX-512 kernels (F, BW and VL; dot_avx512_impl.h), or nullptr when this build or
+// `features` lacks them; the VNNI variant needs AVX512_VNNI as well.
+const DotKernels* avx512_dot_kernels(const CpuFeatures& features);
+const DotKernels* avx512vnni_dot_kernels(const CpuFeatures& features);
+// The fastest set `features` can run: AVX-512 with VNNI, AVX-512, AVX2, then scalar. The
+// environment variable GUFO_CPU_KERNELS (scalar, avx2, avx512, avx512vnni), read once, caps
+// the choice, so that sets can be compared on one machine.
 const DotKernels& best_dot_kernels(const CpuFeatures& features);
 
 }  // namespace gufo::cpu::fast

@@ -219,13 +219,13 @@ PackedPath packed_path_for(const DotKernels& kernels, DType weight_type, int64_t
   const auto k_quant = [&](PackFn pack) {
     return pack == nullptr || p.gemm_k == nullptr
                ? PackedPath{}
-               : PackedPath{pack, p.gemm_k, static_cast<size_t>(k / quant::kQkK) * kPackedKBlockBytes};
+               : PackedPath{pack, p.gemm_k, static_cast<size_t>(k / quant::kQkK) * kPackedKBlockBytes, p.min_rows_k};
   };
   switch (weight_type) {
     case DType::Q8_0:
       if (p.pack_q8_0 == nullptr || p.gemm_q8_0 == nullptr) return {};
       return PackedPath{p.pack_q8_0, p.gemm_q8_0,
-                        static_cast<size_t>(k / quant::kQ8_0BlockElems) * kPackedQ8_0BlockBytes};
+                        static_cast<size_t>(k / quant::kQ8_0BlockElems) * kPackedQ8_0BlockBytes, p.min_rows_q8_0};
     case DType::Q4_K:
       return k_quant(p.pack_q4_k);
     case DType::Q5_K:
