@@ -66,7 +66,7 @@ void attend_sequence_rows(ThreadPool& pool, CpuKvCache& cache, int32_t layer, co
 // row. The choice depends on the sequence's own rows only, so a sequence's numbers do not
 // change with what else shares the batch.
 void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const AttentionShape& shape,
-                const backend::Batch& batch, const float* q, float* out, int64_t row_stride) {
+                const backend::Batch& batch, const float* q, float* out, int64_t row_stride, bool batch_invariant) {
   std::vector<int32_t> seqs;
   std::vector<std::vector<int64_t>> rows_of;
   for (int64_t r = 0; r < batch.n_tokens(); ++r) {
@@ -80,7 +80,8 @@ void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Attent
   }
   std::vector<int64_t> single_rows;
   for (size_t s = 0; s < seqs.size(); ++s) {
-    if (attend_avx2_available() && static_cast<int64_t>(rows_of[s].size()) >= kBatchAttentionMinRows) {
+    if (!batch_invariant && attend_avx2_available() &&
+        static_cast<int64_t>(rows_of[s].size()) >= kBatchAttentionMinRows) {
       attend_sequence_rows(pool, cache, layer, shape, batch, seqs[s], rows_of[s], q, out, row_stride);
     } else {
       single_rows.insert(single_rows.end(), rows_of[s].begin(), rows_of[s].end());
@@ -115,7 +116,7 @@ void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Attent
 
 }  // namespace
 
-CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
+CpuBackend::CpuBackend(int n_threads, bool batch_invariant) : pool_(n_threads), batch_invariant_(batch_invariant) {}
 
 bool CpuBackend::supports(const model::Node& node) const {
   if (node.op == model::Op::Weight) return quant::can_dequantize(node.weight->type);
@@ -198,8 +199,8 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         break;
       }
       case model::Op::MatMul:
-        GUFO_RETURN_IF_ERROR(mat_mul_fast(pool_, input(values, node, 0), node.rows,
-                                          src_node(0).cols, *src_node(1).weight, out.data()));
+        GUFO_RETURN_IF_ERROR(mat_mul_fast(pool_, input(values, node, 0), node.rows, src_node(0).cols,
+                                          *src_node(1).weight, out.data(), !batch_invariant_));
         break;
       case model::Op::Add: {
         const model::Node& b = src_node(1);
@@ -249,7 +250,7 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         }
         const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv,
                                    .head_dim = p.head_dim, .scale = p.scale};
-        attend_all(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols);
+        attend_all(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols, batch_invariant_);
         break;
       }
       case model::Op::SwiGlu: {

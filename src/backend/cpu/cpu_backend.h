@@ -12,7 +12,11 @@ namespace gufo::cpu {
 
 class CpuBackend final : public backend::Backend {
  public:
-  explicit CpuBackend(int n_threads = 0);
+  // batch_invariant: every row's numbers are what they would be alone (row kernels for all
+  // matmuls, row-by-row attention), so a request's greedy output does not depend on what it
+  // shares a batch or a prefix-cache hit with; prefill is slower (no packed panels, no
+  // batched attention). The MoE FFN is not covered (its expert batches stay packed).
+  explicit CpuBackend(int n_threads = 0, bool batch_invariant = false);
 
   std::string_view name() const override { return "cpu"; }
   bool supports(const model::Node& node) const override;
@@ -24,6 +28,7 @@ class CpuBackend final : public backend::Backend {
 
  private:
   ThreadPool pool_;
+  bool batch_invariant_;
 };
 
 }  // namespace gufo::cpu

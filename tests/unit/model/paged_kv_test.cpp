@@ -1,7 +1,8 @@
 // The paged KV cache on the CPU backend: a sequence whose positions live in scattered blocks
 // gives exactly the logits of the contiguous cache, and a sequence that starts from another
 // sequence's filled prefix blocks (what the prefix cache does) gives exactly the logits of
-// evaluating the whole prompt itself. Bad block tables are refused.
+// evaluating the whole prompt itself; a batch-invariant backend gives the same numbers in any
+// batch. Bad block tables are refused.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -81,6 +82,26 @@ TEST(PagedKvCache, SharedPrefixBlocksGiveTheLogitsOfAFullEvaluation) {
   for (size_t i = 0; i < want.size(); ++i) max_diff = std::max(max_diff, std::abs(continued[i] - want[i]));
   // The same keys and values; only how the rows were batched differs (float rounding).
   EXPECT_LT(max_diff, 1e-4f);
+}
+
+// Batch invariance: a prompt evaluated as one 24-row batch and token by token gives the same
+// last-row logits bit for bit when the backend is batch-invariant (q8_0 weights, so the packed
+// panels and batched attention would otherwise be chosen for the batch).
+TEST(PagedKvCache, BatchInvariantBackendGivesTheSameNumbersInAnyBatch) {
+  testing::TinyModel tiny("tiny-qwen3", "q8_0");
+  ASSERT_NE(tiny.model, nullptr);
+  cpu::CpuBackend invariant(2, /*batch_invariant=*/true);
+  const std::vector<int32_t> tokens = prompt_tokens(24);
+  auto cache = invariant.create_kv_cache(spec_of(*tiny.model, 2, 0));
+  ASSERT_TRUE(cache.ok());
+  const std::vector<float> batched = run(*tiny.model, invariant, **cache, tokens, 0, 0);
+  std::vector<float> single;
+  for (int32_t i = 0; i < 24; ++i) {
+    single = run(*tiny.model, invariant, **cache, {tokens[static_cast<size_t>(i)]}, i, 1);
+  }
+  const size_t n_vocab = static_cast<size_t>(tiny.model->hparams().n_vocab);
+  const std::vector<float> last(batched.end() - static_cast<std::ptrdiff_t>(n_vocab), batched.end());
+  EXPECT_EQ(single, last);
 }
 
 TEST(PagedKvCache, RefusesBadTablesAndPositionsPastTheBlocks) {

@@ -37,11 +37,14 @@ Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const 
 // F32/F16/BF16 weights keep f32 activations (results differ from mat_mul only by the order of
 // the sums); Q8_0 and the K-quants dot against the activation quantized to 8 bits per block
 // (error bounded in tests/unit/backend/cpu_matmul_test.cpp). Defined in mat_mul_fast.cpp.
+// `allow_packed` false keeps batches on the row kernels, whose result for a row is the
+// one-row kernel's bit for bit whatever else is in the batch (batch invariance); the packed
+// panels sum in another order.
 Status mat_mul_fast(ThreadPool& pool, const float* x, int64_t rows, int64_t k,
-                    const model::Weight& w, float* out);
+                    const model::Weight& w, float* out, bool allow_packed = true);
 // As above with an explicit kernel set (tests pin the scalar or the AVX2 set).
 Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const float* x,
-                    int64_t rows, int64_t k, const model::Weight& w, float* out);
+                    int64_t rows, int64_t k, const model::Weight& w, float* out, bool allow_packed = true);
 
 // In place on x [rows, n_heads * head_dim]: rotates each head's pairs by position · θ_i with
 // θ_i = theta^(-2i/head_dim) / freq_factors[i] (factors may be null).
