@@ -3,6 +3,13 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+
 #include <chrono>
 #include <limits>
 #include <ctime>
@@ -41,6 +48,30 @@ uint64_t random_seed() {
 
 bool write_all(httplib::DataSink& sink, const std::string& data) { return sink.write(data.data(), data.size()); }
 
+// NOTE(http): httplib 0.11 listens with a backlog of 5. A burst of new connections (16
+// clients at once) overflows it and the kernel drops the excess, which the clients retry
+// after a 1 s SYN timeout: a second of time-to-first-token for nothing. Calling listen()
+// again on the listening socket only raises its backlog; the socket is found by its port.
+void widen_listen_backlog(int port) {
+  DIR* fds = opendir("/proc/self/fd");
+  if (fds == nullptr) return;
+  while (const dirent* entry = readdir(fds)) {
+    const int fd = std::atoi(entry->d_name);
+    if (fd <= 2) continue;
+    int accepting = 0;
+    socklen_t len = sizeof accepting;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || accepting == 0) continue;
+    sockaddr_storage addr{};
+    socklen_t addr_len = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) continue;
+    int bound = -1;
+    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+    if (bound == port) ::listen(fd, SOMAXCONN);
+  }
+  closedir(fds);
+}
+
 // What one request asks the engine for, after checks and rendering.
 struct Plan {
   CompletionRequest request;
@@ -76,6 +107,7 @@ Result<int> HttpServer::bind() {
     return Error{"cannot listen on " + options_.host + ":" + std::to_string(port) +
                  " (in use, or not an address of this machine)"};
   }
+  widen_listen_backlog(port);
   return port;
 }
 
