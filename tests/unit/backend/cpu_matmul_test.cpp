@@ -353,6 +353,46 @@ TEST(CpuMatMul, RowKernelsEqualOneRowKernelsBitForBit) {
   if (checked == 0) GTEST_SKIP() << "no kernel set with row kernels on this CPU";
 }
 
+// The contract of dot_kernels.h, "Accumulation order": for the quantized types, a matmul row
+// is bit for bit the scalar kernel's result for that row alone, whatever kernel set runs it and
+// whatever batch it is in: one-row dots, weight quads (1-3 rows), four-row kernels and tiles,
+// packed panels (from 8 to 32 rows on) and the panels' partial row groups and leftover weight
+// rows (43 = 5 panels + 3). The server's greedy answers rest on it (prefix-cache hits and
+// continuous batching change which path a row takes).
+TEST(CpuMatMul, EveryPathAndKernelSetGivesTheScalarBits) {
+  std::mt19937 rng(2026);
+  ThreadPool pool(2);
+  for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    // Q8_0: odd block counts and fewer than four blocks too (the kernels' pair and quad tails).
+    for (int64_t k : type == DType::Q8_0 ? std::vector<int64_t>{96, 352, 2816} : std::vector<int64_t>{256, 768, 2816}) {
+      const int64_t n_out = 43;
+      OwnedWeight w = quantized_weight(type, n_out, k, rng);
+      const int64_t max_rows = 67;
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> x(static_cast<size_t>(max_rows * k));
+      for (float& v : x) v = normal(rng);
+      for (size_t j = 0; j < x.size(); j += 101) x[j] *= 40.0f;  // outliers
+      // Each row alone through the scalar kernels: the reference bits.
+      std::vector<float> want(static_cast<size_t>(max_rows * n_out));
+      for (int64_t r = 0; r < max_rows; ++r) {
+        ASSERT_TRUE(mat_mul_fast(pool, fast::scalar_dot_kernels(), x.data() + r * k, 1, k, w.weight,
+                                 want.data() + r * n_out)
+                        .ok());
+      }
+      for (const DotKernels* kernels : kernel_sets()) {
+        for (int64_t rows : {1, 2, 3, 4, 5, 8, 9, 16, 17, 33, 67}) {
+          std::vector<float> got(static_cast<size_t>(rows * n_out), -1.0f);
+          ASSERT_TRUE(mat_mul_fast(pool, *kernels, x.data(), rows, k, w.weight, got.data()).ok());
+          int mismatches = 0;
+          for (size_t i = 0; i < got.size(); ++i) mismatches += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+          EXPECT_EQ(mismatches, 0) << dtype_name(type) << " " << kernels->name << " k=" << k << " rows=" << rows
+                                   << ": first " << got[0] << " vs " << want[0];
+        }
+      }
+    }
+  }
+}
+
 // Every kernel set's activation quantizers write exactly the scalar quantizers' bytes: the
 // rounding of exact halves (away from zero), clamping, NaN (quant 0, skipped by the scale),
 // infinities, denormals, zeros and random values.

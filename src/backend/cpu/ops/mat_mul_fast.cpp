@@ -7,7 +7,9 @@
 // each weight row is read from memory once per tile of activation rows and then from L1, and
 // the tile of weight rows stays in L2 while every activation row passes over it. A whole tile
 // of activation rows goes to the kernel set's DotRowsFn when it has one (one unpacking of each
-// weight block for kDotRows rows); partial tiles and other types loop over the one-row dot.
+// weight block for kDotRows rows); the rows of a partial tile (a decode step) go through its
+// DotWeightsFn, four weight rows at a time, when it has one, else the one-row dot. Every
+// path gives the same bits (dot_kernels.h, "Accumulation order").
 // Batches of PackedPath::min_rows rows or more (per kernel set and type) go through packed
 // weight panels instead when the kernel set has them (dot_kernels.h, "Packed weight panels"), for all whole panels.
 #include <algorithm>
@@ -39,6 +41,7 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
   const fast::DotFn dot = fast::dot_for(kernels, w.type);
   const fast::DotRowsFn dot_rows = fast::dot_rows_for(kernels, w.type);  // may be nullptr
   const fast::DotTileFn dot_tile = fast::dot_tile_for(kernels, w.type);  // may be nullptr
+  const fast::DotWeightsFn dot_weights = fast::dot_weights_for(kernels, w.type);  // may be nullptr
   const fast::ActivationFormat format = fast::activation_format(w.type);
   if (dot == nullptr || format == fast::ActivationFormat::Unsupported) {
     return Error{"mat_mul_fast: '" + w.name + "' has type " + std::string(dtype_name(w.type)) +
@@ -136,6 +139,16 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
                      act + static_cast<size_t>(r_first) * act_row_bytes, act_row_bytes, dots);
             for (int64_t i = 0; i < fast::kDotWeightRows; ++i) {
               for (int64_t r = 0; r < kRowTile; ++r) out[(r_first + r) * n_out + n + i] = dots[i * kRowTile + r];
+            }
+          }
+        }
+        if (!whole_tile && dot_weights != nullptr) {
+          for (; n + fast::kDotWeights <= n_last; n += fast::kDotWeights) {
+            for (int64_t r = r_first; r < r_last; ++r) {
+              float dots[fast::kDotWeights];
+              dot_weights(k, w.data + static_cast<size_t>(n) * w.row_bytes, w.row_bytes,
+                          act + static_cast<size_t>(r) * act_row_bytes, dots);
+              for (int64_t i = 0; i < fast::kDotWeights; ++i) out[r * n_out + n + i] = dots[i];
             }
           }
         }

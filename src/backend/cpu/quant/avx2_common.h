@@ -13,6 +13,10 @@
 #include <cstdint>
 #include <cstring>
 
+// For the kernels' small helpers that GCC would otherwise call out of line, passing vectors
+// through memory (the K-quant weight quads ran 50% slower so).
+#define GUFO_KERNEL_INLINE __attribute__((always_inline)) inline
+
 namespace gufo::cpu::avx2 {
 
 static inline float hsum(__m256 v) {
@@ -88,6 +92,33 @@ static inline __m128i k_min_sums(__m128i mins, const int16_t* bsums) {
   const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
   const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
   return _mm_madd_epi16(mins, pair_sums);
+}
+
+// The sum of four or eight int32 lanes (exact: integer adds in any order).
+static inline int32_t hsum_i32(__m128i s) {
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+  return _mm_cvtsi128_si32(s);
+}
+static inline int32_t hsum_i32(__m256i v) {
+  return hsum_i32(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+}
+
+// The sums of the eight int32 lanes of a, b, c and d as lanes 0..3.
+static inline __m128i hsum_i32x4(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+}
+
+// The sums of the four int32 lanes of a, b, c and d as lanes 0..3.
+static inline __m128i hsum_i32x4(__m128i a, __m128i b, __m128i c, __m128i d) {
+  return _mm_hadd_epi32(_mm_hadd_epi32(a, b), _mm_hadd_epi32(c, d));
+}
+
+// a * b + c rounded once: the step every quantized kernel accumulates with (dot_kernels.h,
+// "Accumulation order").
+static inline float fma1(float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
 }
 
 static inline float hsum128(__m128 s) {

@@ -1,12 +1,13 @@
 // AVX2 + FMA + F16C row dot products (dot_kernels.h); this file alone is compiled with
 // -mavx2 -mfma -mf16c (src/backend/cpu/CMakeLists.txt) and only called after cpuid says so.
-// Each kernel computes exactly what its twin in dot_scalar.cpp computes, up to the order of
-// float sums. Tested by tests/unit/backend/cpu_matmul_test.cpp (scalar vs AVX2 vs reference).
+// The quantized kernels compute exactly what their twins in dot_scalar.cpp compute, bit for bit
+// (dot_kernels.h, "Accumulation order"); the float dots differ in the order of their sums. Tested by tests/unit/backend/cpu_matmul_test.cpp (scalar vs AVX2 vs reference).
 //
 // Everything here lives in an anonymous namespace; see NOTE(avx2) in avx2_common.h.
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/quant/avx2_common.h"
 #include "backend/cpu/quant/dot_kernels.h"
@@ -15,8 +16,10 @@ namespace gufo::cpu::fast {
 namespace {
 
 using avx2::half_to_float;
+using avx2::fma1;
 using avx2::hsum;
-using avx2::hsum128;
+using avx2::hsum_i32;
+using avx2::hsum_i32x4;
 using avx2::k_min_sums;
 using avx2::repeat_i16_control;
 using avx2::unpack_scales_mins_i16;
@@ -103,17 +106,57 @@ __m256i dot32_i8(__m256i a, __m256i b) {
   return _mm256_madd_epi16(products, _mm256_set1_epi16(1));
 }
 
+// The integer dot product of block b of w with block b of x (8 int32 lanes).
+GUFO_KERNEL_INLINE __m256i q8_0_block_sums(const BlockQ8_0& w, const ActBlockQ8_0& x) {
+  return dot32_i8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs)),
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)));
+}
+
+// One weight row: the block sums are reduced four blocks at a time, then accumulated in
+// block order (dot_kernels.h, "Accumulation order").
 float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
   const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
   const auto* x = static_cast<const ActBlockQ8_0*>(x_row);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
-    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    const __m256 d = _mm256_set1_ps(half_to_float(w[b].d) * x[b].d);
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot32_i8(qw, qx)), acc);
+  const int64_t n_blocks = k / kQ8_0BlockElems;
+  float acc = 0.0f;
+  int64_t b = 0;
+  for (; b + 4 <= n_blocks; b += 4) {
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, _mm_cvtepi32_ps(hsum_i32x4(q8_0_block_sums(w[b], x[b]), q8_0_block_sums(w[b + 1], x[b + 1]),
+                                                  q8_0_block_sums(w[b + 2], x[b + 2]),
+                                                  q8_0_block_sums(w[b + 3], x[b + 3]))));
+    for (int i = 0; i < 4; ++i) acc = fma1(half_to_float(w[b + i].d) * x[b + i].d, sums[i], acc);
   }
-  return hsum(acc);
+  for (; b < n_blocks; ++b) {
+    acc = fma1(half_to_float(w[b].d) * x[b].d, static_cast<float>(hsum_i32(q8_0_block_sums(w[b], x[b]))), acc);
+  }
+  return acc;
+}
+
+// The block scales of four weight blocks (lanes 0..3) from their f16 bits.
+GUFO_KERNEL_INLINE __m128 four_halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(a), static_cast<int16_t>(b), static_cast<int16_t>(c),
+                                     static_cast<int16_t>(d), 0, 0, 0, 0));
+}
+
+// kDotWeights = 4 weight rows against one activation row: lane i of the accumulator is weight
+// row i, so the four serial accumulations run side by side and each activation block is loaded
+// once for all four rows. Per row, the steps of dot_q8_0.
+void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_row, float* out) {
+  static_assert(kDotWeights == 4, "one float lane per weight row of an __m128");
+  const BlockQ8_0* w[4];
+  for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const BlockQ8_0*>(w_rows + static_cast<size_t>(i) * w_stride);
+  const auto* x = static_cast<const ActBlockQ8_0*>(x_row);
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    __m256i sums[4];
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) sums[i] = dot32_i8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i][b].qs)), qx);
+    const __m128 scale = _mm_mul_ps(four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d), _mm_set1_ps(x[b].d));
+    acc = _mm_fmadd_ps(scale, _mm_cvtepi32_ps(hsum_i32x4(sums[0], sums[1], sums[2], sums[3])), acc);
+  }
+  _mm_storeu_ps(out, acc);
 }
 
 // --- kDotRows activation rows per weight row (DotRowsFn). Each row's integer sums and float
@@ -125,136 +168,114 @@ const Block* row_at(const void* x_rows, size_t x_stride, int r) {
   return reinterpret_cast<const Block*>(static_cast<const std::byte*>(x_rows) + static_cast<size_t>(r) * x_stride);
 }
 
+// Lane r: the Q8_0 block sum of weight block `w` (|w| and the raw quants) with block b of
+// activation row r.
+GUFO_KERNEL_INLINE __m128i q8_0_rows_block_sums(__m256i qw, __m256i qw_abs, const ActBlockQ8_0* const* x, int64_t b) {
+  static_assert(kDotRows == 4, "one int32 lane per activation row of an __m128i");
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i sums[4];
+  #pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs));
+    sums[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(qw_abs, _mm256_sign_epi8(qx, qw)), ones);
+  }
+  return hsum_i32x4(sums[0], sums[1], sums[2], sums[3]);
+}
+
+// Lane r: the activation scale of block b of row r.
+GUFO_KERNEL_INLINE __m128 q8_0_rows_scales(const ActBlockQ8_0* const* x, int64_t b) {
+  return _mm_setr_ps(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d);
+}
+
 void dot_q8_0_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
   const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
   const ActBlockQ8_0* x[kDotRows];
-  __m256 acc[kDotRows];
-  for (int r = 0; r < kDotRows; ++r) {
-    x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
-    acc[r] = _mm256_setzero_ps();
-  }
+  for (int r = 0; r < kDotRows; ++r) x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
+  __m128 acc = _mm_setzero_ps();  // lane r: activation row r
   for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
     const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
-    const __m256i qw_abs = _mm256_sign_epi8(qw, qw);
-    const float dw = half_to_float(w[b].d);
-    for (int r = 0; r < kDotRows; ++r) {
-      const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs));
-      const __m256i products = _mm256_maddubs_epi16(qw_abs, _mm256_sign_epi8(qx, qw));
-      const __m256i sums = _mm256_madd_epi16(products, _mm256_set1_epi16(1));
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[r][b].d), _mm256_cvtepi32_ps(sums), acc[r]);
-    }
+    const __m128i sums = q8_0_rows_block_sums(qw, _mm256_sign_epi8(qw, qw), x, b);
+    // d_w * d_x per lane: the same product, in IEEE arithmetic, as the one-row kernel's.
+    const __m128 scale = _mm_mul_ps(_mm_set1_ps(half_to_float(w[b].d)), q8_0_rows_scales(x, b));
+    acc = _mm_fmadd_ps(scale, _mm_cvtepi32_ps(sums), acc);
   }
-  for (int r = 0; r < kDotRows; ++r) out[r] = hsum(acc[r]);
+  _mm_storeu_ps(out, acc);
 }
 
-// Two weight rows x four activation rows: eight accumulators; each weight block is loaded
-// once for four rows and each activation block once for two. Per pair the same integer sum
-// and the same fmadd as dot_q8_0, so every result equals the one-row kernel's bit for bit.
+// Two weight rows x four activation rows; each weight block is loaded once for four rows and
+// each activation block once for two. Per pair the steps of dot_q8_0, so every result equals
+// the one-row kernel's bit for bit.
 void dot_q8_0_tile(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_rows, size_t x_stride,
                    float* out) {
   const auto* w0 = reinterpret_cast<const BlockQ8_0*>(w_rows);
   const auto* w1 = reinterpret_cast<const BlockQ8_0*>(w_rows + w_stride);
   const ActBlockQ8_0* x[kDotRows];
-  __m256 acc0[kDotRows];
-  __m256 acc1[kDotRows];
-  for (int r = 0; r < kDotRows; ++r) {
-    x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
-    acc0[r] = _mm256_setzero_ps();
-    acc1[r] = _mm256_setzero_ps();
-  }
-  const __m256i ones = _mm256_set1_epi16(1);
+  for (int r = 0; r < kDotRows; ++r) x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
+  __m128 acc0 = _mm_setzero_ps();
+  __m128 acc1 = _mm_setzero_ps();
   for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
     const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0[b].qs));
     const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1[b].qs));
-    const __m256i abs0 = _mm256_sign_epi8(q0, q0);
-    const __m256i abs1 = _mm256_sign_epi8(q1, q1);
-    const float d0 = half_to_float(w0[b].d);
-    const float d1 = half_to_float(w1[b].d);
-    for (int r = 0; r < kDotRows; ++r) {
-      const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs));
-      const __m256i s0 = _mm256_madd_epi16(_mm256_maddubs_epi16(abs0, _mm256_sign_epi8(qx, q0)), ones);
-      const __m256i s1 = _mm256_madd_epi16(_mm256_maddubs_epi16(abs1, _mm256_sign_epi8(qx, q1)), ones);
-      const float dx = x[r][b].d;
-      acc0[r] = _mm256_fmadd_ps(_mm256_set1_ps(d0 * dx), _mm256_cvtepi32_ps(s0), acc0[r]);
-      acc1[r] = _mm256_fmadd_ps(_mm256_set1_ps(d1 * dx), _mm256_cvtepi32_ps(s1), acc1[r]);
-    }
+    const __m128i s0 = q8_0_rows_block_sums(q0, _mm256_sign_epi8(q0, q0), x, b);
+    const __m128i s1 = q8_0_rows_block_sums(q1, _mm256_sign_epi8(q1, q1), x, b);
+    const __m128 dx = q8_0_rows_scales(x, b);
+    acc0 = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(half_to_float(w0[b].d)), dx), _mm_cvtepi32_ps(s0), acc0);
+    acc1 = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(half_to_float(w1[b].d)), dx), _mm_cvtepi32_ps(s1), acc1);
   }
-  for (int r = 0; r < kDotRows; ++r) {
-    out[r] = hsum(acc0[r]);
-    out[kDotRows + r] = hsum(acc1[r]);
-  }
+  _mm_storeu_ps(out, acc0);
+  _mm_storeu_ps(out + kDotRows, acc1);
 }
 
-// --- K-quants, for kRows = 1 (DotFn) or kDotRows (DotRowsFn) activation rows: one template,
-// so a row of the four-row version is the one-row kernel's computation, bit for bit; the
-// weight block is loaded, unpacked and its scales decoded once for all rows.
+// --- K-quants. The integer part of a block is written once, for kRows activation rows
+// (qk_4_5_block_sums, q6_k_block_sums: the weight block is loaded, unpacked and its scales
+// decoded once for all rows); three drivers then take the float steps of dot_kernels.h
+// ("Accumulation order"): one row (DotFn), four activation rows (DotRowsFn) and four weight
+// rows against one activation row (DotWeightsFn), the last two with the four accumulators in
+// the lanes of one vector.
 
 // Q4_K/Q5_K: 64 elements (sub-blocks 2c and 2c+1) per 32 quant bytes. The quants are
 // unsigned (0..15 or 0..31), so vpmaddubsw takes them directly: pair sums stay within
 // 2 * 31 * 127. vpmaddwd by the 6-bit scale (picked from the unpacked scales with vpshufb)
 // then widens to int32. The min term, min[s] * (bsums[2s] + bsums[2s+1]) summed over
-// sub-blocks, is a vpmaddwd of the mins against the activation's pair sums, accumulated in
-// four float lanes apart from the main sum.
+// sub-blocks, is a vpmaddwd of the mins against the activation's pair sums.
+// sums[r]: S of activation block x[r] in eight lanes; mins[r]: M in four lanes.
 template <bool kFifthBit, typename Block, int kRows>
-void dot_qk_4_5_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  const auto* w = reinterpret_cast<const Block*>(w_row);
-  const BlockQ8K* x[kRows];
-  __m256 acc[kRows];
-  __m128 acc_min[kRows];
-  #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) {
-    x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
-    acc[r] = _mm256_setzero_ps();
-    acc_min[r] = _mm_setzero_ps();
-  }
+GUFO_KERNEL_INLINE void qk_4_5_block_sums(const Block& w, const BlockQ8K* const* x, __m256i* sums, __m128i* mins) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const __m256i one = _mm256_set1_epi8(1);
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const __m256i scales_mins = unpack_scales_mins_i16(w[b].scales);
-    const __m256i scales = _mm256_permute2x128_si256(scales_mins, scales_mins, 0x00);
-    const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
-    __m256i high_bits = _mm256_setzero_si256();
+  const __m256i scales_mins = unpack_scales_mins_i16(w.scales);
+  const __m256i scales = _mm256_permute2x128_si256(scales_mins, scales_mins, 0x00);
+  const __m128i min_scales = _mm256_extracti128_si256(scales_mins, 1);
+  __m256i high_bits = _mm256_setzero_si256();
+  if constexpr (kFifthBit) high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
+  #pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) sums[r] = _mm256_setzero_si256();
+  #pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
+    __m256i q_lo = _mm256_and_si256(packed, low_mask);
+    __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
     if constexpr (kFifthBit) {
-      high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh));
+      // Bit `sub` of qh[i] is the fifth bit of element i of sub-block `sub`; a 16-bit shift
+      // by at most 7 then a per-byte mask of bit 0 never mixes neighbouring bytes.
+      const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c), one);
+      const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c + 1), one);
+      q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
+      q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
     }
-    __m256i sumi[kRows];
-    #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) sumi[r] = _mm256_setzero_si256();
-    #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * c));
-      __m256i q_lo = _mm256_and_si256(packed, low_mask);
-      __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
-      if constexpr (kFifthBit) {
-        // Bit `sub` of qh[i] is the fifth bit of element i of sub-block `sub`; a 16-bit shift
-        // by at most 7 then a per-byte mask of bit 0 never mixes neighbouring bytes.
-        const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c), one);
-        const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * c + 1), one);
-        q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
-        q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
-      }
-      const __m256i scale_lo = _mm256_shuffle_epi8(scales, repeat_i16_control(2 * c, 2 * c));
-      const __m256i scale_hi = _mm256_shuffle_epi8(scales, repeat_i16_control(2 * c + 1, 2 * c + 1));
-      #pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) {
-        const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + 64 * c));
-        const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + 64 * c + 32));
-        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(q_lo, x_lo), scale_lo);
-        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(q_hi, x_hi), scale_hi);
-        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p_lo, p_hi));
-      }
-    }
-    const float dw = half_to_float(w[b].d);
-    const float dmin = half_to_float(w[b].dmin);
+    const __m256i scale_lo = _mm256_shuffle_epi8(scales, repeat_i16_control(2 * c, 2 * c));
+    const __m256i scale_hi = _mm256_shuffle_epi8(scales, repeat_i16_control(2 * c + 1, 2 * c + 1));
     #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m128i min_sums = k_min_sums(mins, x[r][b].bsums);
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
-      acc_min[r] = _mm_fmadd_ps(_mm_set1_ps(x[r][b].d * dmin), _mm_cvtepi32_ps(min_sums), acc_min[r]);
+      const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r]->qs + 64 * c));
+      const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r]->qs + 64 * c + 32));
+      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(q_lo, x_lo), scale_lo);
+      const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(q_hi, x_hi), scale_hi);
+      sums[r] = _mm256_add_epi32(sums[r], _mm256_add_epi32(p_lo, p_hi));
     }
   }
   #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) out[r] = hsum(acc[r]) - hsum128(acc_min[r]);
+  for (int r = 0; r < kRows; ++r) mins[r] = k_min_sums(min_scales, x[r]->bsums);
 }
 
 // Q6_K: per half of 128 elements, 64 ql bytes and 32 qh bytes give four runs of 32 quants
@@ -263,87 +284,139 @@ void dot_qk_4_5_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t 
 // half's eight sign-extended scales). The -32 offset is taken out afterwards with the
 // activation's per-16 sums: sum (q - 32) x = sum q x - 32 sum x (one vpmaddwd per block).
 template <int kRows>
-void dot_q6_k_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  const auto* w = reinterpret_cast<const BlockQ6K*>(w_row);
-  const BlockQ8K* x[kRows];
-  __m256 acc[kRows];
-  #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) {
-    x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
-    acc[r] = _mm256_setzero_ps();
-  }
+GUFO_KERNEL_INLINE void q6_k_block_sums(const BlockQ6K& w, const BlockQ8K* const* x, __m256i* sums) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const __m256i two_bits = _mm256_set1_epi8(0x03);
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const __m256i scales16 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
-    const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
-                                    _mm256_permute2x128_si256(scales16, scales16, 0x11)};
-    __m256i sumi[kRows];
+  const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+  const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
+                                  _mm256_permute2x128_si256(scales16, scales16, 0x11)};
+  #pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) sums[r] = _mm256_setzero_si256();
+  #pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t* ql = w.ql + 64 * half;
+    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * half));
+    const __m256i quarter_quants[4] = {
+        _mm256_or_si256(_mm256_and_si256(l0, low_mask), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4)),
+        _mm256_or_si256(_mm256_and_si256(l1, low_mask),
+                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low_mask),
+                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two_bits), 4)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low_mask),
+                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4)),
+    };
     #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) sumi[r] = _mm256_setzero_si256();
-    #pragma GCC unroll 2
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = w[b].ql + 64 * half;
-      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * half));
-      const __m256i quarter_quants[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, low_mask), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(l1, low_mask),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low_mask),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low_mask),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4)),
-      };
+    for (int quarter = 0; quarter < 4; ++quarter) {
+      const int first = 128 * half + 32 * quarter;  // element index; groups first/16, first/16 + 1
+      const __m256i scales = _mm256_shuffle_epi8(half_scales[half], repeat_i16_control(2 * quarter, 2 * quarter + 1));
       #pragma GCC unroll 4
-      for (int quarter = 0; quarter < 4; ++quarter) {
-        const int first = 128 * half + 32 * quarter;  // element index; groups first/16, first/16 + 1
-        const __m256i scales =
-            _mm256_shuffle_epi8(half_scales[half], repeat_i16_control(2 * quarter, 2 * quarter + 1));
-        #pragma GCC unroll 4
-        for (int r = 0; r < kRows; ++r) {
-          const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs + first));
-          sumi[r] = _mm256_add_epi32(
-              sumi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(quarter_quants[quarter], xq), scales));
-        }
+      for (int r = 0; r < kRows; ++r) {
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r]->qs + first));
+        sums[r] = _mm256_add_epi32(sums[r], _mm256_madd_epi16(_mm256_maddubs_epi16(quarter_quants[quarter], xq), scales));
       }
-    }
-    const float dw = half_to_float(w[b].d);
-    #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {
-      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].bsums));
-      // |offset lane| <= 2 * 128 * 2032: 32x that fits int32 with room.
-      const __m256i offset = _mm256_madd_epi16(scales16, bsums);
-      sumi[r] = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(offset, 5));
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
     }
   }
   #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) out[r] = hsum(acc[r]);
+  for (int r = 0; r < kRows; ++r) {
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r]->bsums));
+    // |offset lane| <= 2 * 128 * 2032: 32x that fits int32 with room.
+    const __m256i offset = _mm256_madd_epi16(scales16, bsums);
+    sums[r] = _mm256_sub_epi32(sums[r], _mm256_slli_epi32(offset, 5));
+  }
 }
 
-template <bool kFifthBit, typename Block>
-float dot_qk_4_5(int64_t k, const std::byte* w_row, const void* x_row) {
-  float out;
-  dot_qk_4_5_n<kFifthBit, Block, 1>(k, w_row, x_row, 0, &out);
-  return out;
+// Q6_K has no min term (its -32 offset is inside S).
+template <typename Block>
+constexpr bool kHasMins = !std::is_same_v<Block, BlockQ6K>;
+
+// The block sums of weight block w against kRows activation blocks, for either family.
+template <typename Block, int kRows>
+GUFO_KERNEL_INLINE void k_block_sums(const Block& w, const BlockQ8K* const* x, __m256i* sums, __m128i* mins) {
+  if constexpr (kHasMins<Block>) {
+    qk_4_5_block_sums<std::is_same_v<Block, BlockQ5K>, Block, kRows>(w, x, sums, mins);
+  } else {
+    q6_k_block_sums<kRows>(w, x, sums);
+  }
 }
 
-template <bool kFifthBit, typename Block>
-void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  dot_qk_4_5_n<kFifthBit, Block, kDotRows>(k, w_row, x_rows, x_stride, out);
+// The float steps of one K block for four accumulators (lanes), given x.d * d, x.d * dmin
+// and the integer sums S and M per lane.
+template <bool kMins>
+GUFO_KERNEL_INLINE __m128 k_steps4(__m128 acc, __m128 xd_d, __m128 xd_dmin, __m128i s, __m128i m) {
+  acc = _mm_fmadd_ps(xd_d, _mm_cvtepi32_ps(s), acc);
+  if constexpr (kMins) acc = _mm_fnmadd_ps(xd_dmin, _mm_cvtepi32_ps(m), acc);
+  return acc;
 }
 
-float dot_q6_k(int64_t k, const std::byte* w_row, const void* x_row) {
-  float out;
-  dot_q6_k_n<1>(k, w_row, x_row, 0, &out);
-  return out;
+template <typename Block>
+GUFO_KERNEL_INLINE float dmin_of(const Block& w) {
+  if constexpr (kHasMins<Block>) {
+    return half_to_float(w.dmin);
+  } else {
+    return 0.0f;
+  }
 }
 
-void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  dot_q6_k_n<kDotRows>(k, w_row, x_rows, x_stride, out);
+template <typename Block>
+float dot_k(int64_t k, const std::byte* w_row, const void* x_row) {
+  const auto* w = reinterpret_cast<const Block*>(w_row);
+  const auto* x = static_cast<const BlockQ8K*>(x_row);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    const BlockQ8K* xb[1] = {&x[b]};
+    __m256i sums;
+    __m128i mins = _mm_setzero_si128();
+    k_block_sums<Block, 1>(w[b], xb, &sums, &mins);
+    acc = fma1(x[b].d * half_to_float(w[b].d), static_cast<float>(hsum_i32(sums)), acc);
+    if constexpr (kHasMins<Block>) acc = fma1(-(x[b].d * dmin_of(w[b])), static_cast<float>(hsum_i32(mins)), acc);
+  }
+  return acc;
+}
+
+template <typename Block>
+void dot_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+  static_assert(kDotRows == 4, "one float lane per activation row of an __m128");
+  const auto* w = reinterpret_cast<const Block*>(w_row);
+  const BlockQ8K* x[4];
+  for (int r = 0; r < 4; ++r) x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
+  __m128 acc = _mm_setzero_ps();  // lane r: activation row r
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    const BlockQ8K* xb[4] = {&x[0][b], &x[1][b], &x[2][b], &x[3][b]};
+    __m256i sums[4];
+    __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+    k_block_sums<Block, 4>(w[b], xb, sums, mins);
+    const __m128 xd = _mm_setr_ps(xb[0]->d, xb[1]->d, xb[2]->d, xb[3]->d);
+    acc = k_steps4<kHasMins<Block>>(acc, _mm_mul_ps(xd, _mm_set1_ps(half_to_float(w[b].d))),
+                                    _mm_mul_ps(xd, _mm_set1_ps(dmin_of(w[b]))),
+                                    hsum_i32x4(sums[0], sums[1], sums[2], sums[3]),
+                                    hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));
+  }
+  _mm_storeu_ps(out, acc);
+}
+
+template <typename Block>
+void dot_k_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_row, float* out) {
+  static_assert(kDotWeights == 4, "one float lane per weight row of an __m128");
+  const Block* w[4];
+  for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const Block*>(w_rows + static_cast<size_t>(i) * w_stride);
+  const auto* x = static_cast<const BlockQ8K*>(x_row);
+  __m128 acc = _mm_setzero_ps();  // lane i: weight row i
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    const BlockQ8K* xb[1] = {&x[b]};
+    __m256i sums[4];
+    __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) k_block_sums<Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
+    const __m128 xd = _mm_set1_ps(x[b].d);
+    __m128 dmin = _mm_setzero_ps();
+    if constexpr (kHasMins<Block>) dmin = four_halves(w[0][b].dmin, w[1][b].dmin, w[2][b].dmin, w[3][b].dmin);
+    acc = k_steps4<kHasMins<Block>>(acc, _mm_mul_ps(xd, four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d)),
+                                    _mm_mul_ps(xd, dmin), hsum_i32x4(sums[0], sums[1], sums[2], sums[3]),
+                                    hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));
+  }
+  _mm_storeu_ps(out, acc);
 }
 
 // --- Activation quantizers: byte for byte what quantize_activation_q8_0 / _q8_k (dot_scalar.cpp)
@@ -437,14 +510,18 @@ const DotKernels& avx2_dot_kernels_unchecked() {
                                   dot_half<false>,
                                   dot_half<true>,
                                   dot_q8_0,
-                                  dot_qk_4_5<false, BlockQ4K>,
-                                  dot_qk_4_5<true, BlockQ5K>,
-                                  dot_q6_k,
+                                  dot_k<BlockQ4K>,
+                                  dot_k<BlockQ5K>,
+                                  dot_k<BlockQ6K>,
                                   dot_q8_0_rows,
-                                  dot_qk_4_5_rows<false, BlockQ4K>,
-                                  dot_qk_4_5_rows<true, BlockQ5K>,
-                                  dot_q6_k_rows,
+                                  dot_k_rows<BlockQ4K>,
+                                  dot_k_rows<BlockQ5K>,
+                                  dot_k_rows<BlockQ6K>,
                                   dot_q8_0_tile,
+                                  dot_q8_0_weights,
+                                  dot_k_weights<BlockQ4K>,
+                                  dot_k_weights<BlockQ5K>,
+                                  dot_k_weights<BlockQ6K>,
                                   quantize_q8_0,
                                   quantize_q8_k,
                                   avx2_packed_kernels()};

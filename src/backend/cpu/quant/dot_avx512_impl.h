@@ -2,8 +2,8 @@
 // compiled by two translation units: dot_avx512.cpp (kVnni = false: vpmaddubsw + vpmaddwd)
 // and dot_avx512_vnni.cpp (kVnni = true: vpdpbusd / vpdpwssd, compiled with -mavx512vnni).
 // Include it from those two files only; see NOTE(avx2) in avx2_common.h (everything here has
-// internal linkage). Each kernel computes exactly the integers its AVX2 and scalar twins do;
-// only the float accumulation order differs (16 lanes instead of 8).
+// internal linkage). Each kernel computes exactly the integers and the float steps of its AVX2
+// and scalar twins (dot_kernels.h, "Accumulation order"): the results are bit for bit theirs.
 // Tested by tests/unit/backend/cpu_matmul_test.cpp, which runs every set the CPU supports.
 //
 // What the wider vectors buy:
@@ -23,6 +23,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/quant/avx2_common.h"
 #include "backend/cpu/quant/dot_kernels.h"
@@ -44,8 +45,9 @@ PackedKernels avx2_packed_kernels();  // gemm_packed_avx2.cpp
 namespace {
 
 using avx2::half_to_float;
-using avx2::hsum;
-using avx2::hsum128;
+using avx2::fma1;
+using avx2::hsum_i32;
+using avx2::hsum_i32x4;
 using avx2::k_min_sums;
 using avx2::unpack_scales_mins_i16;
 using quant::BlockQ4K;
@@ -122,10 +124,18 @@ __m512i madd_i16(__m512i acc, __m512i a, __m512i b) {
 // --- Row kernels, for kRows = 1 (DotFn) or kDotRows (DotRowsFn) activation rows: one
 // template, so every row of the four-row version is bit for bit the one-row result.
 
+// Lanes 0 and 1: the sums of the low and the high eight int32 lanes of v (exact).
+GUFO_KERNEL_INLINE __m128i half_sums(__m512i v) {
+  const __m256i h = _mm256_hadd_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  return _mm_hadd_epi32(s, s);
+}
+
 // One step of the Q8_0 kernel over blocks b and b + 1 (kPair) or block b alone (the last of
-// an odd count; the high half is then zero, and adds zero).
+// an odd count; the high half is then zero): per row, the integer sums of both blocks, then
+// the float steps of dot_kernels.h ("Accumulation order") in block order.
 template <bool kVnni, bool kPair, int kRows>
-void q8_0_step(const BlockQ8_0* w, const ActBlockQ8_0* const* x, int64_t b, __m512* acc) {
+GUFO_KERNEL_INLINE void q8_0_step(const BlockQ8_0* w, const ActBlockQ8_0* const* x, int64_t b, float* acc) {
   const __m512i qw = kPair ? load_halves(w[b].qs, w[b + 1].qs) : _mm512_zextsi256_si512(load256(w[b].qs));
   const __m512i w_abs = _mm512_abs_epi8(qw);  // -128 becomes 0x80, read as 128 unsigned
   const __mmask64 w_neg = _mm512_movepi8_mask(qw);
@@ -135,10 +145,9 @@ void q8_0_step(const BlockQ8_0* w, const ActBlockQ8_0* const* x, int64_t b, __m5
   for (int r = 0; r < kRows; ++r) {
     const __m512i qx = kPair ? load_halves(x[r][b].qs, x[r][b + 1].qs) : _mm512_zextsi256_si512(load256(x[r][b].qs));
     const __m512i x_signed = _mm512_mask_sub_epi8(qx, w_neg, _mm512_setzero_si512(), qx);
-    const __m512i sums = dot_u8_i8<kVnni>(_mm512_setzero_si512(), w_abs, x_signed);
-    const __m512 d = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(d0 * x[r][b].d),
-                                          _mm512_set1_ps(kPair ? d1 * x[r][b + 1].d : 0.0f));
-    acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sums), acc[r]);
+    const __m128i sums = half_sums(dot_u8_i8<kVnni>(_mm512_setzero_si512(), w_abs, x_signed));
+    acc[r] = fma1(d0 * x[r][b].d, static_cast<float>(_mm_cvtsi128_si32(sums)), acc[r]);
+    if constexpr (kPair) acc[r] = fma1(d1 * x[r][b + 1].d, static_cast<float>(_mm_extract_epi32(sums, 1)), acc[r]);
   }
 }
 
@@ -146,74 +155,57 @@ template <bool kVnni, int kRows>
 void dot_q8_0_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
   const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
   const ActBlockQ8_0* x[kRows];
-  __m512 acc[kRows];
+  float acc[kRows];
   #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
     x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
-    acc[r] = _mm512_setzero_ps();
+    acc[r] = 0.0f;
   }
   const int64_t n_blocks = k / kQ8_0BlockElems;
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) q8_0_step<kVnni, true, kRows>(w, x, b, acc);
   if (b < n_blocks) q8_0_step<kVnni, false, kRows>(w, x, b, acc);
   #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+  for (int r = 0; r < kRows; ++r) out[r] = acc[r];
 }
+
+// --- K-quants: the integer part of a block for kRows activation rows, then the drivers of
+// dot_avx2.cpp (one row; four activation rows; four weight rows against one activation row),
+// the last two reducing four rows' sums together and stepping four accumulators in the lanes
+// of one vector.
 
 // Q4_K/Q5_K: per c, sub-blocks 2c (low nibbles) and 2c+1 (high nibbles) as one vector of 64
 // unsigned quants (<= 31), against activation bytes 64c..64c+63; vpmaddubsw pair sums stay
 // within 2 * 31 * 127, and the 6-bit scales (one per 256-bit half) widen them to int32. The
-// min term is the AVX2 kernel's (dot_avx2.cpp), in four float lanes.
+// min term M is the AVX2 kernel's (dot_avx2.cpp), in four int32 lanes.
 template <bool kVnni, bool kFifthBit, typename Block, int kRows>
-void dot_qk_4_5_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  const auto* w = reinterpret_cast<const Block*>(w_row);
-  const BlockQ8K* x[kRows];
-  __m512 acc[kRows];
-  __m128 acc_min[kRows];
-  #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) {
-    x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
-    acc[r] = _mm512_setzero_ps();
-    acc_min[r] = _mm_setzero_ps();
-  }
+GUFO_KERNEL_INLINE void qk_4_5_block_sums(const Block& w, const BlockQ8K* const* x, __m512i* sums, __m128i* mins) {
   const __m512i low_mask = _mm512_set1_epi8(0x0f);
   const __m512i one = _mm512_set1_epi8(1);
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const __m256i scales_mins = unpack_scales_mins_i16(w[b].scales);
-    const __m512i scales = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scales_mins));  // words 0-7 per lane
-    const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
-    __m512i high_bits = _mm512_setzero_si512();
-    if constexpr (kFifthBit) high_bits = _mm512_broadcast_i64x4(load256(w[b].qh));
-    __m512i sumi[kRows];
-    #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) sumi[r] = _mm512_setzero_si512();
-    #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m512i packed = _mm512_broadcast_i64x4(load256(w[b].qs + 32 * c));
-      __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(packed, kHighHalf, packed, 4), low_mask);
-      if constexpr (kFifthBit) {
-        // Bit s of qh[i] is the fifth bit of element i of sub-block s (see dot_avx2.cpp).
-        const __m512i h = _mm512_and_si512(
-            _mm512_srlv_epi16(high_bits, halves_i16(2 * c, 2 * c + 1)), one);
-        q = _mm512_or_si512(q, _mm512_slli_epi16(h, 4));
-      }
-      const __m512i scale = _mm512_shuffle_epi8(scales, repeat_word_per_lane(2 * c, 2 * c, 2 * c + 1, 2 * c + 1));
-      #pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) {
-        sumi[r] = madd_i16<kVnni>(sumi[r], _mm512_maddubs_epi16(q, load512(x[r][b].qs + 64 * c)), scale);
-      }
+  const __m256i scales_mins = unpack_scales_mins_i16(w.scales);
+  const __m512i scales = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scales_mins));  // words 0-7 per lane
+  const __m128i min_scales = _mm256_extracti128_si256(scales_mins, 1);
+  __m512i high_bits = _mm512_setzero_si512();
+  if constexpr (kFifthBit) high_bits = _mm512_broadcast_i64x4(load256(w.qh));
+  #pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_si512();
+  #pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512i packed = _mm512_broadcast_i64x4(load256(w.qs + 32 * c));
+    __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(packed, kHighHalf, packed, 4), low_mask);
+    if constexpr (kFifthBit) {
+      // Bit s of qh[i] is the fifth bit of element i of sub-block s (see dot_avx2.cpp).
+      const __m512i h = _mm512_and_si512(_mm512_srlv_epi16(high_bits, halves_i16(2 * c, 2 * c + 1)), one);
+      q = _mm512_or_si512(q, _mm512_slli_epi16(h, 4));
     }
-    const float dw = half_to_float(w[b].d);
-    const float dmin = half_to_float(w[b].dmin);
+    const __m512i scale = _mm512_shuffle_epi8(scales, repeat_word_per_lane(2 * c, 2 * c, 2 * c + 1, 2 * c + 1));
     #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m128i min_sums = k_min_sums(mins, x[r][b].bsums);
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][b].d * dw), _mm512_cvtepi32_ps(sumi[r]), acc[r]);
-      acc_min[r] = _mm_fmadd_ps(_mm_set1_ps(x[r][b].d * dmin), _mm_cvtepi32_ps(min_sums), acc_min[r]);
+      sums[r] = madd_i16<kVnni>(sums[r], _mm512_maddubs_epi16(q, load512(x[r]->qs + 64 * c)), scale);
     }
   }
   #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) out[r] = _mm512_reduce_add_ps(acc[r]) - hsum128(acc_min[r]);
+  for (int r = 0; r < kRows; ++r) mins[r] = k_min_sums(min_scales, x[r]->bsums);
 }
 
 // Q6_K: per half of 128 elements, the 64 ql bytes give quarters 0|1 (low nibbles) and 2|3
@@ -222,58 +214,198 @@ void dot_qk_4_5_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t 
 // quarters 2|3 group 8 * half + 4 + j. The -32 offset is the AVX2 kernel's vpmaddwd of the
 // scales against the activation's per-16 sums.
 template <bool kVnni, int kRows>
-void dot_q6_k_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  const auto* w = reinterpret_cast<const BlockQ6K*>(w_row);
-  const BlockQ8K* x[kRows];
-  __m512 acc[kRows];
-  #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) {
-    x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
-    acc[r] = _mm512_setzero_ps();
-  }
+GUFO_KERNEL_INLINE void q6_k_block_sums(const BlockQ6K& w, const BlockQ8K* const* x, __m512i* sums) {
   const __m512i low_mask = _mm512_set1_epi8(0x0f);
   const __m512i two_bits = _mm512_set1_epi8(0x03);
   const __m512i shift01 = halves_i16(0, 2);
   const __m512i shift23 = halves_i16(4, 6);
   const __m512i pick01 = repeat_word_per_lane(0, 1, 2, 3);
   const __m512i pick23 = repeat_word_per_lane(4, 5, 6, 7);
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
-    __m512i sumi[kRows];
-    #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) sumi[r] = _mm512_setzero_si512();
-    #pragma GCC unroll 2
-    for (int half = 0; half < 2; ++half) {
-      const __m512i ql = load512(w[b].ql + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(load256(w[b].qh + 32 * half));
-      const __m512i q01 = _mm512_or_si512(
-          _mm512_and_si512(ql, low_mask),
-          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift01), two_bits), 4));
-      const __m512i q23 = _mm512_or_si512(
-          _mm512_and_si512(_mm512_srli_epi16(ql, 4), low_mask),
-          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift23), two_bits), 4));
-      const __m512i half_scales = _mm512_broadcast_i32x4(half == 0 ? _mm256_castsi256_si128(scales16)
-                                                                   : _mm256_extracti128_si256(scales16, 1));
-      const __m512i scale01 = _mm512_shuffle_epi8(half_scales, pick01);
-      const __m512i scale23 = _mm512_shuffle_epi8(half_scales, pick23);
-      #pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) {
-        const int8_t* xq = x[r][b].qs + 128 * half;
-        sumi[r] = madd_i16<kVnni>(sumi[r], _mm512_maddubs_epi16(q01, load512(xq)), scale01);
-        sumi[r] = madd_i16<kVnni>(sumi[r], _mm512_maddubs_epi16(q23, load512(xq + 64)), scale23);
-      }
-    }
-    const float dw = half_to_float(w[b].d);
+  const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+  #pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_si512();
+  #pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {
+    const __m512i ql = load512(w.ql + 64 * half);
+    const __m512i qh = _mm512_broadcast_i64x4(load256(w.qh + 32 * half));
+    const __m512i q01 = _mm512_or_si512(
+        _mm512_and_si512(ql, low_mask), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift01), two_bits), 4));
+    const __m512i q23 =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_mask),
+                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift23), two_bits), 4));
+    const __m512i half_scales =
+        _mm512_broadcast_i32x4(half == 0 ? _mm256_castsi256_si128(scales16) : _mm256_extracti128_si256(scales16, 1));
+    const __m512i scale01 = _mm512_shuffle_epi8(half_scales, pick01);
+    const __m512i scale23 = _mm512_shuffle_epi8(half_scales, pick23);
     #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      // |offset lane| <= 2 * 128 * 2032: 32x that fits int32 with room.
-      const __m256i offset = _mm256_madd_epi16(scales16, load256(x[r][b].bsums));
-      sumi[r] = _mm512_sub_epi32(sumi[r], _mm512_zextsi256_si512(_mm256_slli_epi32(offset, 5)));
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][b].d * dw), _mm512_cvtepi32_ps(sumi[r]), acc[r]);
+      const int8_t* xq = x[r]->qs + 128 * half;
+      sums[r] = madd_i16<kVnni>(sums[r], _mm512_maddubs_epi16(q01, load512(xq)), scale01);
+      sums[r] = madd_i16<kVnni>(sums[r], _mm512_maddubs_epi16(q23, load512(xq + 64)), scale23);
     }
   }
   #pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+  for (int r = 0; r < kRows; ++r) {
+    // |offset lane| <= 2 * 128 * 2032: 32x that fits int32 with room.
+    const __m256i offset = _mm256_madd_epi16(scales16, load256(x[r]->bsums));
+    sums[r] = _mm512_sub_epi32(sums[r], _mm512_zextsi256_si512(_mm256_slli_epi32(offset, 5)));
+  }
+}
+
+// Q6_K has no min term (its -32 offset is inside S).
+template <typename Block>
+constexpr bool kHasMins = !std::is_same_v<Block, BlockQ6K>;
+
+template <bool kVnni, typename Block, int kRows>
+GUFO_KERNEL_INLINE void k_block_sums(const Block& w, const BlockQ8K* const* x, __m512i* sums, __m128i* mins) {
+  if constexpr (kHasMins<Block>) {
+    qk_4_5_block_sums<kVnni, std::is_same_v<Block, BlockQ5K>, Block, kRows>(w, x, sums, mins);
+  } else {
+    q6_k_block_sums<kVnni, kRows>(w, x, sums);
+  }
+}
+
+// Lanes 0..3: the sums of the sixteen int32 lanes of a, b, c and d (exact). Pairs of vectors
+// are interleaved and added, so that every step halves the data: 12 one-uop instructions.
+GUFO_KERNEL_INLINE __m128i sum4(__m512i a, __m512i b, __m512i c, __m512i d) {
+  const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+  // Each 128-bit lane: [a, b, c, d] partial sums of that lane.
+  const __m512i abcd = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+  const __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(abcd), _mm512_extracti64x4_epi64(abcd, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+}
+
+template <typename Block>
+GUFO_KERNEL_INLINE float dmin_of(const Block& w) {
+  if constexpr (kHasMins<Block>) {
+    return half_to_float(w.dmin);
+  } else {
+    return 0.0f;
+  }
+}
+
+// The float steps of one K block for four accumulators (lanes): dot_kernels.h's order.
+template <bool kMins>
+GUFO_KERNEL_INLINE __m128 k_steps4(__m128 acc, __m128 xd_d, __m128 xd_dmin, __m128i s, __m128i m) {
+  acc = _mm_fmadd_ps(xd_d, _mm_cvtepi32_ps(s), acc);
+  if constexpr (kMins) acc = _mm_fnmadd_ps(xd_dmin, _mm_cvtepi32_ps(m), acc);
+  return acc;
+}
+
+template <bool kVnni, typename Block>
+float dot_k(int64_t k, const std::byte* w_row, const void* x_row) {
+  const auto* w = reinterpret_cast<const Block*>(w_row);
+  const auto* x = static_cast<const BlockQ8K*>(x_row);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    const BlockQ8K* xb[1] = {&x[b]};
+    __m512i sums;
+    __m128i mins = _mm_setzero_si128();
+    k_block_sums<kVnni, Block, 1>(w[b], xb, &sums, &mins);
+    acc = fma1(x[b].d * half_to_float(w[b].d), static_cast<float>(_mm512_reduce_add_epi32(sums)), acc);
+    if constexpr (kHasMins<Block>) acc = fma1(-(x[b].d * dmin_of(w[b])), static_cast<float>(hsum_i32(mins)), acc);
+  }
+  return acc;
+}
+
+template <bool kVnni, typename Block>
+void dot_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+  static_assert(kDotRows == 4, "one float lane per activation row of an __m128");
+  const auto* w = reinterpret_cast<const Block*>(w_row);
+  const BlockQ8K* x[4];
+  for (int r = 0; r < 4; ++r) x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
+  __m128 acc = _mm_setzero_ps();  // lane r: activation row r
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    const BlockQ8K* xb[4] = {&x[0][b], &x[1][b], &x[2][b], &x[3][b]};
+    __m512i sums[4];
+    __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+    k_block_sums<kVnni, Block, 4>(w[b], xb, sums, mins);
+    const __m128 xd = _mm_setr_ps(xb[0]->d, xb[1]->d, xb[2]->d, xb[3]->d);
+    acc = k_steps4<kHasMins<Block>>(acc, _mm_mul_ps(xd, _mm_set1_ps(half_to_float(w[b].d))),
+                                    _mm_mul_ps(xd, _mm_set1_ps(dmin_of(w[b]))), sum4(sums[0], sums[1], sums[2], sums[3]),
+                                    hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));
+  }
+  _mm_storeu_ps(out, acc);
+}
+
+// The block scales of four weight blocks (lanes 0..3) from their f16 bits.
+GUFO_KERNEL_INLINE __m128 four_halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(a), static_cast<int16_t>(b), static_cast<int16_t>(c),
+                                     static_cast<int16_t>(d), 0, 0, 0, 0));
+}
+
+template <bool kVnni, typename Block>
+void dot_k_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_row, float* out) {
+  static_assert(kDotWeights == 4, "one float lane per weight row of an __m128");
+  const Block* w[4];
+  for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const Block*>(w_rows + static_cast<size_t>(i) * w_stride);
+  const auto* x = static_cast<const BlockQ8K*>(x_row);
+  __m128 acc = _mm_setzero_ps();  // lane i: weight row i
+  for (int64_t b = 0; b < k / kQkK; ++b) {
+    const BlockQ8K* xb[1] = {&x[b]};
+    __m512i sums[4];
+    __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) k_block_sums<kVnni, Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
+    const __m128 xd = _mm_set1_ps(x[b].d);
+    __m128 dmin = _mm_setzero_ps();
+    if constexpr (kHasMins<Block>) dmin = four_halves(w[0][b].dmin, w[1][b].dmin, w[2][b].dmin, w[3][b].dmin);
+    acc = k_steps4<kHasMins<Block>>(acc, _mm_mul_ps(xd, four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d)),
+                                    _mm_mul_ps(xd, dmin), sum4(sums[0], sums[1], sums[2], sums[3]),
+                                    hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));
+  }
+  _mm_storeu_ps(out, acc);
+}
+
+// Q8_0, four weight rows against one activation row, two blocks per step: lane i of the
+// accumulator is weight row i (DotWeightsFn).
+template <bool kVnni>
+void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_row, float* out) {
+  static_assert(kDotWeights == 4, "one float lane per weight row of an __m128");
+  const BlockQ8_0* w[4];
+  for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const BlockQ8_0*>(w_rows + static_cast<size_t>(i) * w_stride);
+  const auto* x = static_cast<const ActBlockQ8_0*>(x_row);
+  const int64_t n_blocks = k / kQ8_0BlockElems;
+  __m128 acc = _mm_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= n_blocks; b += 2) {
+    const __m512i qx = load_halves(x[b].qs, x[b + 1].qs);
+    __m512i sums[4];
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m512i qw = load_halves(w[i][b].qs, w[i][b + 1].qs);
+      const __m512i x_signed = _mm512_mask_sub_epi8(qx, _mm512_movepi8_mask(qw), _mm512_setzero_si512(), qx);
+      sums[i] = dot_u8_i8<kVnni>(_mm512_setzero_si512(), _mm512_abs_epi8(qw), x_signed);
+    }
+    // Each 128-bit lane j of abcd: [row 0, row 1, row 2, row 3] sums of lane j; lanes 0-1
+    // belong to block b, lanes 2-3 to block b + 1.
+    const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[0], sums[1]), _mm512_unpackhi_epi32(sums[0], sums[1]));
+    const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[2], sums[3]), _mm512_unpackhi_epi32(sums[2], sums[3]));
+    const __m512i abcd = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+    const __m256i first = _mm512_castsi512_si256(abcd);
+    const __m256i second = _mm512_extracti64x4_epi64(abcd, 1);
+    const __m128i s0 = _mm_add_epi32(_mm256_castsi256_si128(first), _mm256_extracti128_si256(first, 1));
+    const __m128i s1 = _mm_add_epi32(_mm256_castsi256_si128(second), _mm256_extracti128_si256(second, 1));
+    acc = _mm_fmadd_ps(_mm_mul_ps(four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d), _mm_set1_ps(x[b].d)),
+                       _mm_cvtepi32_ps(s0), acc);
+    acc = _mm_fmadd_ps(
+        _mm_mul_ps(four_halves(w[0][b + 1].d, w[1][b + 1].d, w[2][b + 1].d, w[3][b + 1].d), _mm_set1_ps(x[b + 1].d)),
+        _mm_cvtepi32_ps(s1), acc);
+  }
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, acc);
+  for (int i = 0; i < 4; ++i) {
+    // The last block of an odd count: the one-row kernel's step for each row.
+    for (int64_t t = b; t < n_blocks; ++t) {
+      const __m256i qw = load256(w[i][t].qs);
+      const __m256i qx = load256(x[t].qs);
+      const __m256i prod = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw)),
+                                             _mm256_set1_epi16(1));
+      lanes[i] = fma1(half_to_float(w[i][t].d) * x[t].d, static_cast<float>(hsum_i32(prod)), lanes[i]);
+    }
+    out[i] = lanes[i];
+  }
 }
 
 template <bool kVnni>
@@ -285,26 +417,6 @@ float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
 template <bool kVnni>
 void dot_q8_0_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
   dot_q8_0_n<kVnni, kDotRows>(k, w_row, x_rows, x_stride, out);
-}
-template <bool kVnni, bool kFifthBit, typename Block>
-float dot_qk_4_5(int64_t k, const std::byte* w_row, const void* x_row) {
-  float out;
-  dot_qk_4_5_n<kVnni, kFifthBit, Block, 1>(k, w_row, x_row, 0, &out);
-  return out;
-}
-template <bool kVnni, bool kFifthBit, typename Block>
-void dot_qk_4_5_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  dot_qk_4_5_n<kVnni, kFifthBit, Block, kDotRows>(k, w_row, x_rows, x_stride, out);
-}
-template <bool kVnni>
-float dot_q6_k(int64_t k, const std::byte* w_row, const void* x_row) {
-  float out;
-  dot_q6_k_n<kVnni, 1>(k, w_row, x_row, 0, &out);
-  return out;
-}
-template <bool kVnni>
-void dot_q6_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  dot_q6_k_n<kVnni, kDotRows>(k, w_row, x_rows, x_stride, out);
 }
 
 // --- Packed panels. Packing is the AVX2 packing followed by regrouping each block's step
@@ -379,7 +491,7 @@ void gemm_q8_0_rows(int64_t k, const std::byte* packed, const void* x_rows, size
 
 // K-quants: per group g (16 elements = step pairs 2g, 2g+1), two vpmaddubsw add in int16
 // (<= 2 * 2 * 63 * 127 = 32004) before the group scale widens them, as in the AVX2 kernel.
-template <bool kVnni, int kRows>
+template <bool kVnni, bool kOffset, int kRows>
 void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, float* out,
                  size_t out_stride) {
   const BlockQ8K* x[kRows];
@@ -408,7 +520,7 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
       }
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) acc[r] = panel::k_block_tail(blk, x[r][b], fold_rows(sum[r]), acc[r]);
+    for (int r = 0; r < kRows; ++r) acc[r] = panel::k_block_tail<kOffset>(blk, x[r][b], fold_rows(sum[r]), acc[r]);
   }
   #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) _mm256_storeu_ps(out + r * out_stride, acc[r]);
@@ -425,39 +537,44 @@ void gemm_q8_0(int64_t k, const std::byte* packed, const void* x_rows, size_t x_
   }
 }
 
-template <bool kVnni>
+template <bool kVnni, bool kOffset>
 void gemm_k(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, int n_rows, float* out,
             size_t out_stride) {
   switch (n_rows) {
-    case 1: return gemm_k_rows<kVnni, 1>(k, packed, x_rows, x_stride, out, out_stride);
-    case 2: return gemm_k_rows<kVnni, 2>(k, packed, x_rows, x_stride, out, out_stride);
-    case 3: return gemm_k_rows<kVnni, 3>(k, packed, x_rows, x_stride, out, out_stride);
-    default: return gemm_k_rows<kVnni, 4>(k, packed, x_rows, x_stride, out, out_stride);
+    case 1: return gemm_k_rows<kVnni, kOffset, 1>(k, packed, x_rows, x_stride, out, out_stride);
+    case 2: return gemm_k_rows<kVnni, kOffset, 2>(k, packed, x_rows, x_stride, out, out_stride);
+    case 3: return gemm_k_rows<kVnni, kOffset, 3>(k, packed, x_rows, x_stride, out, out_stride);
+    default: return gemm_k_rows<kVnni, kOffset, 4>(k, packed, x_rows, x_stride, out, out_stride);
   }
 }
 
-// The AVX-512 set: these kernels for Q8_0 and the K-quants, the AVX2 set's float dots and
-// activation quantizers (base), no Q8_0 tile (it would not match these one-row kernels).
+// The AVX-512 set: these kernels for Q8_0 and the K-quants; the AVX2 set's float dots and
+// activation quantizers (base). No Q8_0 tile: these four-row kernels measured faster.
 template <bool kVnni>
 DotKernels make_avx512_kernels(const char* name, const DotKernels& base) {
   DotKernels kernels = base;
   kernels.name = name;
   kernels.q8_0 = dot_q8_0<kVnni>;
-  kernels.q4_k = dot_qk_4_5<kVnni, false, BlockQ4K>;
-  kernels.q5_k = dot_qk_4_5<kVnni, true, BlockQ5K>;
-  kernels.q6_k = dot_q6_k<kVnni>;
+  kernels.q4_k = dot_k<kVnni, BlockQ4K>;
+  kernels.q5_k = dot_k<kVnni, BlockQ5K>;
+  kernels.q6_k = dot_k<kVnni, BlockQ6K>;
   kernels.q8_0_rows = dot_q8_0_rows<kVnni>;
-  kernels.q4_k_rows = dot_qk_4_5_rows<kVnni, false, BlockQ4K>;
-  kernels.q5_k_rows = dot_qk_4_5_rows<kVnni, true, BlockQ5K>;
-  kernels.q6_k_rows = dot_q6_k_rows<kVnni>;
+  kernels.q4_k_rows = dot_k_rows<kVnni, BlockQ4K>;
+  kernels.q5_k_rows = dot_k_rows<kVnni, BlockQ5K>;
+  kernels.q6_k_rows = dot_k_rows<kVnni, BlockQ6K>;
   kernels.q8_0_tile = nullptr;
+  kernels.q8_0_weights = dot_q8_0_weights<kVnni>;
+  kernels.q4_k_weights = dot_k_weights<kVnni, BlockQ4K>;
+  kernels.q5_k_weights = dot_k_weights<kVnni, BlockQ5K>;
+  kernels.q6_k_weights = dot_k_weights<kVnni, BlockQ6K>;
   kernels.packed = PackedKernels{
       .pack_q8_0 = pack_paired<&PackedKernels::pack_q8_0, kPackedQ8_0BlockBytes, kQ8_0BlockElems, 8>,
       .pack_q4_k = pack_paired<&PackedKernels::pack_q4_k, kPackedKBlockBytes, kQkK, 64>,
       .pack_q5_k = pack_paired<&PackedKernels::pack_q5_k, kPackedKBlockBytes, kQkK, 64>,
       .pack_q6_k = pack_paired<&PackedKernels::pack_q6_k, kPackedKBlockBytes, kQkK, 64>,
       .gemm_q8_0 = gemm_q8_0<kVnni>,
-      .gemm_k = gemm_k<kVnni>,
+      .gemm_k = gemm_k<kVnni, false>,
+      .gemm_q6_k = gemm_k<kVnni, true>,
       // NOTE(packed): matmul_bench 4096x4096, 2 threads, Zen 5, avx512vnni panels vs row
       // kernels in GFLOP/s: Q8_0 at 8 rows 160 vs 160, at 16 rows 229 vs 178; Q4_K at 16 rows
       // 212 vs 283, at 32 rows 306 vs 270, at 64 rows 398 vs 282; Q6_K at 16 rows 236 vs 329,

@@ -10,8 +10,21 @@
 // - Quantized weights meet an activation row quantized once per matmul to 8 bits: blocks of 32
 //   with an f32 scale for Q8_0 (ActBlockQ8_0), blocks of 256 with per-16 sums for the K-quants
 //   (quant::BlockQ8K). The block dot is then exact integer arithmetic times one float scale.
-// - Both kernel sets share the scalar activation quantizers, so scalar and AVX2 results differ
-//   only by float summation order.
+// - Every kernel set produces the scalar activation quantizers' bytes.
+//
+// Accumulation order. For Q8_0 and the K-quants, every kernel of every set (one row, four
+// rows, tiles, weight quads, packed panels; scalar, AVX2, AVX-512) performs the same float
+// operations in the same order, so a result is bit for bit the same whichever kernel computed
+// it, whatever batch the row was in, and on any of these instruction sets. Per weight block b,
+// in order, from acc = 0:
+//   Q8_0:       acc = fma(d_w * d_x, float(S), acc)        S = sum of the quant products
+//   Q4_K, Q5_K: acc = fma(d_x * d, float(S), acc)          S = sum_g sc_g * (q . x)_g
+//               acc = fma(-(d_x * dmin), float(M), acc)    M = sum_g mn_g * bsum_g
+//   Q6_K:       acc = fma(d_x * d, float(S), acc)          S = sum_g sc_g * ((q - 32) . x)_g
+// S and M are exact int32 sums (the order of integer adds does not matter); fma rounds once.
+// The server relies on it: a sequence's numbers do not depend on its batch-mates, on the
+// prefill chunk it fell in, or on a prefix-cache hit (engine/scheduler.h). F32/F16/BF16 rows
+// have one kernel per set, so they are batch-invariant too, but differ between sets.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +65,12 @@ using DotTileFn = void (*)(int64_t k, const std::byte* w_rows, size_t w_stride, 
 using QuantizeQ8_0Fn = void (*)(const float* x, ActBlockQ8_0* out, int64_t k);
 using QuantizeQ8KFn = void (*)(const float* x, quant::BlockQ8K* out, int64_t k);
 
+// kDotWeights weight rows (w_rows, w_rows + w_stride, ...) against one activation row:
+// out[i] is exactly DotFn(weight row i). Decode steps (one activation row) use it so that the
+// rows' accumulations run side by side in vector lanes instead of as one serial chain each.
+inline constexpr int kDotWeights = 4;
+using DotWeightsFn = void (*)(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_row, float* out);
+
 // --- Packed weight panels for prefill (gemm_packed_avx2.cpp has the layouts). A panel is
 // kPackedWeightRows consecutive weight rows repacked so that vector lanes hold different rows;
 // a PackedGemmFn multiplies it by 1..kPackedActRows activation rows (quantized as for the row
@@ -72,7 +91,8 @@ struct PackedKernels {
   PackFn pack_q5_k = nullptr;
   PackFn pack_q6_k = nullptr;
   PackedGemmFn gemm_q8_0 = nullptr;  // panels of pack_q8_0
-  PackedGemmFn gemm_k = nullptr;     // panels of pack_q4_k, pack_q5_k and pack_q6_k
+  PackedGemmFn gemm_k = nullptr;     // panels of pack_q4_k and pack_q5_k
+  PackedGemmFn gemm_q6_k = nullptr;  // panels of pack_q6_k (the -32 offset leaves S exact)
   // The fewest activation rows for which the panels beat this set's row kernels (packing is
   // repaid over the rows), measured with tools/bench/matmul_bench.cpp.
   int min_rows_q8_0 = 8;
@@ -95,6 +115,11 @@ struct DotKernels {
   DotRowsFn q6_k_rows = nullptr;
   // Optional kDotWeightRows x kDotRows tiles (nullptr: callers use the row versions).
   DotTileFn q8_0_tile = nullptr;
+  // Optional kDotWeights-weight-row versions for one activation row (nullptr: DotFn per row).
+  DotWeightsFn q8_0_weights = nullptr;
+  DotWeightsFn q4_k_weights = nullptr;
+  DotWeightsFn q5_k_weights = nullptr;
+  DotWeightsFn q6_k_weights = nullptr;
   // The activation quantizers this set's kernels are fed by; every set's produce the same
   // bytes as the scalar ones below.
   QuantizeQ8_0Fn quantize_q8_0 = nullptr;
@@ -112,6 +137,8 @@ DotFn dot_for(const DotKernels& kernels, DType weight_type);
 DotRowsFn dot_rows_for(const DotKernels& kernels, DType weight_type);
 // Its tile version, or nullptr.
 DotTileFn dot_tile_for(const DotKernels& kernels, DType weight_type);
+// Its weight-quad version, or nullptr.
+DotWeightsFn dot_weights_for(const DotKernels& kernels, DType weight_type);
 // Its packing and panel kernel with the panel's bytes per row of k elements; {} when none.
 struct PackedPath {
   PackFn pack = nullptr;

@@ -59,7 +59,7 @@ float dot_bf16(int64_t k, const std::byte* w_row, const void* x_row) {
   return sum;
 }
 
-// sum_blocks (d_w * d_x) * sum_i qw[i] * qx[i].
+// sum_blocks (d_w * d_x) * sum_i qw[i] * qx[i], accumulated as dot_kernels.h prescribes.
 float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
   const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
   const auto* x = static_cast<const ActBlockQ8_0*>(x_row);
@@ -67,7 +67,7 @@ float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
   for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
     int32_t sumi = 0;
     for (int i = 0; i < kQ8_0BlockElems; ++i) sumi += w[b].qs[i] * x[b].qs[i];
-    sum += quant::fp16_to_fp32(w[b].d) * x[b].d * static_cast<float>(sumi);
+    sum = std::fma(quant::fp16_to_fp32(w[b].d) * x[b].d, static_cast<float>(sumi), sum);
   }
   return sum;
 }
@@ -95,8 +95,8 @@ float dot_qk_4_5(int64_t k, const std::byte* w_row, const void* x_row) {
       sumi += sm.scale * s;
       summ += sm.min * (x[b].bsums[2 * sub] + x[b].bsums[2 * sub + 1]);
     }
-    sum += x[b].d * quant::fp16_to_fp32(w[b].d) * static_cast<float>(sumi) -
-           x[b].d * quant::fp16_to_fp32(w[b].dmin) * static_cast<float>(summ);
+    sum = std::fma(x[b].d * quant::fp16_to_fp32(w[b].d), static_cast<float>(sumi), sum);
+    sum = std::fma(-(x[b].d * quant::fp16_to_fp32(w[b].dmin)), static_cast<float>(summ), sum);
   }
   return sum;
 }
@@ -121,7 +121,7 @@ float dot_q6_k(int64_t k, const std::byte* w_row, const void* x_row) {
       }
       sumi += w[b].scales[group] * s;
     }
-    sum += x[b].d * quant::fp16_to_fp32(w[b].d) * static_cast<float>(sumi);
+    sum = std::fma(x[b].d * quant::fp16_to_fp32(w[b].d), static_cast<float>(sumi), sum);
   }
   return sum;
 }
@@ -214,12 +214,27 @@ DotTileFn dot_tile_for(const DotKernels& kernels, DType weight_type) {
   return weight_type == DType::Q8_0 ? kernels.q8_0_tile : nullptr;
 }
 
+DotWeightsFn dot_weights_for(const DotKernels& kernels, DType weight_type) {
+  switch (weight_type) {
+    case DType::Q8_0:
+      return kernels.q8_0_weights;
+    case DType::Q4_K:
+      return kernels.q4_k_weights;
+    case DType::Q5_K:
+      return kernels.q5_k_weights;
+    case DType::Q6_K:
+      return kernels.q6_k_weights;
+    default:
+      return nullptr;
+  }
+}
+
 PackedPath packed_path_for(const DotKernels& kernels, DType weight_type, int64_t k) {
   const PackedKernels& p = kernels.packed;
-  const auto k_quant = [&](PackFn pack) {
-    return pack == nullptr || p.gemm_k == nullptr
+  const auto k_quant = [&](PackFn pack, PackedGemmFn gemm) {
+    return pack == nullptr || gemm == nullptr
                ? PackedPath{}
-               : PackedPath{pack, p.gemm_k, static_cast<size_t>(k / quant::kQkK) * kPackedKBlockBytes, p.min_rows_k};
+               : PackedPath{pack, gemm, static_cast<size_t>(k / quant::kQkK) * kPackedKBlockBytes, p.min_rows_k};
   };
   switch (weight_type) {
     case DType::Q8_0:
@@ -227,11 +242,11 @@ PackedPath packed_path_for(const DotKernels& kernels, DType weight_type, int64_t
       return PackedPath{p.pack_q8_0, p.gemm_q8_0,
                         static_cast<size_t>(k / quant::kQ8_0BlockElems) * kPackedQ8_0BlockBytes, p.min_rows_q8_0};
     case DType::Q4_K:
-      return k_quant(p.pack_q4_k);
+      return k_quant(p.pack_q4_k, p.gemm_k);
     case DType::Q5_K:
-      return k_quant(p.pack_q5_k);
+      return k_quant(p.pack_q5_k, p.gemm_k);
     case DType::Q6_K:
-      return k_quant(p.pack_q6_k);
+      return k_quant(p.pack_q6_k, p.gemm_q6_k);
     default:
       return {};
   }
@@ -246,6 +261,10 @@ const DotKernels& scalar_dot_kernels() {
                                   dot_qk_4_5<false, BlockQ4K>,
                                   dot_qk_4_5<true, BlockQ5K>,
                                   dot_q6_k,
+                                  nullptr,
+                                  nullptr,
+                                  nullptr,
+                                  nullptr,
                                   nullptr,
                                   nullptr,
                                   nullptr,

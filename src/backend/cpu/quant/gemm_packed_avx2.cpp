@@ -21,7 +21,8 @@
 //       (256 B), for a vpmaddwd against the activation's adjacent bsums;
 //     d and dmin of the 8 rows as f32 (64 B).
 //   Q4_K/Q5_K: sc and mn are the 6-bit scale and min of the 32-element sub-block g / 2.
-//   Q6_K: sc is the 8-bit group scale, and the -32 offset becomes mn = 32 * sc with dmin = d.
+//   Q6_K: sc is the 8-bit group scale, and the -32 offset becomes mn = 32 * sc (subtracted in
+//   int32 before the float step, as the row kernels do).
 // The kernels' small loops carry `#pragma GCC unroll`: rolled, GCC keeps the per-row
 // accumulators in memory rather than registers (half the speed).
 // Tested against the reference mat_mul by tests/unit/backend/cpu_matmul_test.cpp.
@@ -253,7 +254,7 @@ void gemm_q8_0_rows(int64_t k, const std::byte* packed, const void* x_rows, size
 // K-quants: unsigned quants (<= 63) meet the signed activation directly in vpmaddubsw; two
 // steps' pair sums add in int16 (<= 2 * 2 * 63 * 127 = 32004) before vpmaddwd applies the
 // group scale. Per block and row, the integer sums are exact: |sum| <= 256 * 63 * 127 * 127.
-template <int kRows>
+template <bool kOffset, int kRows>
 void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, float* out,
                  size_t out_stride) {
   const BlockQ8K* x[kRows];
@@ -284,7 +285,7 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
       }
     }
     #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) acc[r] = panel::k_block_tail(blk, x[r][b], sum[r], acc[r]);
+    for (int r = 0; r < kRows; ++r) acc[r] = panel::k_block_tail<kOffset>(blk, x[r][b], sum[r], acc[r]);
   }
   #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) _mm256_storeu_ps(out + r * out_stride, acc[r]);
@@ -300,13 +301,14 @@ void gemm_q8_0(int64_t k, const std::byte* packed, const void* x_rows, size_t x_
   }
 }
 
+template <bool kOffset>
 void gemm_k(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, int n_rows, float* out,
             size_t out_stride) {
   switch (n_rows) {
-    case 1: return gemm_k_rows<1>(k, packed, x_rows, x_stride, out, out_stride);
-    case 2: return gemm_k_rows<2>(k, packed, x_rows, x_stride, out, out_stride);
-    case 3: return gemm_k_rows<3>(k, packed, x_rows, x_stride, out, out_stride);
-    default: return gemm_k_rows<4>(k, packed, x_rows, x_stride, out, out_stride);
+    case 1: return gemm_k_rows<kOffset, 1>(k, packed, x_rows, x_stride, out, out_stride);
+    case 2: return gemm_k_rows<kOffset, 2>(k, packed, x_rows, x_stride, out, out_stride);
+    case 3: return gemm_k_rows<kOffset, 3>(k, packed, x_rows, x_stride, out, out_stride);
+    default: return gemm_k_rows<kOffset, 4>(k, packed, x_rows, x_stride, out, out_stride);
   }
 }
 
@@ -319,7 +321,8 @@ PackedKernels avx2_packed_kernels() {
                        .pack_q5_k = pack_qk_4_5<true, BlockQ5K>,
                        .pack_q6_k = pack_q6_k,
                        .gemm_q8_0 = gemm_q8_0,
-                       .gemm_k = gemm_k,
+                       .gemm_k = gemm_k<false>,
+                       .gemm_q6_k = gemm_k<true>,
                        // NOTE(packed): matmul_bench 4096x4096, 2 threads, this VM (Zen 5), panels
                        // vs row kernels in GFLOP/s: Q8_0 at 8 rows 167 vs 81; Q4_K at 8 rows 115
                        // vs 152, at 16 rows 176 vs 157, at 32 rows 224 vs 167; Q6_K alike.

@@ -23,7 +23,10 @@ static_assert(kKDmin + 32 == kPackedKBlockBytes, "the K panel layout must fill i
 
 // acc + d * x.d * sums - dmin * x.d * mins, lane i for weight row i of the panel, where sums
 // are the block's scaled integer dot products and mins the vpmaddwd of the rows' min vectors
-// against the activation's adjacent per-16 sums (exact in int32).
+// against the activation's adjacent per-16 sums (exact in int32), in the steps of
+// dot_kernels.h ("Accumulation order"). kOffset (Q6_K, where dmin = d and the mins are the -32
+// offset): acc + d * x.d * (sums - mins), the offset taken out exactly in int32 first.
+template <bool kOffset>
 static inline __m256 k_block_tail(const std::byte* blk, const quant::BlockQ8K& x, __m256i sums, __m256 acc) {
   __m256i mins = _mm256_setzero_si256();
   #pragma GCC unroll 8
@@ -34,10 +37,14 @@ static inline __m256 k_block_tail(const std::byte* blk, const quant::BlockQ8K& x
     mins = _mm256_add_epi32(mins, _mm256_madd_epi16(mn, _mm256_set1_epi32(bsum_pair)));
   }
   const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(blk + kKD));
-  const __m256 dmin = _mm256_loadu_ps(reinterpret_cast<const float*>(blk + kKDmin));
   const __m256 xd = _mm256_set1_ps(x.d);
-  acc = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(sums), acc);
-  return _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(mins), acc);
+  if constexpr (kOffset) {
+    return _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, mins)), acc);
+  } else {
+    const __m256 dmin = _mm256_loadu_ps(reinterpret_cast<const float*>(blk + kKDmin));
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(sums), acc);
+    return _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(mins), acc);
+  }
 }
 
 }  // namespace gufo::cpu::fast::panel
