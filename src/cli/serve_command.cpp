@@ -34,7 +34,6 @@ struct ServeOptions {
   int threads = 0;
   std::string cache_type = "f16";
   bool no_prefix_cache = false;
-  bool batch_invariant = false;
   double grace_seconds = 5.0;
 };
 
@@ -75,7 +74,7 @@ int run_serve(ServeOptions options) {
     listener.join();
     return report_error(error);
   };
-  cpu::CpuBackend cpu(options.threads, options.batch_invariant);
+  cpu::CpuBackend cpu(options.threads);
   auto loaded = load_generation_model(options.model_path, cpu);
   if (!loaded.ok()) return fail(loaded.error());
   const engine::Model& model = *loaded->model;
@@ -144,8 +143,6 @@ Command register_serve(CLI::App& root) {
   app->add_option("--block-size", o->engine.block_size, "positions per KV block (a power of two)")
       ->check(CLI::IsMember({1, 2, 4, 8, 16, 32, 64, 128, 256}));
   app->add_flag("--no-prefix-cache", o->no_prefix_cache, "do not reuse KV blocks across requests");
-  app->add_flag("--batch-invariant", o->batch_invariant,
-                "a request's numbers do not depend on its batch or on prefix-cache hits (slower prefill)");
   app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
   app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
   app->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes")

@@ -63,10 +63,9 @@ void attend_sequence_rows(ThreadPool& pool, CpuKvCache& cache, int32_t layer, co
 
 // Attention for every row of the batch. A sequence with many rows in this batch (a prefill
 // chunk) takes the batched path; the others (decode steps of a continuous batch) go row by
-// row. The choice depends on the sequence's own rows only, so a sequence's numbers do not
-// change with what else shares the batch.
+// row. Both give a row the same bits (NOTE(attention_avx2)).
 void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const AttentionShape& shape,
-                const backend::Batch& batch, const float* q, float* out, int64_t row_stride, bool batch_invariant) {
+                const backend::Batch& batch, const float* q, float* out, int64_t row_stride) {
   std::vector<int32_t> seqs;
   std::vector<std::vector<int64_t>> rows_of;
   for (int64_t r = 0; r < batch.n_tokens(); ++r) {
@@ -80,7 +79,7 @@ void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Attent
   }
   std::vector<int64_t> single_rows;
   for (size_t s = 0; s < seqs.size(); ++s) {
-    if (!batch_invariant && attend_avx2_available() &&
+    if (attend_avx2_available() &&
         static_cast<int64_t>(rows_of[s].size()) >= kBatchAttentionMinRows) {
       attend_sequence_rows(pool, cache, layer, shape, batch, seqs[s], rows_of[s], q, out, row_stride);
     } else {
@@ -116,7 +115,7 @@ void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Attent
 
 }  // namespace
 
-CpuBackend::CpuBackend(int n_threads, bool batch_invariant) : pool_(n_threads), batch_invariant_(batch_invariant) {}
+CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
 bool CpuBackend::supports(const model::Node& node) const {
   if (node.op == model::Op::Weight) return quant::can_dequantize(node.weight->type);
@@ -200,7 +199,7 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
       }
       case model::Op::MatMul:
         GUFO_RETURN_IF_ERROR(mat_mul_fast(pool_, input(values, node, 0), node.rows, src_node(0).cols,
-                                          *src_node(1).weight, out.data(), !batch_invariant_));
+                                          *src_node(1).weight, out.data()));
         break;
       case model::Op::Add: {
         const model::Node& b = src_node(1);
@@ -250,7 +249,7 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         }
         const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv,
                                    .head_dim = p.head_dim, .scale = p.scale};
-        attend_all(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols, batch_invariant_);
+        attend_all(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols);
         break;
       }
       case model::Op::SwiGlu: {

@@ -12,11 +12,11 @@ namespace gufo::cpu {
 
 class CpuBackend final : public backend::Backend {
  public:
-  // batch_invariant: every row's numbers are what they would be alone (row kernels for all
-  // matmuls, row-by-row attention), so a request's greedy output does not depend on what it
-  // shares a batch or a prefix-cache hit with; prefill is slower (no packed panels, no
-  // batched attention). The MoE FFN is not covered (its expert batches stay packed).
-  explicit CpuBackend(int n_threads = 0, bool batch_invariant = false);
+  // A row's numbers do not depend on the batch it is in: the matmul kernels share one
+  // accumulation order (quant/dot_kernels.h) and so do the attention paths
+  // (NOTE(attention_avx2)), so a request's greedy output does not change with its batch-mates,
+  // its prefill chunks or a prefix-cache hit (tests/unit/model/paged_kv_test.cpp).
+  explicit CpuBackend(int n_threads = 0);
 
   std::string_view name() const override { return "cpu"; }
   bool supports(const model::Node& node) const override;
@@ -28,7 +28,6 @@ class CpuBackend final : public backend::Backend {
 
  private:
   ThreadPool pool_;
-  bool batch_invariant_;
 };
 
 }  // namespace gufo::cpu

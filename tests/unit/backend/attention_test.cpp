@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,11 +76,12 @@ TEST(CpuAttention, Avx2MatchesTheScalarReference) {
 
 // attend_rows_avx2 (prefill): many query rows of one sequence at their own positions, rows
 // out of order and with gaps, each KV head separately; every row must match attend() for that
-// row alone.
+// row alone, and equal attend_avx2's result for it bit for bit.
 TEST(CpuAttention, BatchedRowsMatchTheScalarReference) {
   if (!attend_avx2_available()) GTEST_SKIP() << "no AVX2 on this CPU";
   const Case cases[] = {{16, 8, 128, 130, 1.0f}, {12, 4, 20, 40, 1.0f}, {4, 2, 64, 70, 40.0f},
-                        {2, 2, 3, 9, 1.0f},      {24, 4, 64, 200, 1.0f}, {6, 2, 40, 65, 1.0f}};
+                        {2, 2, 3, 9, 1.0f},      {24, 4, 64, 200, 1.0f}, {6, 2, 40, 65, 1.0f},
+                        {8, 1, 80, 90, 1.0f},    {6, 2, 72, 33, 1.0f}};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (DType type : {DType::F16, DType::F32}) {
@@ -138,6 +140,19 @@ TEST(CpuAttention, BatchedRowsMatchTheScalarReference) {
           worst = std::max(worst, static_cast<double>(std::fabs(g - want[static_cast<size_t>(j)])));
         }
         EXPECT_LE(worst, 2e-5 * max_abs_v) << what << " row " << row_index[i] << " position " << positions[i];
+        // And bit for bit what attend_avx2 gives the row alone (a decode step, or a short
+        // chunk after a prefix-cache hit): NOTE(attention_avx2).
+        std::vector<float> alone(static_cast<size_t>(row_stride), NAN);
+        for (int64_t kv_head = 0; kv_head < c.n_head_kv; ++kv_head) {
+          attend_avx2(kv, shape, q.data() + row_index[i] * row_stride, positions[i], kv_head, kv_head + 1,
+                      ref_scratch.data(), alone.data());
+        }
+        int mismatches = 0;
+        for (int64_t j = 0; j < row_stride; ++j) {
+          mismatches += std::memcmp(&alone[static_cast<size_t>(j)],
+                                    &got[static_cast<size_t>(row_index[i] * row_stride + j)], sizeof(float)) != 0;
+        }
+        EXPECT_EQ(mismatches, 0) << what << " row " << row_index[i] << ": batched and alone differ";
       }
       // Rows the call was not given stay untouched.
       for (int64_t j = 0; j < row_stride; ++j) EXPECT_EQ(got[static_cast<size_t>(j)], 0.0f) << what;

@@ -4,11 +4,11 @@
 // tests/unit/backend/attention_test.cpp over random shapes, GQA groups and cache types.
 //
 // Differences from the scalar reference, all within float rounding:
-// - scores are computed for eight positions at once (one q load per eight K rows, one
-//   horizontal reduction per eight dot products), and the V mix keeps 32 output columns in
-//   registers across all positions;
-// - sums run in 8 lanes, and exp() is a polynomial (Cephes' expf, ~1 ulp on the softmax's
-//   range of x <= 0) evaluated 8 at a time.
+// - scores are computed for eight positions at once (a lane per position, fused multiply-adds
+//   in element order), and the V mix keeps 32 output columns in registers across all
+//   positions (fused multiply-adds in position order);
+// - exp() is a polynomial (Cephes' expf, ~1 ulp on the softmax's range of x <= 0) evaluated
+//   8 at a time, and the softmax sum runs in 8 lanes.
 //
 // NOTE(avx2): no inline function from a shared header and no std:: algorithm is used here
 // (see quant/dot_avx2.cpp: the linker could keep this file's AVX2 copy for the whole program).
@@ -22,6 +22,7 @@
 namespace gufo::cpu {
 namespace {
 
+using avx2::fma1;
 using avx2::hmax;
 using avx2::hsum;
 
@@ -67,55 +68,84 @@ const void* cache_row(const void* base, bool f16, int64_t index) {
   return static_cast<const float*>(base) + index;
 }
 
-// q · k over head_dim for one position (the tail positions of score_head).
-float dot_row(const float* q, const void* k_row, bool f16, int64_t head_dim) {
-  const int64_t vec_end = head_dim - head_dim % 8;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t j = 0; j < vec_end; j += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + j), load8(k_row, f16, j), acc);
-  float dot = hsum(acc);
-  for (int64_t j = vec_end; j < head_dim; ++j) dot += q[j] * load1(k_row, f16, j);
-  return dot;
+// rows[i] holds elements j..j+7 of K row i; afterwards rows[m] holds element j+m of rows 0..7.
+void transpose8(__m256 rows[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(rows[0], rows[1]);
+  const __m256 t1 = _mm256_unpackhi_ps(rows[0], rows[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(rows[2], rows[3]);
+  const __m256 t3 = _mm256_unpackhi_ps(rows[2], rows[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(rows[4], rows[5]);
+  const __m256 t5 = _mm256_unpackhi_ps(rows[4], rows[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(rows[6], rows[7]);
+  const __m256 t7 = _mm256_unpackhi_ps(rows[6], rows[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  rows[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  rows[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  rows[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  rows[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  rows[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  rows[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  rows[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  rows[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-// scores[p] = scale · q · k_p for p < n_pos, eight positions at a time: eight accumulators,
-// one q load per eight K rows, and one horizontal reduction for all eight.
-void score_head(const KvView& kv, bool f16, int64_t kv_offset, const float* q, int64_t head_dim, int64_t n_pos,
-                float scale, float* scores) {
+// NOTE(attention_avx2): every path computes a score as score_tile does (below): with a lane
+// per position, acc = fma(q[j], k_p[j], acc) for j = 0, 1, ..., head_dim - 1, then acc * scale;
+// and an output column as mix_tile does: acc = fma(w_p, v_p[j], acc) for p = 0, 1, ...,
+// n_pos - 1. Softmax is one function. So a row's attention is the same bits whether it ran
+// alone (decode, short chunks: attend_avx2) or in a prefill batch (attend_rows_avx2), which
+// the server's prefix cache and continuous batching rely on.
+
+// scores[a][p] = scale * q_a . k_p for kQueries query heads of one KV head and p < n_pos, read
+// from the cache eight positions at a time: each 8 x 8 piece of K is transposed in registers
+// and then serves every query head.
+template <int kQueries>
+void score_heads(const KvView& kv, bool f16, int64_t kv_offset, const float* const* q, int64_t head_dim,
+                 int64_t n_pos, float scale, float* const* scores) {
   const int64_t vec_end = head_dim - head_dim % 8;
   const __m256 vscale = _mm256_set1_ps(scale);
-  int64_t p = 0;
-  for (; p + 8 <= n_pos; p += 8) {
+  for (int64_t p = 0; p < n_pos; p += 8) {
+    const int64_t n = n_pos - p < 8 ? n_pos - p : 8;
     const void* rows[8];
-    __m256 acc[8];
     for (int i = 0; i < 8; ++i) {
-      rows[i] = cache_row(kv.k, f16, kv.row_offset(p + i) + kv_offset);
-      acc[i] = _mm256_setzero_ps();
+      // Lanes past the last position repeat row p; their scores are never stored.
+      rows[i] = cache_row(kv.k, f16, kv.row_offset(p + (i < n ? i : 0)) + kv_offset);
     }
-    for (int64_t j = 0; j < vec_end; j += 8) {
-      const __m256 q8 = _mm256_loadu_ps(q + j);
-      for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(q8, load8(rows[i], f16, j), acc[i]);
-    }
-    // hadd tree: lanes of `sums` are the eight dot products, in position order.
-    const __m256 h01 = _mm256_hadd_ps(acc[0], acc[1]);
-    const __m256 h23 = _mm256_hadd_ps(acc[2], acc[3]);
-    const __m256 h45 = _mm256_hadd_ps(acc[4], acc[5]);
-    const __m256 h67 = _mm256_hadd_ps(acc[6], acc[7]);
-    const __m256 h0123 = _mm256_hadd_ps(h01, h23);
-    const __m256 h4567 = _mm256_hadd_ps(h45, h67);
-    __m256 sums = _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20), _mm256_permute2f128_ps(h0123, h4567, 0x31));
-    if (vec_end < head_dim) {
-      alignas(32) float tails[8];
-      for (int i = 0; i < 8; ++i) {
-        float t = 0.0f;
-        for (int64_t j = vec_end; j < head_dim; ++j) t += q[j] * load1(rows[i], f16, j);
-        tails[i] = t;
+    __m256 acc[kQueries];
+    #pragma GCC unroll 4
+    for (int a = 0; a < kQueries; ++a) acc[a] = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j < vec_end; j += 8) {
+      __m256 k[8];
+      #pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) k[i] = load8(rows[i], f16, j);
+      transpose8(k);
+      #pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m) {
+        #pragma GCC unroll 4
+        for (int a = 0; a < kQueries; ++a) acc[a] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[a] + j + m), k[m], acc[a]);
       }
-      sums = _mm256_add_ps(sums, _mm256_load_ps(tails));
     }
-    _mm256_storeu_ps(scores + p, _mm256_mul_ps(sums, vscale));
-  }
-  for (; p < n_pos; ++p) {
-    scores[p] = dot_row(q, cache_row(kv.k, f16, kv.row_offset(p) + kv_offset), f16, head_dim) * scale;
+    for (; j < head_dim; ++j) {
+      const __m256 k = _mm256_setr_ps(load1(rows[0], f16, j), load1(rows[1], f16, j), load1(rows[2], f16, j),
+                                      load1(rows[3], f16, j), load1(rows[4], f16, j), load1(rows[5], f16, j),
+                                      load1(rows[6], f16, j), load1(rows[7], f16, j));
+      #pragma GCC unroll 4
+      for (int a = 0; a < kQueries; ++a) acc[a] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[a] + j), k, acc[a]);
+    }
+    #pragma GCC unroll 4
+    for (int a = 0; a < kQueries; ++a) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, _mm256_mul_ps(acc[a], vscale));
+      for (int64_t i = 0; i < n; ++i) scores[a][p + i] = lanes[i];
+    }
   }
 }
 
@@ -174,7 +204,7 @@ void mix_head(const KvView& kv, bool f16, int64_t kv_offset, const float* weight
   }
   for (; j < head_dim; ++j) {
     float a = 0.0f;
-    for (int64_t p = 0; p < n_pos; ++p) a += weights[p] * load1(cache_row(kv.v, f16, kv.row_offset(p) + kv_offset), f16, j);
+    for (int64_t p = 0; p < n_pos; ++p) a = fma1(weights[p], load1(cache_row(kv.v, f16, kv.row_offset(p) + kv_offset), f16, j), a);
     out[j] = a;
   }
 }
@@ -273,7 +303,7 @@ void mix_tile(const float* v, int64_t head_dim, const float* const* weights, int
     #pragma GCC unroll 8
     for (int a = 0; a < kQueries; ++a) {
       float sum = 0.0f;
-      for (int64_t p = 0; p < n_pos; ++p) sum += weights[a][p] * v[p * head_dim + j];
+      for (int64_t p = 0; p < n_pos; ++p) sum = fma1(weights[a][p], v[p * head_dim + j], sum);
       out[a][j] = sum;
     }
   }
@@ -346,12 +376,24 @@ void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, 
   const int64_t n_pos = static_cast<int64_t>(position) + 1;
   for (int64_t kv_head = kv_head_first; kv_head < kv_head_end; ++kv_head) {
     const int64_t kv_offset = kv_head * shape.head_dim;
-    // The group's heads one after the other: the K and V rows they share stay in L1/L2.
-    for (int64_t g = 0; g < group; ++g) {
-      const int64_t head = kv_head * group + g;
-      score_head(kv, f16, kv_offset, q + head * shape.head_dim, shape.head_dim, n_pos, shape.scale, scratch);
-      softmax(scratch, n_pos);
-      mix_head(kv, f16, kv_offset, scratch, shape.head_dim, n_pos, out + head * shape.head_dim);
+    // The group's query heads up to four at a time share each transposed piece of K; the
+    // V rows they share stay in L1/L2.
+    for (int64_t g = 0; g < group;) {
+      const int64_t n = group - g >= 4 ? 4 : (group - g >= 2 ? 2 : 1);
+      const float* qs[4];
+      float* scores[4];
+      for (int64_t a = 0; a < n; ++a) {
+        qs[a] = q + (kv_head * group + g + a) * shape.head_dim;
+        scores[a] = scratch + a * n_pos;
+      }
+      if (n == 4) score_heads<4>(kv, f16, kv_offset, qs, shape.head_dim, n_pos, shape.scale, scores);
+      if (n == 2) score_heads<2>(kv, f16, kv_offset, qs, shape.head_dim, n_pos, shape.scale, scores);
+      if (n == 1) score_heads<1>(kv, f16, kv_offset, qs, shape.head_dim, n_pos, shape.scale, scores);
+      for (int64_t a = 0; a < n; ++a) {
+        softmax(scores[a], n_pos);
+        mix_head(kv, f16, kv_offset, scores[a], shape.head_dim, n_pos, out + (kv_head * group + g + a) * shape.head_dim);
+      }
+      g += n;
     }
   }
 }

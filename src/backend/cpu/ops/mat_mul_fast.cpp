@@ -35,7 +35,7 @@ constexpr int64_t kPanelsPerSweep = 4;
 }  // namespace
 
 Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const float* x, int64_t rows,
-                    int64_t k, const model::Weight& w, float* out, bool allow_packed) {
+                    int64_t k, const model::Weight& w, float* out) {
   if (w.cols != k) return Error{"mat_mul_fast: '" + w.name + "' has the wrong width"};
   if (rows < 0 || k < 0) return Error{"mat_mul_fast: negative shape for '" + w.name + "'"};
   const fast::DotFn dot = fast::dot_for(kernels, w.type);
@@ -93,7 +93,7 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
   // Batches: whole panels of kPackedWeightRows weight rows through the packed kernels.
   int64_t n_done = 0;
   const fast::PackedPath packed = fast::packed_path_for(kernels, w.type, k);
-  if (allow_packed && packed.gemm != nullptr && rows >= packed.min_rows) {
+  if (packed.gemm != nullptr && rows >= packed.min_rows) {
     const int64_t n_panels = n_out / fast::kPackedWeightRows;
     pool.parallel_for(n_panels, kPanelsPerSweep, [&](int64_t begin, int64_t end) {
       thread_local std::vector<std::byte> scratch;
@@ -171,9 +171,9 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
 }
 
 Status mat_mul_fast(ThreadPool& pool, const float* x, int64_t rows, int64_t k,
-                    const model::Weight& w, float* out, bool allow_packed) {
+                    const model::Weight& w, float* out) {
   return mat_mul_fast(pool, fast::best_dot_kernels(fast::detected_cpu_features()), x, rows, k, w,
-                      out, allow_packed);
+                      out);
 }
 
 }  // namespace gufo::cpu

@@ -37,14 +37,13 @@ Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const 
 // F32/F16/BF16 weights keep f32 activations (results differ from mat_mul only by the order of
 // the sums); Q8_0 and the K-quants dot against the activation quantized to 8 bits per block
 // (error bounded in tests/unit/backend/cpu_matmul_test.cpp). Defined in mat_mul_fast.cpp.
-// `allow_packed` false keeps batches on the row kernels, whose result for a row is the
-// one-row kernel's bit for bit whatever else is in the batch (batch invariance); the packed
-// panels sum in another order.
+// For the quantized types a row's result is the same bits in any batch and with any kernel set
+// (quant/dot_kernels.h, "Accumulation order").
 Status mat_mul_fast(ThreadPool& pool, const float* x, int64_t rows, int64_t k,
-                    const model::Weight& w, float* out, bool allow_packed = true);
+                    const model::Weight& w, float* out);
 // As above with an explicit kernel set (tests pin the scalar or the AVX2 set).
 Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const float* x,
-                    int64_t rows, int64_t k, const model::Weight& w, float* out, bool allow_packed = true);
+                    int64_t rows, int64_t k, const model::Weight& w, float* out);
 
 // In place on x [rows, n_heads * head_dim]: rotates each head's pairs by position · θ_i with
 // θ_i = theta^(-2i/head_dim) / freq_factors[i] (factors may be null).
@@ -91,7 +90,7 @@ void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32
 // The same with AVX2/FMA/F16C (attention_avx2.cpp; x86 builds only, and only on CPUs that
 // have them) for the query heads of KV heads [kv_head_first, kv_head_end) only, so a decode
 // step can spread the heads over threads: GQA heads share each cache row, exp by polynomial;
-// equal to attend() up to float rounding.
+// equal to attend() up to float rounding, and to attend_rows_avx2 bit for bit.
 void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
                  int64_t kv_head_first, int64_t kv_head_end, float* scratch, float* out);
 // Query rows of one sequence, for attend_rows_avx2: row i is q + row_index[i] * row_stride
@@ -109,7 +108,7 @@ struct AttentionRows {
 // every row, instead of each row converting the f16 cache again; keys are stored transposed so
 // that scores come eight positions per vector for up to four query heads at once. scratch
 // holds attention_rows_scratch_floats(largest position) floats. Equal to attend() up to
-// rounding.
+// rounding, and for each row to attend_avx2 bit for bit.
 int64_t attention_rows_scratch_floats(int32_t max_position);
 void attend_rows_avx2(const KvView& kv, const AttentionShape& shape, const AttentionRows& rows, int64_t kv_head,
                       std::vector<float>& head_kv, float* scratch);
