@@ -2,6 +2,7 @@
 // dot) against mat_mul_fast (SIMD dots, quantized activations) for every weight type, at the
 // decode shape (1 x 4096 times 4096 x 4096) and prefill shapes (64 and 512 rows), on 2 threads.
 // Usage: matmul_bench [--benchmark_filter=...]; reports GFLOP/s (2 * rows * k * n_out per call).
+#include <cstdlib>
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -19,8 +20,10 @@ namespace {
 
 using gufo::DType;
 
-constexpr int64_t kK = 4096;
-constexpr int64_t kNOut = 4096;
+// The shape: 4096 x 4096 unless GUFO_BENCH_K / GUFO_BENCH_N say otherwise (e.g. a model's
+// output projection, 1024 x 151936, to see decode from memory rather than from L3).
+const int64_t kK = std::getenv("GUFO_BENCH_K") ? std::atoll(std::getenv("GUFO_BENCH_K")) : 4096;
+const int64_t kNOut = std::getenv("GUFO_BENCH_N") ? std::atoll(std::getenv("GUFO_BENCH_N")) : 4096;
 constexpr int kThreads = 2;
 
 struct BenchWeight {

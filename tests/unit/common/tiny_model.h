@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "tests/unit/common/temp_path.h"
 #include "engine/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,8 +20,7 @@ namespace gufo::testing {
 
 inline std::string convert_tiny_model(const std::string& name, const std::string& outtype) {
   namespace fs = std::filesystem;
-  const fs::path gguf = fs::temp_directory_path() /
-                        ("gufo_tiny_" + name + "_" + outtype + "_" + std::to_string(::getpid()) + ".gguf");
+  const fs::path gguf = process_temp_path("gufo_tiny_" + name + "_" + outtype, ".gguf");
   if (!fs::exists(gguf)) {
     const fs::path dir = fs::path(GUFO_TEST_DATA_DIR) / "models" / name;
     const std::string command = std::string(GUFO_BINARY) + " convert '" + dir.string() + "' -o '" + gguf.string() +

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "tests/unit/common/temp_path.h"
 #include "engine/chat.h"
 #include "engine/model.h"
 #include "tokenizer/tokenizer.h"
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 
 // A tiny model converted to f32 once per test process.
 std::string tiny_gguf(const std::string& name) {
-  const fs::path gguf = fs::temp_directory_path() / ("gufo_chat_" + name + "_" + std::to_string(::getpid()) + ".gguf");
+  const fs::path gguf = testing::process_temp_path("gufo_chat_" + name, ".gguf");
   if (!fs::exists(gguf)) {
     const fs::path dir = fs::path(GUFO_TEST_DATA_DIR) / "models" / name;
     const std::string command = std::string(GUFO_BINARY) + " convert '" + dir.string() + "' -o '" + gguf.string() +

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "tests/unit/common/temp_path.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "tokenizer/tokenizer.h"
@@ -42,7 +43,7 @@ TEST_P(GreedyTest, MatchesTransformersGreedyTokens) {
   const auto prompt = greedy.at("prompt_tokens").get<std::vector<int32_t>>();
   const auto expected = greedy.at("new_tokens").get<std::vector<int32_t>>();
 
-  const fs::path gguf = fs::temp_directory_path() / (std::string("gufo_greedy_") + GetParam() + "_" + std::to_string(::getpid()) + ".gguf");
+  const fs::path gguf = testing::process_temp_path(std::string("gufo_greedy_") + GetParam(), ".gguf");
   const std::string command = std::string(GUFO_BINARY) + " convert '" + dir.string() + "' -o '" +
                               gguf.string() + "' --outtype f32";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "tests/unit/common/temp_path.h"
 #include "core/npy.h"
 #include "engine/model.h"
 #include "engine/validate_prefill.h"
@@ -44,8 +45,7 @@ Reference load_reference(const fs::path& dir) {
 
 // Converts a Hugging Face folder with the real binary, as a user would.
 std::string convert(const fs::path& dir, const std::string& outtype) {
-  const fs::path out = fs::temp_directory_path() /
-                       ("gufo_forward_" + dir.filename().string() + "_" + outtype + "_" + std::to_string(::getpid()) + ".gguf");
+  const fs::path out = testing::process_temp_path("gufo_forward_" + dir.filename().string() + "_" + outtype, ".gguf");
   const std::string command = std::string(GUFO_BINARY) + " convert '" + dir.string() + "' -o '" +
                               out.string() + "' --outtype " + outtype;
   EXPECT_EQ(std::system(command.c_str()), 0) << command;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "tests/unit/common/temp_path.h"
 #include "backend/cpu/ops/moe.h"
 #include "backend/cpu/ops/ops.h"
 #include "engine/generate.h"
@@ -148,7 +149,7 @@ TEST(MoeFfn, MatchesPlainPerTokenReference) {
 fs::path moe_dir() { return fs::path(GUFO_TEST_DATA_DIR) / "models" / "tiny-qwen3-moe"; }
 
 std::string convert_moe(const std::string& tag) {
-  const fs::path out = fs::temp_directory_path() / ("gufo_moe_test_" + tag + "_" + std::to_string(::getpid()) + ".gguf");
+  const fs::path out = testing::process_temp_path("gufo_moe_test_" + tag, ".gguf");
   const std::string command = std::string(GUFO_BINARY) + " convert '" + moe_dir().string() + "' -o '" +
                               out.string() + "' --outtype f32";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
@@ -191,7 +192,7 @@ std::string rewrite(const gguf::File& good, const std::string& tag,
                        .data = info.bytes(), .fill = {}});
   }
   edit(writer);
-  const std::string path = (fs::temp_directory_path() / ("gufo_moe_bad_" + tag + "_" + std::to_string(::getpid()) + ".gguf")).string();
+  const std::string path = testing::process_temp_path("gufo_moe_bad_" + tag, ".gguf").string();
   const Status written = writer.write(path);
   EXPECT_TRUE(written.ok()) << written.error().message;
   return path;

@@ -21,6 +21,8 @@ using avx2::hsum;
 using avx2::hsum_i32;
 using avx2::hsum_i32x4;
 using avx2::k_min_sums;
+using avx2::prefetch_ahead;
+using avx2::quad_prefetch_distance;
 using avx2::repeat_i16_control;
 using avx2::unpack_scales_mins_i16;
 using quant::BlockQ4K;
@@ -147,12 +149,18 @@ void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const
   const BlockQ8_0* w[4];
   for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const BlockQ8_0*>(w_rows + static_cast<size_t>(i) * w_stride);
   const auto* x = static_cast<const ActBlockQ8_0*>(x_row);
+  const size_t ahead = quad_prefetch_distance(w_stride);
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
     const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     __m256i sums[4];
     #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) sums[i] = dot32_i8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i][b].qs)), qx);
+    for (int i = 0; i < 4; ++i) {
+      // One line per block and row: a 34-byte block never spans more than two lines, and the
+      // next block's prefetch covers the second.
+      prefetch_ahead(&w[i][b], 1, ahead);
+      sums[i] = dot32_i8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i][b].qs)), qx);
+    }
     const __m128 scale = _mm_mul_ps(four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d), _mm_set1_ps(x[b].d));
     acc = _mm_fmadd_ps(scale, _mm_cvtepi32_ps(hsum_i32x4(sums[0], sums[1], sums[2], sums[3])), acc);
   }
@@ -402,13 +410,17 @@ void dot_k_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const vo
   const Block* w[4];
   for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const Block*>(w_rows + static_cast<size_t>(i) * w_stride);
   const auto* x = static_cast<const BlockQ8K*>(x_row);
+  const size_t ahead = quad_prefetch_distance(w_stride);
   __m128 acc = _mm_setzero_ps();  // lane i: weight row i
   for (int64_t b = 0; b < k / kQkK; ++b) {
     const BlockQ8K* xb[1] = {&x[b]};
     __m256i sums[4];
     __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
     #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) k_block_sums<Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
+    for (int i = 0; i < 4; ++i) {
+      prefetch_ahead(&w[i][b], sizeof(Block), ahead);
+      k_block_sums<Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
+    }
     const __m128 xd = _mm_set1_ps(x[b].d);
     __m128 dmin = _mm_setzero_ps();
     if constexpr (kHasMins<Block>) dmin = four_halves(w[0][b].dmin, w[1][b].dmin, w[2][b].dmin, w[3][b].dmin);

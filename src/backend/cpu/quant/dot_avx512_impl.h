@@ -49,6 +49,8 @@ using avx2::fma1;
 using avx2::hsum_i32;
 using avx2::hsum_i32x4;
 using avx2::k_min_sums;
+using avx2::prefetch_ahead;
+using avx2::quad_prefetch_distance;
 using avx2::unpack_scales_mins_i16;
 using quant::BlockQ4K;
 using quant::BlockQ5K;
@@ -341,13 +343,17 @@ void dot_k_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const vo
   const Block* w[4];
   for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const Block*>(w_rows + static_cast<size_t>(i) * w_stride);
   const auto* x = static_cast<const BlockQ8K*>(x_row);
+  const size_t ahead = quad_prefetch_distance(w_stride);
   __m128 acc = _mm_setzero_ps();  // lane i: weight row i
   for (int64_t b = 0; b < k / kQkK; ++b) {
     const BlockQ8K* xb[1] = {&x[b]};
     __m512i sums[4];
     __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
     #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) k_block_sums<kVnni, Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
+    for (int i = 0; i < 4; ++i) {
+      prefetch_ahead(&w[i][b], sizeof(Block), ahead);
+      k_block_sums<kVnni, Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
+    }
     const __m128 xd = _mm_set1_ps(x[b].d);
     __m128 dmin = _mm_setzero_ps();
     if constexpr (kHasMins<Block>) dmin = four_halves(w[0][b].dmin, w[1][b].dmin, w[2][b].dmin, w[3][b].dmin);
@@ -367,6 +373,7 @@ void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const
   for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const BlockQ8_0*>(w_rows + static_cast<size_t>(i) * w_stride);
   const auto* x = static_cast<const ActBlockQ8_0*>(x_row);
   const int64_t n_blocks = k / kQ8_0BlockElems;
+  const size_t ahead = quad_prefetch_distance(w_stride);
   __m128 acc = _mm_setzero_ps();
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) {
@@ -374,6 +381,7 @@ void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const
     __m512i sums[4];
     #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
+      prefetch_ahead(&w[i][b], 2 * sizeof(BlockQ8_0), ahead);
       const __m512i qw = load_halves(w[i][b].qs, w[i][b + 1].qs);
       const __m512i x_signed = _mm512_mask_sub_epi8(qx, _mm512_movepi8_mask(qw), _mm512_setzero_si512(), qx);
       sums[i] = dot_u8_i8<kVnni>(_mm512_setzero_si512(), _mm512_abs_epi8(qw), x_signed);
