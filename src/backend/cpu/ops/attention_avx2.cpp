@@ -25,6 +25,7 @@ namespace {
 using avx2::fma1;
 using avx2::hmax;
 using avx2::hsum;
+using avx2::transpose8x8;
 
 // Eight elements of a cache row (f16 or f32) as f32.
 __m256 load8(const void* row, bool f16, int64_t j) {
@@ -68,34 +69,6 @@ const void* cache_row(const void* base, bool f16, int64_t index) {
   return static_cast<const float*>(base) + index;
 }
 
-// rows[i] holds elements j..j+7 of K row i; afterwards rows[m] holds element j+m of rows 0..7.
-void transpose8(__m256 rows[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(rows[0], rows[1]);
-  const __m256 t1 = _mm256_unpackhi_ps(rows[0], rows[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(rows[2], rows[3]);
-  const __m256 t3 = _mm256_unpackhi_ps(rows[2], rows[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(rows[4], rows[5]);
-  const __m256 t5 = _mm256_unpackhi_ps(rows[4], rows[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(rows[6], rows[7]);
-  const __m256 t7 = _mm256_unpackhi_ps(rows[6], rows[7]);
-  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
-  const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
-  const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
-  const __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
-  const __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-  rows[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-  rows[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-  rows[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-  rows[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-  rows[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-  rows[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-  rows[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-  rows[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 // NOTE(attention_avx2): every path computes a score as score_tile does (below): with a lane
 // per position, acc = fma(q[j], k_p[j], acc) for j = 0, 1, ..., head_dim - 1, then acc * scale;
 // and an output column as mix_tile does: acc = fma(w_p, v_p[j], acc) for p = 0, 1, ...,
@@ -126,7 +99,7 @@ void score_heads(const KvView& kv, bool f16, int64_t kv_offset, const float* con
       __m256 k[8];
       #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) k[i] = load8(rows[i], f16, j);
-      transpose8(k);
+      transpose8x8(k);  // k[m]: element j + m of the eight rows
       #pragma GCC unroll 8
       for (int m = 0; m < 8; ++m) {
         #pragma GCC unroll 4

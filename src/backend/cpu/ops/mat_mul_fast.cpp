@@ -13,7 +13,6 @@
 // Batches of PackedPath::min_rows rows or more (per kernel set and type) go through packed
 // weight panels instead when the kernel set has them (dot_kernels.h, "Packed weight panels"), for all whole panels.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -42,7 +41,7 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
   const fast::DotFn dot = fast::dot_for(kernels, w.type);
   const fast::DotRowsFn dot_rows = fast::dot_rows_for(kernels, w.type);  // may be nullptr
   const fast::DotTileFn dot_tile = fast::dot_tile_for(kernels, w.type);  // may be nullptr
-  const fast::DotWeightsFn dot_weights = std::getenv("GUFO_NO_QUADS") ? nullptr : fast::dot_weights_for(kernels, w.type);  // may be nullptr
+  const fast::DotWeightsFn dot_weights = fast::dot_weights_for(kernels, w.type);  // may be nullptr
   const fast::ActivationFormat format = fast::activation_format(w.type);
   if (dot == nullptr || format == fast::ActivationFormat::Unsupported) {
     return Error{"mat_mul_fast: '" + w.name + "' has type " + std::string(dtype_name(w.type)) +

@@ -13,6 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#include "quant/blocks.h"
 
 // For the kernels' small helpers that GCC would otherwise call out of line, passing vectors
 // through memory (the K-quant weight quads ran 50% slower so).
@@ -137,6 +140,62 @@ static inline size_t quad_prefetch_distance(size_t w_stride) {
 static inline void prefetch_ahead(const void* at, size_t bytes, size_t ahead) {
   const char* p = static_cast<const char*>(at) + ahead;
   for (size_t offset = 0; offset < bytes; offset += 64) _mm_prefetch(p + offset, _MM_HINT_T0);
+}
+
+// The block scales of four weight blocks (lanes 0..3) from their f16 bits.
+static inline __m128 four_halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(a), static_cast<int16_t>(b), static_cast<int16_t>(c),
+                                     static_cast<int16_t>(d), 0, 0, 0, 0));
+}
+
+// Q6_K has no min term (its -32 offset is inside S).
+template <typename Block>
+constexpr bool kHasMins = !std::is_same_v<Block, quant::BlockQ6K>;
+
+template <typename Block>
+static inline float dmin_of(const Block& w) {
+  if constexpr (kHasMins<Block>) {
+    return half_to_float(w.dmin);
+  } else {
+    return 0.0f;
+  }
+}
+
+// The float steps of one K block for four accumulators (lanes), given x.d * d, x.d * dmin
+// and the integer sums S and M per lane, in the order of dot_kernels.h.
+template <bool kMins>
+static inline __m128 k_steps4(__m128 acc, __m128 xd_d, __m128 xd_dmin, __m128i s, __m128i m) {
+  acc = _mm_fmadd_ps(xd_d, _mm_cvtepi32_ps(s), acc);
+  if constexpr (kMins) acc = _mm_fnmadd_ps(xd_dmin, _mm_cvtepi32_ps(m), acc);
+  return acc;
+}
+
+// rows[i] holds 8 elements of row i; afterwards rows[m] holds element m of rows 0..7.
+static inline void transpose8x8(__m256 rows[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(rows[0], rows[1]);
+  const __m256 t1 = _mm256_unpackhi_ps(rows[0], rows[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(rows[2], rows[3]);
+  const __m256 t3 = _mm256_unpackhi_ps(rows[2], rows[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(rows[4], rows[5]);
+  const __m256 t5 = _mm256_unpackhi_ps(rows[4], rows[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(rows[6], rows[7]);
+  const __m256 t7 = _mm256_unpackhi_ps(rows[6], rows[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  rows[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  rows[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  rows[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  rows[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  rows[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  rows[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  rows[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  rows[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
 static inline float hsum128(__m128 s) {

@@ -18,9 +18,13 @@ namespace {
 using avx2::half_to_float;
 using avx2::fma1;
 using avx2::hsum;
+using avx2::dmin_of;
+using avx2::four_halves;
 using avx2::hsum_i32;
 using avx2::hsum_i32x4;
 using avx2::k_min_sums;
+using avx2::k_steps4;
+using avx2::kHasMins;
 using avx2::prefetch_ahead;
 using avx2::quad_prefetch_distance;
 using avx2::repeat_i16_control;
@@ -133,12 +137,6 @@ float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
     acc = fma1(half_to_float(w[b].d) * x[b].d, static_cast<float>(hsum_i32(q8_0_block_sums(w[b], x[b]))), acc);
   }
   return acc;
-}
-
-// The block scales of four weight blocks (lanes 0..3) from their f16 bits.
-GUFO_KERNEL_INLINE __m128 four_halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
-  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(a), static_cast<int16_t>(b), static_cast<int16_t>(c),
-                                     static_cast<int16_t>(d), 0, 0, 0, 0));
 }
 
 // kDotWeights = 4 weight rows against one activation row: lane i of the accumulator is weight
@@ -335,9 +333,6 @@ GUFO_KERNEL_INLINE void q6_k_block_sums(const BlockQ6K& w, const BlockQ8K* const
   }
 }
 
-// Q6_K has no min term (its -32 offset is inside S).
-template <typename Block>
-constexpr bool kHasMins = !std::is_same_v<Block, BlockQ6K>;
 
 // The block sums of weight block w against kRows activation blocks, for either family.
 template <typename Block, int kRows>
@@ -349,23 +344,7 @@ GUFO_KERNEL_INLINE void k_block_sums(const Block& w, const BlockQ8K* const* x, _
   }
 }
 
-// The float steps of one K block for four accumulators (lanes), given x.d * d, x.d * dmin
-// and the integer sums S and M per lane.
-template <bool kMins>
-GUFO_KERNEL_INLINE __m128 k_steps4(__m128 acc, __m128 xd_d, __m128 xd_dmin, __m128i s, __m128i m) {
-  acc = _mm_fmadd_ps(xd_d, _mm_cvtepi32_ps(s), acc);
-  if constexpr (kMins) acc = _mm_fnmadd_ps(xd_dmin, _mm_cvtepi32_ps(m), acc);
-  return acc;
-}
 
-template <typename Block>
-GUFO_KERNEL_INLINE float dmin_of(const Block& w) {
-  if constexpr (kHasMins<Block>) {
-    return half_to_float(w.dmin);
-  } else {
-    return 0.0f;
-  }
-}
 
 template <typename Block>
 float dot_k(int64_t k, const std::byte* w_row, const void* x_row) {

@@ -53,27 +53,10 @@ static_assert(kLanes == 8, "one 32-bit lane of a 256-bit vector per weight row")
 
 // rows[i] holds dwords 0..7 of row i; afterwards rows[j] holds dword j of rows 0..7.
 void transpose8x32(__m256i rows[8]) {
-  __m256i t[8];
-  for (int p = 0; p < 4; ++p) {
-    t[2 * p] = _mm256_unpacklo_epi32(rows[2 * p], rows[2 * p + 1]);
-    t[2 * p + 1] = _mm256_unpackhi_epi32(rows[2 * p], rows[2 * p + 1]);
-  }
-  const __m256i u0 = _mm256_unpacklo_epi64(t[0], t[2]);
-  const __m256i u1 = _mm256_unpackhi_epi64(t[0], t[2]);
-  const __m256i u2 = _mm256_unpacklo_epi64(t[1], t[3]);
-  const __m256i u3 = _mm256_unpackhi_epi64(t[1], t[3]);
-  const __m256i u4 = _mm256_unpacklo_epi64(t[4], t[6]);
-  const __m256i u5 = _mm256_unpackhi_epi64(t[4], t[6]);
-  const __m256i u6 = _mm256_unpacklo_epi64(t[5], t[7]);
-  const __m256i u7 = _mm256_unpackhi_epi64(t[5], t[7]);
-  rows[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-  rows[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-  rows[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-  rows[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-  rows[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-  rows[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-  rows[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-  rows[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+  __m256 lanes[8];
+  for (int i = 0; i < 8; ++i) lanes[i] = _mm256_castsi256_ps(rows[i]);
+  avx2::transpose8x8(lanes);
+  for (int i = 0; i < 8; ++i) rows[i] = _mm256_castps_si256(lanes[i]);
 }
 
 // Stores 32 consecutive elements of each of the 8 rows (one vector per row) as 8 step vectors.
