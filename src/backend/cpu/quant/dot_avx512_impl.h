@@ -344,6 +344,66 @@ void dot_k_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const vo
   _mm_storeu_ps(out, acc);
 }
 
+// For four vectors of Q8_0 pair sums (low 256 bits: block b, high: block b + 1): lane i of
+// *s0 is the sum of block b in sums[i], lane i of *s1 that of block b + 1 (exact).
+GUFO_KERNEL_INLINE void pair_sums4(const __m512i* sums, __m128i* s0, __m128i* s1) {
+  // Each 128-bit lane j of abcd: [sums[0], sums[1], sums[2], sums[3]] partial sums of lane j;
+  // lanes 0-1 belong to block b, lanes 2-3 to block b + 1.
+  const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[0], sums[1]), _mm512_unpackhi_epi32(sums[0], sums[1]));
+  const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[2], sums[3]), _mm512_unpackhi_epi32(sums[2], sums[3]));
+  const __m512i abcd = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+  const __m256i first = _mm512_castsi512_si256(abcd);
+  const __m256i second = _mm512_extracti64x4_epi64(abcd, 1);
+  *s0 = _mm_add_epi32(_mm256_castsi256_si128(first), _mm256_extracti128_si256(first, 1));
+  *s1 = _mm_add_epi32(_mm256_castsi256_si128(second), _mm256_extracti128_si256(second, 1));
+}
+
+// The last block of an odd count, for one accumulator: the one-row kernel's step.
+GUFO_KERNEL_INLINE float q8_0_last_step(const BlockQ8_0& w, const ActBlockQ8_0& x, float acc) {
+  const __m256i qw = load256(w.qs);
+  const __m256i qx = load256(x.qs);
+  const __m256i prod =
+      _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw)), _mm256_set1_epi16(1));
+  return fma1(half_to_float(w.d) * x.d, static_cast<float>(hsum_i32(prod)), acc);
+}
+
+// Q8_0, one weight row against kDotRows = 4 activation rows, two blocks per step: lane r of
+// the accumulator is activation row r (DotRowsFn).
+template <bool kVnni>
+void dot_q8_0_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
+  static_assert(kDotRows == 4, "one float lane per activation row of an __m128");
+  const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
+  const ActBlockQ8_0* x[4];
+  for (int r = 0; r < 4; ++r) x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
+  const int64_t n_blocks = k / kQ8_0BlockElems;
+  __m128 acc = _mm_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= n_blocks; b += 2) {
+    const __m512i qw = load_halves(w[b].qs, w[b + 1].qs);
+    const __m512i w_abs = _mm512_abs_epi8(qw);
+    const __mmask64 w_neg = _mm512_movepi8_mask(qw);
+    __m512i sums[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      const __m512i qx = load_halves(x[r][b].qs, x[r][b + 1].qs);
+      sums[r] = dot_u8_i8<kVnni>(_mm512_setzero_si512(), w_abs, _mm512_mask_sub_epi8(qx, w_neg, _mm512_setzero_si512(), qx));
+    }
+    __m128i s0;
+    __m128i s1;
+    pair_sums4(sums, &s0, &s1);
+    const __m128 xd0 = _mm_setr_ps(x[0][b].d, x[1][b].d, x[2][b].d, x[3][b].d);
+    const __m128 xd1 = _mm_setr_ps(x[0][b + 1].d, x[1][b + 1].d, x[2][b + 1].d, x[3][b + 1].d);
+    acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(half_to_float(w[b].d)), xd0), _mm_cvtepi32_ps(s0), acc);
+    acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(half_to_float(w[b + 1].d)), xd1), _mm_cvtepi32_ps(s1), acc);
+  }
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, acc);
+  for (int r = 0; r < 4; ++r) {
+    for (int64_t t = b; t < n_blocks; ++t) lanes[r] = q8_0_last_step(w[t], x[r][t], lanes[r]);
+    out[r] = lanes[r];
+  }
+}
+
 // Q8_0, four weight rows against one activation row, two blocks per step: lane i of the
 // accumulator is weight row i (DotWeightsFn).
 template <bool kVnni>
@@ -366,15 +426,9 @@ void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const
       const __m512i x_signed = _mm512_mask_sub_epi8(qx, _mm512_movepi8_mask(qw), _mm512_setzero_si512(), qx);
       sums[i] = dot_u8_i8<kVnni>(_mm512_setzero_si512(), _mm512_abs_epi8(qw), x_signed);
     }
-    // Each 128-bit lane j of abcd: [row 0, row 1, row 2, row 3] sums of lane j; lanes 0-1
-    // belong to block b, lanes 2-3 to block b + 1.
-    const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[0], sums[1]), _mm512_unpackhi_epi32(sums[0], sums[1]));
-    const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[2], sums[3]), _mm512_unpackhi_epi32(sums[2], sums[3]));
-    const __m512i abcd = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
-    const __m256i first = _mm512_castsi512_si256(abcd);
-    const __m256i second = _mm512_extracti64x4_epi64(abcd, 1);
-    const __m128i s0 = _mm_add_epi32(_mm256_castsi256_si128(first), _mm256_extracti128_si256(first, 1));
-    const __m128i s1 = _mm_add_epi32(_mm256_castsi256_si128(second), _mm256_extracti128_si256(second, 1));
+    __m128i s0;
+    __m128i s1;
+    pair_sums4(sums, &s0, &s1);
     acc = _mm_fmadd_ps(_mm_mul_ps(four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d), _mm_set1_ps(x[b].d)),
                        _mm_cvtepi32_ps(s0), acc);
     acc = _mm_fmadd_ps(
@@ -384,14 +438,7 @@ void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const
   alignas(16) float lanes[4];
   _mm_store_ps(lanes, acc);
   for (int i = 0; i < 4; ++i) {
-    // The last block of an odd count: the one-row kernel's step for each row.
-    for (int64_t t = b; t < n_blocks; ++t) {
-      const __m256i qw = load256(w[i][t].qs);
-      const __m256i qx = load256(x[t].qs);
-      const __m256i prod = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw)),
-                                             _mm256_set1_epi16(1));
-      lanes[i] = fma1(half_to_float(w[i][t].d) * x[t].d, static_cast<float>(hsum_i32(prod)), lanes[i]);
-    }
+    for (int64_t t = b; t < n_blocks; ++t) lanes[i] = q8_0_last_step(w[i][t], x[t], lanes[i]);
     out[i] = lanes[i];
   }
 }
@@ -401,10 +448,6 @@ float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
   float out;
   dot_q8_0_n<kVnni, 1>(k, w_row, x_row, 0, &out);
   return out;
-}
-template <bool kVnni>
-void dot_q8_0_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  dot_q8_0_n<kVnni, kDotRows>(k, w_row, x_rows, x_stride, out);
 }
 
 // --- Packed panels. Packing is the AVX2 packing followed by regrouping each block's step
