@@ -11,6 +11,7 @@
 
 #include "backend/cpu/quant/avx2_common.h"
 #include "backend/cpu/quant/dot_kernels.h"
+#include "backend/cpu/quant/k_quant_drivers.h"
 
 namespace gufo::cpu::fast {
 namespace {
@@ -18,12 +19,10 @@ namespace {
 using avx2::half_to_float;
 using avx2::fma1;
 using avx2::hsum;
-using avx2::dmin_of;
 using avx2::four_halves;
 using avx2::hsum_i32;
 using avx2::hsum_i32x4;
 using avx2::k_min_sums;
-using avx2::k_steps4;
 using avx2::kHasMins;
 using avx2::prefetch_ahead;
 using avx2::quad_prefetch_distance;
@@ -234,10 +233,7 @@ void dot_q8_0_tile(int64_t k, const std::byte* w_rows, size_t w_stride, const vo
 
 // --- K-quants. The integer part of a block is written once, for kRows activation rows
 // (qk_4_5_block_sums, q6_k_block_sums: the weight block is loaded, unpacked and its scales
-// decoded once for all rows); three drivers then take the float steps of dot_kernels.h
-// ("Accumulation order"): one row (DotFn), four activation rows (DotRowsFn) and four weight
-// rows against one activation row (DotWeightsFn), the last two with the four accumulators in
-// the lanes of one vector.
+// decoded once for all rows); the drivers of k_quant_drivers.h take the float steps.
 
 // Q4_K/Q5_K: 64 elements (sub-blocks 2c and 2c+1) per 32 quant bytes. The quants are
 // unsigned (0..15 or 0..31), so vpmaddubsw takes them directly: pair sums stay within
@@ -346,69 +342,16 @@ GUFO_KERNEL_INLINE void k_block_sums(const Block& w, const BlockQ8K* const* x, _
 
 
 
-template <typename Block>
-float dot_k(int64_t k, const std::byte* w_row, const void* x_row) {
-  const auto* w = reinterpret_cast<const Block*>(w_row);
-  const auto* x = static_cast<const BlockQ8K*>(x_row);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const BlockQ8K* xb[1] = {&x[b]};
-    __m256i sums;
-    __m128i mins = _mm_setzero_si128();
-    k_block_sums<Block, 1>(w[b], xb, &sums, &mins);
-    acc = fma1(x[b].d * half_to_float(w[b].d), static_cast<float>(hsum_i32(sums)), acc);
-    if constexpr (kHasMins<Block>) acc = fma1(-(x[b].d * dmin_of(w[b])), static_cast<float>(hsum_i32(mins)), acc);
+// The instruction set of the shared K-quant drivers (k_quant_drivers.h).
+struct Avx2K {
+  using Sums = __m256i;
+  template <typename Block, int kRows>
+  GUFO_KERNEL_INLINE static void block_sums(const Block& w, const BlockQ8K* const* x, Sums* sums, __m128i* mins) {
+    k_block_sums<Block, kRows>(w, x, sums, mins);
   }
-  return acc;
-}
-
-template <typename Block>
-void dot_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  static_assert(kDotRows == 4, "one float lane per activation row of an __m128");
-  const auto* w = reinterpret_cast<const Block*>(w_row);
-  const BlockQ8K* x[4];
-  for (int r = 0; r < 4; ++r) x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
-  __m128 acc = _mm_setzero_ps();  // lane r: activation row r
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const BlockQ8K* xb[4] = {&x[0][b], &x[1][b], &x[2][b], &x[3][b]};
-    __m256i sums[4];
-    __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
-    k_block_sums<Block, 4>(w[b], xb, sums, mins);
-    const __m128 xd = _mm_setr_ps(xb[0]->d, xb[1]->d, xb[2]->d, xb[3]->d);
-    acc = k_steps4<kHasMins<Block>>(acc, _mm_mul_ps(xd, _mm_set1_ps(half_to_float(w[b].d))),
-                                    _mm_mul_ps(xd, _mm_set1_ps(dmin_of(w[b]))),
-                                    hsum_i32x4(sums[0], sums[1], sums[2], sums[3]),
-                                    hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));
-  }
-  _mm_storeu_ps(out, acc);
-}
-
-template <typename Block>
-void dot_k_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_row, float* out) {
-  static_assert(kDotWeights == 4, "one float lane per weight row of an __m128");
-  const Block* w[4];
-  for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const Block*>(w_rows + static_cast<size_t>(i) * w_stride);
-  const auto* x = static_cast<const BlockQ8K*>(x_row);
-  const size_t ahead = quad_prefetch_distance(w_stride);
-  __m128 acc = _mm_setzero_ps();  // lane i: weight row i
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const BlockQ8K* xb[1] = {&x[b]};
-    __m256i sums[4];
-    __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
-    #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      prefetch_ahead(&w[i][b], sizeof(Block), ahead);
-      k_block_sums<Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
-    }
-    const __m128 xd = _mm_set1_ps(x[b].d);
-    __m128 dmin = _mm_setzero_ps();
-    if constexpr (kHasMins<Block>) dmin = four_halves(w[0][b].dmin, w[1][b].dmin, w[2][b].dmin, w[3][b].dmin);
-    acc = k_steps4<kHasMins<Block>>(acc, _mm_mul_ps(xd, four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d)),
-                                    _mm_mul_ps(xd, dmin), hsum_i32x4(sums[0], sums[1], sums[2], sums[3]),
-                                    hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));
-  }
-  _mm_storeu_ps(out, acc);
-}
+  GUFO_KERNEL_INLINE static int32_t sum(Sums s) { return hsum_i32(s); }
+  GUFO_KERNEL_INLINE static __m128i sum4(const Sums* s) { return hsum_i32x4(s[0], s[1], s[2], s[3]); }
+};
 
 // --- Activation quantizers: byte for byte what quantize_activation_q8_0 / _q8_k (dot_scalar.cpp)
 // produce, eight lanes at a time. The scalar code rounds with lround (halves away from zero,
@@ -501,18 +444,18 @@ const DotKernels& avx2_dot_kernels_unchecked() {
                                   dot_half<false>,
                                   dot_half<true>,
                                   dot_q8_0,
-                                  dot_k<BlockQ4K>,
-                                  dot_k<BlockQ5K>,
-                                  dot_k<BlockQ6K>,
+                                  k_drivers::dot<Avx2K, BlockQ4K>,
+                                  k_drivers::dot<Avx2K, BlockQ5K>,
+                                  k_drivers::dot<Avx2K, BlockQ6K>,
                                   dot_q8_0_rows,
-                                  dot_k_rows<BlockQ4K>,
-                                  dot_k_rows<BlockQ5K>,
-                                  dot_k_rows<BlockQ6K>,
+                                  k_drivers::dot_rows<Avx2K, BlockQ4K>,
+                                  k_drivers::dot_rows<Avx2K, BlockQ5K>,
+                                  k_drivers::dot_rows<Avx2K, BlockQ6K>,
                                   dot_q8_0_tile,
                                   dot_q8_0_weights,
-                                  dot_k_weights<BlockQ4K>,
-                                  dot_k_weights<BlockQ5K>,
-                                  dot_k_weights<BlockQ6K>,
+                                  k_drivers::dot_weights<Avx2K, BlockQ4K>,
+                                  k_drivers::dot_weights<Avx2K, BlockQ5K>,
+                                  k_drivers::dot_weights<Avx2K, BlockQ6K>,
                                   quantize_q8_0,
                                   quantize_q8_k,
                                   avx2_packed_kernels()};

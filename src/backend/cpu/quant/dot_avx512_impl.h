@@ -27,6 +27,7 @@
 
 #include "backend/cpu/quant/avx2_common.h"
 #include "backend/cpu/quant/dot_kernels.h"
+#include "backend/cpu/quant/k_quant_drivers.h"
 #include "backend/cpu/quant/packed_panel_avx2.h"
 
 // NOTE(avx512): GCC 12 warns that '__Y' is (maybe) used uninitialized inside its own
@@ -46,12 +47,10 @@ namespace {
 
 using avx2::half_to_float;
 using avx2::fma1;
-using avx2::dmin_of;
 using avx2::four_halves;
 using avx2::hsum_i32;
 using avx2::hsum_i32x4;
 using avx2::k_min_sums;
-using avx2::k_steps4;
 using avx2::kHasMins;
 using avx2::prefetch_ahead;
 using avx2::quad_prefetch_distance;
@@ -175,10 +174,8 @@ void dot_q8_0_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_
   for (int r = 0; r < kRows; ++r) out[r] = acc[r];
 }
 
-// --- K-quants: the integer part of a block for kRows activation rows, then the drivers of
-// dot_avx2.cpp (one row; four activation rows; four weight rows against one activation row),
-// the last two reducing four rows' sums together and stepping four accumulators in the lanes
-// of one vector.
+// --- K-quants: the integer part of a block for kRows activation rows; the drivers of
+// k_quant_drivers.h take the float steps.
 
 // Q4_K/Q5_K: per c, sub-blocks 2c (low nibbles) and 2c+1 (high nibbles) as one vector of 64
 // unsigned quants (<= 31), against activation bytes 64c..64c+63; vpmaddubsw pair sums stay
@@ -281,68 +278,17 @@ GUFO_KERNEL_INLINE __m128i sum4(__m512i a, __m512i b, __m512i c, __m512i d) {
 
 
 
-template <bool kVnni, typename Block>
-float dot_k(int64_t k, const std::byte* w_row, const void* x_row) {
-  const auto* w = reinterpret_cast<const Block*>(w_row);
-  const auto* x = static_cast<const BlockQ8K*>(x_row);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const BlockQ8K* xb[1] = {&x[b]};
-    __m512i sums;
-    __m128i mins = _mm_setzero_si128();
-    k_block_sums<kVnni, Block, 1>(w[b], xb, &sums, &mins);
-    acc = fma1(x[b].d * half_to_float(w[b].d), static_cast<float>(_mm512_reduce_add_epi32(sums)), acc);
-    if constexpr (kHasMins<Block>) acc = fma1(-(x[b].d * dmin_of(w[b])), static_cast<float>(hsum_i32(mins)), acc);
+// The instruction set of the shared K-quant drivers (k_quant_drivers.h).
+template <bool kVnni>
+struct Avx512K {
+  using Sums = __m512i;
+  template <typename Block, int kRows>
+  GUFO_KERNEL_INLINE static void block_sums(const Block& w, const BlockQ8K* const* x, Sums* sums, __m128i* mins) {
+    k_block_sums<kVnni, Block, kRows>(w, x, sums, mins);
   }
-  return acc;
-}
-
-template <bool kVnni, typename Block>
-void dot_k_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_stride, float* out) {
-  static_assert(kDotRows == 4, "one float lane per activation row of an __m128");
-  const auto* w = reinterpret_cast<const Block*>(w_row);
-  const BlockQ8K* x[4];
-  for (int r = 0; r < 4; ++r) x[r] = row_at<BlockQ8K>(x_rows, x_stride, r);
-  __m128 acc = _mm_setzero_ps();  // lane r: activation row r
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const BlockQ8K* xb[4] = {&x[0][b], &x[1][b], &x[2][b], &x[3][b]};
-    __m512i sums[4];
-    __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
-    k_block_sums<kVnni, Block, 4>(w[b], xb, sums, mins);
-    const __m128 xd = _mm_setr_ps(xb[0]->d, xb[1]->d, xb[2]->d, xb[3]->d);
-    acc = k_steps4<kHasMins<Block>>(acc, _mm_mul_ps(xd, _mm_set1_ps(half_to_float(w[b].d))),
-                                    _mm_mul_ps(xd, _mm_set1_ps(dmin_of(w[b]))), sum4(sums[0], sums[1], sums[2], sums[3]),
-                                    hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));
-  }
-  _mm_storeu_ps(out, acc);
-}
-
-template <bool kVnni, typename Block>
-void dot_k_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const void* x_row, float* out) {
-  static_assert(kDotWeights == 4, "one float lane per weight row of an __m128");
-  const Block* w[4];
-  for (int i = 0; i < 4; ++i) w[i] = reinterpret_cast<const Block*>(w_rows + static_cast<size_t>(i) * w_stride);
-  const auto* x = static_cast<const BlockQ8K*>(x_row);
-  const size_t ahead = quad_prefetch_distance(w_stride);
-  __m128 acc = _mm_setzero_ps();  // lane i: weight row i
-  for (int64_t b = 0; b < k / kQkK; ++b) {
-    const BlockQ8K* xb[1] = {&x[b]};
-    __m512i sums[4];
-    __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
-    #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      prefetch_ahead(&w[i][b], sizeof(Block), ahead);
-      k_block_sums<kVnni, Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
-    }
-    const __m128 xd = _mm_set1_ps(x[b].d);
-    __m128 dmin = _mm_setzero_ps();
-    if constexpr (kHasMins<Block>) dmin = four_halves(w[0][b].dmin, w[1][b].dmin, w[2][b].dmin, w[3][b].dmin);
-    acc = k_steps4<kHasMins<Block>>(acc, _mm_mul_ps(xd, four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d)),
-                                    _mm_mul_ps(xd, dmin), sum4(sums[0], sums[1], sums[2], sums[3]),
-                                    hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));
-  }
-  _mm_storeu_ps(out, acc);
-}
+  GUFO_KERNEL_INLINE static int32_t sum(Sums s) { return _mm512_reduce_add_epi32(s); }
+  GUFO_KERNEL_INLINE static __m128i sum4(const Sums* s) { return fast::sum4(s[0], s[1], s[2], s[3]); }
+};
 
 // For four vectors of Q8_0 pair sums (low 256 bits: block b, high: block b + 1): lane i of
 // *s0 is the sum of block b in sums[i], lane i of *s1 that of block b + 1 (exact).
@@ -586,18 +532,18 @@ DotKernels make_avx512_kernels(const char* name, const DotKernels& base) {
   DotKernels kernels = base;
   kernels.name = name;
   kernels.q8_0 = dot_q8_0<kVnni>;
-  kernels.q4_k = dot_k<kVnni, BlockQ4K>;
-  kernels.q5_k = dot_k<kVnni, BlockQ5K>;
-  kernels.q6_k = dot_k<kVnni, BlockQ6K>;
+  kernels.q4_k = k_drivers::dot<Avx512K<kVnni>, BlockQ4K>;
+  kernels.q5_k = k_drivers::dot<Avx512K<kVnni>, BlockQ5K>;
+  kernels.q6_k = k_drivers::dot<Avx512K<kVnni>, BlockQ6K>;
   kernels.q8_0_rows = dot_q8_0_rows<kVnni>;
-  kernels.q4_k_rows = dot_k_rows<kVnni, BlockQ4K>;
-  kernels.q5_k_rows = dot_k_rows<kVnni, BlockQ5K>;
-  kernels.q6_k_rows = dot_k_rows<kVnni, BlockQ6K>;
+  kernels.q4_k_rows = k_drivers::dot_rows<Avx512K<kVnni>, BlockQ4K>;
+  kernels.q5_k_rows = k_drivers::dot_rows<Avx512K<kVnni>, BlockQ5K>;
+  kernels.q6_k_rows = k_drivers::dot_rows<Avx512K<kVnni>, BlockQ6K>;
   kernels.q8_0_tile = nullptr;
   kernels.q8_0_weights = dot_q8_0_weights<kVnni>;
-  kernels.q4_k_weights = dot_k_weights<kVnni, BlockQ4K>;
-  kernels.q5_k_weights = dot_k_weights<kVnni, BlockQ5K>;
-  kernels.q6_k_weights = dot_k_weights<kVnni, BlockQ6K>;
+  kernels.q4_k_weights = k_drivers::dot_weights<Avx512K<kVnni>, BlockQ4K>;
+  kernels.q5_k_weights = k_drivers::dot_weights<Avx512K<kVnni>, BlockQ5K>;
+  kernels.q6_k_weights = k_drivers::dot_weights<Avx512K<kVnni>, BlockQ6K>;
   kernels.packed = PackedKernels{
       .pack_q8_0 = pack_paired<&PackedKernels::pack_q8_0, kPackedQ8_0BlockBytes, kQ8_0BlockElems, 8>,
       .pack_q4_k = pack_paired<&PackedKernels::pack_q4_k, kPackedKBlockBytes, kQkK, 64>,
