@@ -20,6 +20,7 @@
 #include "engine/chat_prompt.h"
 #include "engine/scheduler.h"
 #include "server/http_server.h"
+#include "server/reasoning.h"
 
 namespace gufo::cli {
 
@@ -35,6 +36,7 @@ struct ServeOptions {
   std::string cache_type = "f16";
   bool no_prefix_cache = false;
   double grace_seconds = 5.0;
+  std::string reasoning_format = "deepseek";  // server/reasoning.h
 };
 
 // Blocks SIGTERM and SIGINT in every thread started from now on; wait_for_signal() takes
@@ -59,6 +61,7 @@ int run_serve(ServeOptions options) {
   auto model_path = model_or_default(options.model_path);
   if (!model_path.ok()) return report_error(model_path.error());
   options.model_path = *model_path;
+  options.http.separate_reasoning = server::parse_reasoning_format(options.reasoning_format).value_or(true);
   options.http.http_threads = std::max(options.http.http_threads,
                                        options.engine.n_parallel + options.engine.max_queue + 16);
 
@@ -147,6 +150,10 @@ Command register_serve(CLI::App& root) {
   app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
   app->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  app->add_option("--reasoning-format", o->reasoning_format,
+                  "chat answers' <think> blocks: deepseek/auto (as message.reasoning_content, the default) or none "
+                  "(left in the content)")
+      ->check(CLI::IsMember({"none", "deepseek", "auto"}));
   app->add_option("--grace", o->grace_seconds, "seconds running requests get to finish on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
   return Command{app, [o] { return run_serve(*o); }};

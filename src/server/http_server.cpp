@@ -19,6 +19,7 @@
 
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
 
 namespace gufo::server {
@@ -77,7 +78,20 @@ struct Plan {
   CompletionRequest request;
   std::vector<int32_t> prompt;
   std::vector<engine::RequestOptions> choices;
+  bool split_reasoning = false;          // chat: thoughts go to reasoning_content
+  bool prompt_opened_thinking = false;   // the template ended the prompt inside <think>
 };
+
+// The text of the last few prompt tokens: enough to see whether the template left "<think>" open.
+std::string prompt_tail_text(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& prompt) {
+  std::string tail;
+  const size_t from = prompt.size() > 4 ? prompt.size() - 4 : 0;
+  for (size_t i = from; i < prompt.size(); ++i) {
+    Result<std::string> bytes = tokenizer.token_bytes(prompt[i]);
+    if (bytes.ok()) tail += *bytes;
+  }
+  return tail;
+}
 
 }  // namespace
 
@@ -245,6 +259,8 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
     Result<std::vector<int32_t>> tokens = model.chat_prompt->tokens(inputs);
     if (!tokens.ok()) return fail(bad_request("the chat template failed on these messages: " + tokens.error().message, "messages"));
     plan.prompt = std::move(tokens).value();
+    plan.split_reasoning = request.separate_reasoning.value_or(options_.separate_reasoning);
+    plan.prompt_opened_thinking = prompt_opens_thinking(prompt_tail_text(*model.tokenizer, plan.prompt));
   } else {
     const tokenizer::Vocab& vocab = model.tokenizer->vocab();
     if (vocab.add_bos && vocab.bos_id >= 0) plan.prompt.push_back(vocab.bos_id);
@@ -344,6 +360,13 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
             break;
         }
       }
+      if (shared_plan->split_reasoning) {
+        for (ChoiceState& c : choices) {
+          ReasoningDelta split = split_reasoning(c.text, shared_plan->prompt_opened_thinking);
+          c.reasoning = std::move(split.reasoning);
+          c.text = std::move(split.content);
+        }
+      }
       if (r.chat && r.tools) {
         for (ChoiceState& c : choices) {
           ParsedAnswer answer = parse_tool_calls(c.text);
@@ -377,12 +400,29 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
       return false;
     };
     std::vector<size_t> offsets(static_cast<size_t>(r.n), 0);
-    // With tools, text from "<tool_call>" on is held back and sent as tool calls at the end.
+    // Thoughts go out as reasoning deltas; with tools, content from "<tool_call>" on is held
+    // back and sent as tool calls at the end.
     const bool tools = r.chat && r.tools.has_value();
     std::vector<std::string> held(static_cast<size_t>(r.n));
+    std::vector<ReasoningSplitter> splitters(static_cast<size_t>(r.n),
+                                             ReasoningSplitter(shared_plan->prompt_opened_thinking));
+    const auto split = [&](size_t choice, std::string text) {
+      if (!shared_plan->split_reasoning) return ReasoningDelta{.reasoning = {}, .content = std::move(text)};
+      return splitters[choice].feed(text);
+    };
+    const auto hold_tool_calls = [&](size_t choice, std::string text) {
+      if (!tools) return text;
+      std::string& h = held[choice];
+      const bool calling = h.find("<tool_call>") != std::string::npos;
+      h += text;
+      const size_t safe = calling ? 0 : content_before_tool_call(h);
+      text = h.substr(0, safe);
+      h.erase(0, safe);
+      return text;
+    };
     if (r.chat) {
       for (int32_t i = 0; i < r.n; ++i) {
-        if (!send(chunk_json(header, true, i, "", nullptr, "", true, r.include_usage, *tokenizer, 0))) return gone();
+        if (!send(chunk_json(header, true, i, "", "", nullptr, "", true, r.include_usage, *tokenizer, 0))) return gone();
       }
     }
     int32_t completion_tokens = 0;
@@ -403,29 +443,31 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
         break;
       }
       if (event->kind == engine::RequestEvent::Kind::Text) {
-        std::string text = std::move(event->text);
-        if (tools) {
-          std::string& h = held[choice];
-          const bool calling = h.find("<tool_call>") != std::string::npos;
-          h += text;
-          const size_t safe = calling ? 0 : content_before_tool_call(h);
-          text = h.substr(0, safe);
-          h.erase(0, safe);
-        }
+        ReasoningDelta delta = split(choice, std::move(event->text));
+        const std::string text = hold_tool_calls(choice, std::move(delta.content));
         const auto* lp = r.logprobs ? &event->logprobs : nullptr;
-        if (text.empty() && (lp == nullptr || lp->empty())) continue;
-        if (!send(chunk_json(header, r.chat, event->choice, text, lp, "", false, r.include_usage, *tokenizer,
-                             offsets[choice]))) {
+        if (text.empty() && delta.reasoning.empty() && (lp == nullptr || lp->empty())) continue;
+        if (!send(chunk_json(header, r.chat, event->choice, text, delta.reasoning, lp, "", false, r.include_usage,
+                             *tokenizer, offsets[choice]))) {
           return gone();
         }
         offsets[choice] += text.size();
         continue;
       }
       std::string finish = finish_reason_name(event->reason);
+      if (shared_plan->split_reasoning) {
+        ReasoningDelta rest = splitters[choice].finish();
+        const std::string text = hold_tool_calls(choice, std::move(rest.content));
+        if ((!text.empty() || !rest.reasoning.empty()) &&
+            !send(chunk_json(header, true, event->choice, text, rest.reasoning, nullptr, "", false, r.include_usage,
+                             *tokenizer, offsets[choice]))) {
+          return gone();
+        }
+      }
       if (tools && !held[choice].empty()) {
         ParsedAnswer answer = parse_tool_calls(held[choice]);
         if (!answer.content.empty() &&
-            !send(chunk_json(header, true, event->choice, answer.content, nullptr, "", false, r.include_usage,
+            !send(chunk_json(header, true, event->choice, answer.content, "", nullptr, "", false, r.include_usage,
                              *tokenizer, offsets[choice]))) {
           return gone();
         }
@@ -437,7 +479,7 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
       completion_tokens += event->completion_tokens;
       if (event->choice == 0) cached_tokens = event->cached_tokens;
       const std::vector<engine::TokenLogprob> none;
-      if (!send(chunk_json(header, r.chat, event->choice, "", r.logprobs ? &none : nullptr, finish, false,
+      if (!send(chunk_json(header, r.chat, event->choice, "", "", r.logprobs ? &none : nullptr, finish, false,
                            r.include_usage, *tokenizer, offsets[choice]))) {
         return gone();
       }

@@ -33,6 +33,7 @@ struct ServerOptions {
   std::string api_key;                   // non-empty: /v1 routes need "Authorization: Bearer <key>"
   size_t max_body_bytes = size_t{8} << 20;
   int http_threads = 64;                 // connections served at once (streams hold one each)
+  bool separate_reasoning = true;        // chat: <think> blocks go to reasoning_content (server/reasoning.h)
 };
 
 // What the server serves once the model is loaded.

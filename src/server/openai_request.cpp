@@ -5,6 +5,8 @@
 #include <limits>
 #include <string_view>
 
+#include "server/reasoning.h"
+
 namespace gufo::server {
 
 using nlohmann::ordered_json;
@@ -250,6 +252,13 @@ ParsedRequest parse_completion_request(const ordered_json& body, bool chat, cons
         Fields inner(*kwargs);
         out.enable_thinking = inner.boolean("enable_thinking");
         if (inner.failed()) fields.fail(inner.error().message, "chat_template_kwargs.enable_thinking", "invalid_type");
+      }
+    }
+    // llama.cpp's per-request name and values (server/reasoning.h).
+    if (const std::optional<std::string> format = fields.string("reasoning_format")) {
+      out.separate_reasoning = parse_reasoning_format(*format);
+      if (!out.separate_reasoning) {
+        fields.fail("'reasoning_format' must be none, deepseek or auto, not '" + *format + "'", "reasoning_format");
       }
     }
   } else {

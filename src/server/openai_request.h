@@ -33,6 +33,7 @@ struct CompletionRequest {
   nlohmann::ordered_json messages;               // chat: normalized (text parts joined)
   std::optional<nlohmann::ordered_json> tools;   // chat: passed to the template
   std::optional<bool> enable_thinking;           // chat_template_kwargs.enable_thinking
+  std::optional<bool> separate_reasoning;        // chat: reasoning_format (none: false); unset: the server's
   std::string prompt;                            // completions
   std::optional<int32_t> max_tokens;
   int32_t n = 1;

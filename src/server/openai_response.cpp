@@ -97,6 +97,7 @@ ordered_json completion_json(const ResponseHeader& header, bool chat, const std:
     ordered_json choice{{"index", i}};
     if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
       if (!c.tool_calls.empty()) {
         if (c.text.empty()) choice["message"]["content"] = nullptr;
         ordered_json calls = ordered_json::array();
@@ -123,13 +124,14 @@ ordered_json completion_json(const ResponseHeader& header, bool chat, const std:
 }
 
 ordered_json chunk_json(const ResponseHeader& header, bool chat, int32_t choice, const std::string& text,
-                        const std::vector<engine::TokenLogprob>* logprobs, const std::string& finish_reason, bool first,
+                        const std::string& reasoning, const std::vector<engine::TokenLogprob>* logprobs, const std::string& finish_reason, bool first,
                         bool with_usage_field, const tokenizer::Tokenizer& tokenizer, size_t text_offset) {
   ordered_json c{{"index", choice}};
   if (chat) {
     ordered_json delta = ordered_json::object();
     if (first) delta["role"] = "assistant";
-    if (first || !text.empty() || finish_reason.empty()) delta["content"] = text;
+    if (first || !text.empty() || (finish_reason.empty() && reasoning.empty())) delta["content"] = text;
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
     c["delta"] = delta;
     c["logprobs"] = logprobs != nullptr ? chat_logprobs_json(tokenizer, *logprobs) : ordered_json();
   } else {

@@ -20,6 +20,7 @@ namespace gufo::server {
 // One choice as it accumulates.
 struct ChoiceState {
   std::string text;
+  std::string reasoning;              // chat: the thoughts split off the text (server/reasoning.h)
   std::vector<ToolCall> tool_calls;  // chat with tools: parsed out of the text
   std::vector<engine::TokenLogprob> logprobs;
   std::string finish_reason;  // empty while running
@@ -48,9 +49,11 @@ nlohmann::ordered_json completion_logprobs_json(const tokenizer::Tokenizer& toke
 nlohmann::ordered_json completion_json(const ResponseHeader& header, bool chat, const std::vector<ChoiceState>& choices,
                                        bool with_logprobs, const tokenizer::Tokenizer& tokenizer, int32_t prompt_tokens);
 
-// One streaming chunk for one choice: a text delta (with its log-probabilities), or the
-// final one with finish_reason. `first` adds the assistant role (chat).
+// One streaming chunk for one choice: a text delta (with its log-probabilities, and in chat
+// a reasoning delta beside it), or the final one with finish_reason. `first` adds the
+// assistant role (chat).
 nlohmann::ordered_json chunk_json(const ResponseHeader& header, bool chat, int32_t choice, const std::string& text,
+                                  const std::string& reasoning,
                                   const std::vector<engine::TokenLogprob>* logprobs, const std::string& finish_reason,
                                   bool first, bool with_usage_field, const tokenizer::Tokenizer& tokenizer,
                                   size_t text_offset);

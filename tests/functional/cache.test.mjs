@@ -3,7 +3,7 @@
 // caches nothing.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, collectStream, greedy } from './lib/harness.mjs';
+import { startServer, collectStream, greedy, reasoningOf } from './lib/harness.mjs';
 
 let cached;
 let uncached;
@@ -35,6 +35,7 @@ test('a multi-turn chat reuses its prefix and answers as an uncached server does
     const a = await chat(cached, messages);
     const b = await chat(uncached, messages);
     assert.equal(a.choices[0].message.content, b.choices[0].message.content, `turn ${turn}`);
+    assert.equal(reasoningOf(a.choices[0].message), reasoningOf(b.choices[0].message), `turn ${turn}`);
     assert.equal(b.usage.prompt_tokens_details.cached_tokens, 0);
     if (turn > 0) {
       const reused = a.usage.prompt_tokens_details.cached_tokens;
@@ -51,9 +52,11 @@ test('the same request again is served from the cache, streamed or not, with the
   const first = await chat(cached, messages);
   const again = await chat(cached, messages);
   assert.equal(again.choices[0].message.content, first.choices[0].message.content);
+  assert.equal(reasoningOf(again.choices[0].message), reasoningOf(first.choices[0].message));
   assert.ok(again.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens - 16);
   const streamed = await collectStream(await chat(cached, messages, { stream: true, stream_options: { include_usage: true } }));
   assert.equal(streamed.text, first.choices[0].message.content);
+  assert.equal(streamed.reasoning, reasoningOf(first.choices[0].message));
   assert.ok(streamed.usage.prompt_tokens_details.cached_tokens > 0);
   const m = await cached.metrics();
   assert.ok(m.gufo_prompt_tokens_cached_total > 0);
@@ -67,6 +70,7 @@ test('agents share a long system prompt across different questions', async () =>
     const r = await chat(cached, [system, { role: 'user', content: q }]);
     const u = await chat(uncached, [system, { role: 'user', content: q }]);
     assert.equal(r.choices[0].message.content, u.choices[0].message.content);
+    assert.equal(reasoningOf(r.choices[0].message), reasoningOf(u.choices[0].message));
     reused.push(r.usage.prompt_tokens_details.cached_tokens);
   }
   assert.ok(reused.slice(1).every((n) => n >= 16), `cached tokens per question: ${reused}`);

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer, collectStream, greedy } from './lib/harness.mjs';
+import { startServer, collectStream, greedy, reasoningOf } from './lib/harness.mjs';
 
 let server;
 const topics = ['grep', 'sed', 'awk', 'make', 'gcc', 'gdb', 'bash', 'emacs', 'tar', 'gzip', 'coreutils', 'find',
@@ -27,7 +27,7 @@ test('16 concurrent streams each equal the same request run alone; metrics add u
   const alone = [];
   for (let i = 0; i < n; ++i) {
     const r = await client.chat.completions.create(request(i));
-    alone.push({ text: r.choices[0].message.content, usage: r.usage });
+    alone.push({ text: r.choices[0].message.content, reasoning: reasoningOf(r.choices[0].message), usage: r.usage });
   }
   const before = await server.metrics();
   const results = await Promise.all(
@@ -41,6 +41,7 @@ test('16 concurrent streams each equal the same request run alone; metrics add u
   let completion = 0;
   for (let i = 0; i < n; ++i) {
     assert.equal(results[i].text, alone[i].text, `client ${i}`);
+    assert.equal(results[i].reasoning, alone[i].reasoning, `client ${i}`);
     assert.ok(['stop', 'length'].includes(results[i].finish), `client ${i}: ${results[i].finish}`);
     assert.equal(results[i].usage.completion_tokens, alone[i].usage.completion_tokens);
     prompt += results[i].usage.prompt_tokens;

@@ -8,7 +8,10 @@ import { startServer, collectStream, tokenize, detokenize, greedy } from './lib/
 let server;
 let client;
 const messages = [{ role: 'user', content: 'Write a few sentences about the GNU project and free software.' }];
-const ask = (extra = {}) => client.chat.completions.create({ messages, max_tokens: 32, ...extra });
+// The raw text (reasoning_format none): these tests look at the tokens themselves, and the
+// model's <think> block is part of them (tests/functional/reasoning.test.mjs splits it).
+const ask = (extra = {}) =>
+  client.chat.completions.create({ messages, max_tokens: 32, reasoning_format: 'none', ...extra });
 
 before(async () => {
   server = await startServer(['--parallel', '4']);

@@ -95,19 +95,25 @@ export function detokenize(ids, { modelPath = model } = {}) {
   return execFileSync(binary, ['detokenize', '-m', modelPath], { input: JSON.stringify(ids) }).toString();
 }
 
-// The text of a streamed chat completion, and its finish reason, from the official client's stream.
+// The text (and reasoning) of a streamed completion, and its finish reason, from the official
+// client's stream.
 export async function collectStream(stream) {
   let text = '';
+  let reasoning = '';
   let finish = null;
   let usage = null;
   for await (const chunk of stream) {
     if (chunk.usage) usage = chunk.usage;
     for (const c of chunk.choices) {
       text += c.delta?.content ?? c.text ?? '';
+      reasoning += c.delta?.reasoning_content ?? '';
       if (c.finish_reason) finish = c.finish_reason;
     }
   }
-  return { text, finish, usage };
+  return { text, reasoning, finish, usage };
 }
+
+// A chat answer's reasoning_content, '' when the model did not think.
+export const reasoningOf = (message) => message.reasoning_content ?? '';
 
 export const greedy = { temperature: 0 };

@@ -43,6 +43,7 @@ TEST(OpenAiRequest, DefaultsAreOpenAis) {
   EXPECT_FALSE(r.max_tokens.has_value());
   EXPECT_FALSE(r.seeded);
   EXPECT_FALSE(r.logprobs);
+  EXPECT_FALSE(r.separate_reasoning.has_value());  // the server's --reasoning-format decides
 }
 
 TEST(OpenAiRequest, ReadsEverySupportedField) {
@@ -57,7 +58,8 @@ TEST(OpenAiRequest, ReadsEverySupportedField) {
     "stop": ["x", "y"], "n": 3, "logprobs": true, "top_logprobs": 4, "logit_bias": {"5": -100, "17": 2.5},
     "stream": true, "stream_options": {"include_usage": true}, "user": "u",
     "tools": [{"type": "function", "function": {"name": "f"}}],
-    "chat_template_kwargs": {"enable_thinking": false}, "some_future_field": [1, 2]})"));
+    "chat_template_kwargs": {"enable_thinking": false}, "reasoning_format": "none",
+    "some_future_field": [1, 2]})"));
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[0]["role"], "system");
   EXPECT_EQ(r.messages[1]["content"], "a\nb");
@@ -81,6 +83,7 @@ TEST(OpenAiRequest, ReadsEverySupportedField) {
   EXPECT_TRUE(r.include_usage);
   ASSERT_TRUE(r.tools.has_value());
   EXPECT_EQ(r.enable_thinking, false);
+  EXPECT_EQ(r.separate_reasoning, false);
 }
 
 TEST(OpenAiRequest, WrongTypesAndValuesNameTheField) {
@@ -108,6 +111,9 @@ TEST(OpenAiRequest, WrongTypesAndValuesNameTheField) {
   EXPECT_EQ(param_of(chat("{" + m + R"(, "model": 5})")), "model");
   EXPECT_EQ(param_of(chat("{" + m + R"(, "chat_template_kwargs": {"enable_thinking": "no"}})")),
             "chat_template_kwargs.enable_thinking");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "reasoning_format": "hidden"})")), "reasoning_format");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "reasoning_format": false})")), "reasoning_format");
+  EXPECT_EQ(ok(chat("{" + m + R"(, "reasoning_format": "auto"})")).separate_reasoning, true);
   EXPECT_EQ(param_of(parse_completion_request(ordered_json::array(), true, {})), "");
 }
 
