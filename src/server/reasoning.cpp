@@ -10,8 +10,8 @@ constexpr std::string_view kClose = "</think>";
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-size_t skip_spaces(std::string_view s) {
-  size_t i = 0;
+size_t skip_spaces(std::string_view s, size_t from = 0) {
+  size_t i = from;
   while (i < s.size() && is_space(s[i])) ++i;
   return i;
 }
@@ -37,13 +37,19 @@ ReasoningDelta ReasoningSplitter::feed(std::string_view text) {
   for (;;) {
     switch (state_) {
       case State::Start: {
-        const std::string_view rest = std::string_view(held_).substr(skip_spaces(held_));
+        const size_t spaces = skip_spaces(held_, held_spaces_);
+        const std::string_view rest = std::string_view(held_).substr(spaces);
         if (rest.substr(0, kOpen.size()) == kOpen) {
-          held_.erase(0, held_.size() - rest.size() + kOpen.size());
+          held_.erase(0, spaces + kOpen.size());
+          held_spaces_ = 0;
           state_ = State::ReasoningStart;
           continue;
         }
-        if (rest.size() < kOpen.size() && kOpen.substr(0, rest.size()) == rest) return out;  // may still open
+        if (rest.size() < kOpen.size() && kOpen.substr(0, rest.size()) == rest) {  // may still open
+          held_spaces_ = spaces;
+          return out;
+        }
+        held_spaces_ = 0;
         state_ = State::Content;  // no thoughts: the text is content as it came, spaces included
         continue;
       }
@@ -53,20 +59,25 @@ ReasoningDelta ReasoningSplitter::feed(std::string_view text) {
         state_ = State::Reasoning;
         continue;
       case State::Reasoning: {
-        const size_t close = held_.find(kClose);
+        // What was held before this piece is whitespace and then at most a partial tag.
+        const size_t close = held_.find(kClose, held_spaces_);
         if (close != std::string::npos) {
           std::string_view thoughts = std::string_view(held_).substr(0, close);
           while (!thoughts.empty() && is_space(thoughts.back())) thoughts.remove_suffix(1);
           out.reasoning.append(thoughts);
           held_.erase(0, close + kClose.size());
+          held_spaces_ = 0;
           state_ = State::ContentStart;
           continue;
         }
         // Send all but a tail that may become "</think>" and the whitespace before it.
-        size_t keep = held_.size() - partial_tag_suffix(held_, kClose);
-        while (keep > 0 && is_space(held_[keep - 1])) --keep;
+        const size_t tag_start = held_.size() - partial_tag_suffix(held_, kClose);
+        size_t keep = tag_start;
+        while (keep > held_spaces_ && is_space(held_[keep - 1])) --keep;
+        if (keep == held_spaces_) keep = 0;  // all whitespace back to the start
         out.reasoning.append(held_, 0, keep);
         held_.erase(0, keep);
+        held_spaces_ = tag_start - keep;
         return out;
       }
       case State::ContentStart:
@@ -100,6 +111,7 @@ ReasoningDelta ReasoningSplitter::finish() {
     }
   }
   held_.clear();
+  held_spaces_ = 0;
   state_ = State::Content;
   return out;
 }

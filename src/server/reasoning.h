@@ -39,6 +39,10 @@ class ReasoningSplitter {
   enum class State { Start, ReasoningStart, Reasoning, ContentStart, Content };
   State state_;
   std::string held_;
+  // held_ starts with this many whitespace bytes that earlier pieces already looked at, so a
+  // long run of whitespace is not rescanned with every token (only Start and Reasoning hold
+  // whitespace across pieces).
+  size_t held_spaces_ = 0;
 };
 
 // The whole answer at once: feed(text) then finish().

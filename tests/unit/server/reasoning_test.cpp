@@ -104,6 +104,23 @@ TEST(Reasoning, SendsThoughtsAsTheyComeAndHoldsOnlyWhatIsUndecided) {
   EXPECT_EQ(rest.reasoning + rest.content, "");
 }
 
+TEST(Reasoning, LongWhitespaceRunsFedTokenByTokenKeepEveryByte) {
+  // Held whitespace is remembered between pieces (not rescanned); the bytes must still all
+  // come out in the right place: before <think>, inside the thoughts, and after a partial tag.
+  const std::string run(5000, '\n');
+  const std::string text = run + "<think>" + run + "a" + run + "b </th" + run + "</think>" + run + "c" + run;
+  ReasoningSplitter s;
+  ReasoningDelta sum;
+  for (char c : text) {
+    const ReasoningDelta d = s.feed(std::string_view(&c, 1));
+    sum.reasoning += d.reasoning;
+    sum.content += d.content;
+  }
+  const ReasoningDelta rest = s.finish();
+  EXPECT_EQ(sum.reasoning + rest.reasoning, "a" + run + "b </th");
+  EXPECT_EQ(sum.content + rest.content, "c" + run);
+}
+
 TEST(Reasoning, SeesWhetherThePromptOpenedTheBlock) {
   EXPECT_TRUE(prompt_opens_thinking("<|im_start|>assistant\n<think>\n"));
   EXPECT_TRUE(prompt_opens_thinking("<think>"));
