@@ -61,7 +61,12 @@ int run_serve(ServeOptions options) {
   auto model_path = model_or_default(options.model_path);
   if (!model_path.ok()) return report_error(model_path.error());
   options.model_path = *model_path;
-  options.http.separate_reasoning = server::parse_reasoning_format(options.reasoning_format).value_or(true);
+  const std::optional<bool> separate_reasoning = server::parse_reasoning_format(options.reasoning_format);
+  if (!separate_reasoning) {
+    return report_error(Error{"--reasoning-format must be " + std::string(server::kReasoningFormatNames) + ", not '" +
+                              options.reasoning_format + "'"});
+  }
+  options.http.separate_reasoning = *separate_reasoning;
   options.http.http_threads = std::max(options.http.http_threads,
                                        options.engine.n_parallel + options.engine.max_queue + 16);
 
@@ -153,7 +158,12 @@ Command register_serve(CLI::App& root) {
   app->add_option("--reasoning-format", o->reasoning_format,
                   "chat answers' <think> blocks: deepseek/auto (as message.reasoning_content, the default) or none "
                   "(left in the content)")
-      ->check(CLI::IsMember({"none", "deepseek", "auto"}));
+      ->check(
+          [](const std::string& name) {
+            return server::parse_reasoning_format(name) ? std::string()
+                                                        : "must be " + std::string(server::kReasoningFormatNames);
+          },
+          "FORMAT");
   app->add_option("--grace", o->grace_seconds, "seconds running requests get to finish on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
   return Command{app, [o] { return run_serve(*o); }};

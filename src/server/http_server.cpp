@@ -10,10 +10,12 @@
 
 #include <cstdlib>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <ctime>
 #include <random>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -81,17 +83,6 @@ struct Plan {
   bool split_reasoning = false;          // chat: thoughts go to reasoning_content
   bool prompt_opened_thinking = false;   // the template ended the prompt inside <think>
 };
-
-// The text of the last few prompt tokens: enough to see whether the template left "<think>" open.
-std::string prompt_tail_text(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& prompt) {
-  std::string tail;
-  const size_t from = prompt.size() > 4 ? prompt.size() - 4 : 0;
-  for (size_t i = from; i < prompt.size(); ++i) {
-    Result<std::string> bytes = tokenizer.token_bytes(prompt[i]);
-    if (bytes.ok()) tail += *bytes;
-  }
-  return tail;
-}
 
 }  // namespace
 
@@ -260,7 +251,10 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
     if (!tokens.ok()) return fail(bad_request("the chat template failed on these messages: " + tokens.error().message, "messages"));
     plan.prompt = std::move(tokens).value();
     plan.split_reasoning = request.separate_reasoning.value_or(options_.separate_reasoning);
-    plan.prompt_opened_thinking = prompt_opens_thinking(prompt_tail_text(*model.tokenizer, plan.prompt));
+    // The last few prompt tokens are enough to see whether the template left "<think>" open.
+    const Result<std::string> tail =
+        model.tokenizer->decode(std::span<const int32_t>(plan.prompt).last(std::min<size_t>(plan.prompt.size(), 4)));
+    plan.prompt_opened_thinking = tail.ok() && prompt_opens_thinking(*tail);
   } else {
     const tokenizer::Vocab& vocab = model.tokenizer->vocab();
     if (vocab.add_bos && vocab.bos_id >= 0) plan.prompt.push_back(vocab.bos_id);

@@ -258,7 +258,8 @@ ParsedRequest parse_completion_request(const ordered_json& body, bool chat, cons
     if (const std::optional<std::string> format = fields.string("reasoning_format")) {
       out.separate_reasoning = parse_reasoning_format(*format);
       if (!out.separate_reasoning) {
-        fields.fail("'reasoning_format' must be none, deepseek or auto, not '" + *format + "'", "reasoning_format");
+        fields.fail("'reasoning_format' must be " + std::string(kReasoningFormatNames) + ", not '" + *format + "'",
+                    "reasoning_format");
       }
     }
   } else {

@@ -56,5 +56,7 @@ bool prompt_opens_thinking(std::string_view prompt_tail);
 // (false: the raw text is the content), "deepseek" or "auto" (true: split); nullopt for
 // anything else.
 std::optional<bool> parse_reasoning_format(std::string_view name);
+// Those values, for error messages.
+inline constexpr std::string_view kReasoningFormatNames = "none, deepseek or auto";
 
 }  // namespace gufo::server
