@@ -1,13 +1,27 @@
-// The interface every backend implements: run a model graph (model/graph.h) for one batch of
-// tokens against the weights and a KV cache the backend owns (host or device memory).
-// Designed with the CUDA backend in mind: the cache and any weight copies live wherever the
-// backend puts them; batches hold several sequences (seq_ids) for continuous batching.
-// Tested through tests/unit/model/forward_test.cpp (CPU) and tests/gpu (CUDA against CPU).
+// The contract every backend implements (cpu, cuda), so that the engine never names one.
+//   1. prepare_weights(graph): once per model, before any forward: whatever the kernels want
+//      (upload to device memory, repack) is made from the mmap'd GGUF, streamed, never a
+//      second whole copy in host memory.
+//   2. capabilities() / memory(): what the device is, whether answers are batch-invariant,
+//      and how much memory is free, so the engine sizes the paged KV pool from free memory
+//      (kv_pool_tokens) instead of from --ctx x --parallel.
+//   3. create_kv_cache(spec): the paged KV pool, in the backend's memory; the block tables
+//      and fill levels follow one set of rules for every backend (backend/kv_table.h).
+//   4. forward(graph, batch, cache, outputs): one step of a continuous batch; logits and/or
+//      the greedy argmax (ties to the lower index) of the rows asked for. A batch may carry
+//      padding rows (seq_id kPaddingSeq) so that a backend can reuse a plan (CUDA graph)
+//      built for a bucket of batch sizes; they touch no cache and give no output.
+//   5. Errors say what failed (ErrorKind): a bad batch (Invalid), OutOfMemory, DeviceLost.
+//   6. A NodeTap sees every node's values by their stable names, so two backends or two
+//      builds can be compared tensor by tensor.
+// Tested by tests/unit/model (CPU), tests/ops and tests/gpu (CUDA against the CPU).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +31,10 @@
 #include "model/weights.h"
 
 namespace gufo::backend {
+
+// A batch row with this sequence id is padding: it is computed like any row (so a plan for
+// a bucket of batch sizes can be reused) but writes no cache and is never an output row.
+inline constexpr int32_t kPaddingSeq = -1;
 
 // One forward call's tokens: token i of sequence seq_ids[i] at position positions[i].
 // Logits are produced for the rows listed in output_rows (ascending), in that order.
@@ -29,6 +47,8 @@ struct Batch {
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
   // One sequence (id 0) from position `start`; logits for the last token, or for all.
   static Batch sequence(std::span<const int32_t> tokens, int32_t start, bool all_logits);
+  // Appends `n` padding rows (token 0, position 0, seq kPaddingSeq).
+  void pad(int64_t n);
 };
 
 struct KvCacheSpec {
@@ -44,9 +64,13 @@ struct KvCacheSpec {
   // can share the blocks of a common prefix (engine/kv_blocks.h decides which).
   int64_t block_size = 16;
   int64_t n_blocks = 0;
+
+  // Bytes of keys and values that one position of one sequence takes (all layers).
+  uint64_t bytes_per_token() const;
 };
 
-// Key/value cache; what it holds is the backend's business.
+// Key/value cache; what it holds is the backend's business, the bookkeeping rules are
+// KvTable's (backend/kv_table.h).
 class KvCache {
  public:
   virtual ~KvCache() = default;
@@ -60,21 +84,52 @@ class KvCache {
   virtual Status set_blocks(int32_t seq, std::span<const int32_t> blocks, int32_t n_filled) = 0;
 };
 
+struct Capabilities {
+  std::string device;            // what runs the graph, e.g. "cpu (AVX-512 VNNI, 16 threads)"
+  bool batch_invariant = false;  // a row's numbers do not depend on its batch-mates
+  bool device_memory = false;    // weights and cache live outside host memory
+};
+
+struct MemoryInfo {
+  uint64_t free_bytes = 0;   // what the KV pool and activations may still take
+  uint64_t total_bytes = 0;
+};
+
+// What a forward call returns for its output rows; an empty span is not wanted.
+struct ForwardOutputs {
+  std::span<float> logits;    // [n_outputs, n_vocab] row-major
+  std::span<int32_t> argmax;  // [n_outputs]: the largest logit, ties to the lower index
+};
+
+// Sees each computed node's values ([node.rows, node.cols] f32, row-major) in graph order.
+using NodeTap = std::function<void(const model::Node& node, std::span<const float> values)>;
+
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string_view name() const = 0;
+  virtual std::string_view name() const = 0;  // "cpu", "cuda"
+  virtual Capabilities capabilities() const = 0;
+  virtual MemoryInfo memory() const = 0;
   // Whether this backend can run `node` (op, weight type) at all.
   virtual bool supports(const model::Node& node) const = 0;
+  // Prepares every weight `graph` reads; call once per model before forward. The weights'
+  // bytes (the mmap'd file) must outlive the backend's use of them.
+  virtual Status prepare_weights(const model::Graph& graph) = 0;
   virtual Result<std::unique_ptr<KvCache>> create_kv_cache(const KvCacheSpec& spec) = 0;
-  // Runs `graph` (built for batch.n_tokens() tokens and batch.output_rows.size() outputs);
-  // logits: [n_outputs, n_vocab] row-major.
+  // Runs `graph` (built for batch.n_tokens() tokens and batch.output_rows.size() outputs).
   virtual Status forward(const model::Graph& graph, const Batch& batch, KvCache& cache,
-                         std::span<float> logits) = 0;
+                         const ForwardOutputs& outputs, const NodeTap* tap = nullptr) = 0;
 };
 
 // Checks a batch against its graph and cache before any work (positions in range, output
-// rows ascending and in range, one token per position per sequence).
+// rows ascending and in range and never padding, sequence ids in range).
 Status validate_batch(const model::Graph& graph, const Batch& batch, const KvCacheSpec& cache);
+// Checks that `outputs` are sized for `graph`.
+Status validate_outputs(const model::Graph& graph, const ForwardOutputs& outputs);
+
+// Positions a paged pool can hold in `free_bytes` after `reserve_bytes` for everything else,
+// at `fraction` of what is left (NOTE(kv_pool) in batch.cpp), capped at `limit_tokens`.
+int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes,
+                       double fraction, int64_t limit_tokens);
 
 }  // namespace gufo::backend

@@ -1,4 +1,5 @@
 // Batch helpers and validation shared by every backend (see backend.h).
+#include <algorithm>
 #include <string>
 
 #include "backend/backend.h"
@@ -16,6 +17,14 @@ Batch Batch::sequence(std::span<const int32_t> tokens, int32_t start, bool all_l
   return batch;
 }
 
+void Batch::pad(int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    tokens.push_back(0);
+    positions.push_back(0);
+    seq_ids.push_back(kPaddingSeq);
+  }
+}
+
 Status validate_batch(const model::Graph& graph, const Batch& batch, const KvCacheSpec& cache) {
   const int64_t n = batch.n_tokens();
   if (n != graph.n_tokens || static_cast<int64_t>(batch.output_rows.size()) != graph.n_outputs) {
@@ -31,7 +40,7 @@ Status validate_batch(const model::Graph& graph, const Batch& batch, const KvCac
       return Error{"batch: position " + std::to_string(batch.positions[i]) + " is outside the context of " +
                    std::to_string(cache.n_ctx) + " tokens"};
     }
-    if (batch.seq_ids[i] < 0 || batch.seq_ids[i] >= cache.n_seq) {
+    if (batch.seq_ids[i] != kPaddingSeq && (batch.seq_ids[i] < 0 || batch.seq_ids[i] >= cache.n_seq)) {
       return Error{"batch: sequence id " + std::to_string(batch.seq_ids[i]) + " out of range"};
     }
   }
@@ -40,8 +49,37 @@ Status validate_batch(const model::Graph& graph, const Batch& batch, const KvCac
     if (row < 0 || row >= n || (i > 0 && row <= batch.output_rows[i - 1])) {
       return Error{"batch: output rows must be ascending token indices"};
     }
+    if (batch.seq_ids[static_cast<size_t>(row)] == kPaddingSeq) {
+      return Error{"batch: output row " + std::to_string(row) + " is a padding row"};
+    }
   }
   return {};
+}
+
+Status validate_outputs(const model::Graph& graph, const ForwardOutputs& outputs) {
+  const model::Node& out = graph.nodes[static_cast<size_t>(graph.output)];
+  const size_t n_logits = static_cast<size_t>(out.rows * out.cols);
+  if (!outputs.logits.empty() && outputs.logits.size() != n_logits) {
+    return Error{"forward: logits buffer holds " + std::to_string(outputs.logits.size()) + " floats, needs " +
+                 std::to_string(n_logits)};
+  }
+  if (!outputs.argmax.empty() && outputs.argmax.size() != static_cast<size_t>(out.rows)) {
+    return Error{"forward: argmax buffer holds " + std::to_string(outputs.argmax.size()) + " ids, needs " +
+                 std::to_string(out.rows)};
+  }
+  return {};
+}
+
+// NOTE(kv_pool): a fraction below 1 of what is free leaves room for what the reserve does not
+// foresee (the allocator's granularity, a CUDA graph's private memory, other processes on the
+// same GPU); vLLM's gpu_memory_utilization plays the same part.
+int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes,
+                       double fraction, int64_t limit_tokens) {
+  if (memory.free_bytes <= reserve_bytes) return 0;
+  const double usable = static_cast<double>(memory.free_bytes - reserve_bytes) * fraction;
+  const auto per_token = static_cast<double>(std::max<uint64_t>(1, spec.bytes_per_token()));
+  const auto tokens = static_cast<int64_t>(usable / per_token);
+  return std::min(tokens, limit_tokens);
 }
 
 }  // namespace gufo::backend

@@ -2,7 +2,9 @@
 // (pp) and decode (tg) throughput at context depth d, llama-bench style: each test runs -r
 // times after one warm-up and reports tokens/s mean ± stdev. Token ids are random (seeded),
 // as llama-bench's are; the depth is filled untimed before each run.
-// Tested by tests/unit/engine/bench_cli_test.cpp; numbers go to BENCHMARKS.md.
+// Decode steps take the greedy token on the device (Session::eval_greedy), as a generation
+// loop that samples greedily does. Tested by tests/unit/engine/cli_test.cpp; numbers go to
+// BENCHMARKS.md.
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -16,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "engine/model.h"
@@ -32,7 +34,7 @@ struct BenchOptions {
   std::string depths = "0";
   int32_t reps = 3;
   std::string output = "md";
-  int threads = 0;
+  BackendFlags backend;
 };
 
 Result<std::vector<int64_t>> parse_list(const std::string& text, const char* flag, int64_t min) {
@@ -74,10 +76,10 @@ struct TestResult {
 using Clock = std::chrono::steady_clock;
 
 // One run: fill `depth` untimed, then time `n_prompt` tokens as one batch or `n_gen` decode steps.
-Result<double> run_once(const engine::Model& model, backend::Backend& backend, int64_t depth, int64_t n_prompt,
-                        int64_t n_gen, std::mt19937& rng) {
+Result<double> run_once(const engine::Model& model, backend::Backend& backend, DType cache_type, int64_t depth,
+                        int64_t n_prompt, int64_t n_gen, std::mt19937& rng) {
   const int64_t n_ctx = depth + std::max(n_prompt, n_gen);
-  GUFO_ASSIGN_OR_RETURN(engine::Session session, engine::Session::create(model, backend, n_ctx));
+  GUFO_ASSIGN_OR_RETURN(engine::Session session, engine::Session::create(model, backend, n_ctx, cache_type));
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.hparams().n_vocab - 1));
   auto random_tokens = [&](int64_t n) {
     std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -97,7 +99,7 @@ Result<double> run_once(const engine::Model& model, backend::Backend& backend, i
   }
   const std::vector<int32_t> steps = random_tokens(n_gen);
   const auto start = Clock::now();
-  for (int32_t id : steps) GUFO_RETURN_IF_ERROR(session.eval(std::span<const int32_t>(&id, 1), false));
+  for (int32_t id : steps) GUFO_RETURN_IF_ERROR(session.eval_greedy(std::span<const int32_t>(&id, 1)));
   return static_cast<double>(n_gen) / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -111,8 +113,11 @@ int run_bench(const BenchOptions& options) {
   if (!prompts.ok()) return report_error(prompts.error());
   auto depths = parse_list(o.depths, "-d", 0);
   if (!depths.ok()) return report_error(depths.error());
-  cpu::CpuBackend cpu(o.threads);
-  auto model = engine::Model::load(o.model_path, cpu);
+  auto chosen = make_backend(o.backend, "bench");
+  if (!chosen.ok()) return report_error(chosen.error());
+  backend::Backend& backend = *chosen->backend;
+  const std::string device = backend.capabilities().device;
+  auto model = engine::Model::load(o.model_path, backend);
   if (!model.ok()) return report_error(model.error());
   const model::HParams& hp = (*model)->hparams();
 
@@ -141,7 +146,7 @@ int run_bench(const BenchOptions& options) {
       }
       std::mt19937 rng(1234);
       for (int32_t rep = -1; rep < o.reps; ++rep) {  // rep -1: warm-up, not counted
-        auto tps = run_once(**model, cpu, depth, n_prompt, n_gen, rng);
+        auto tps = run_once(**model, backend, chosen->cache_type, depth, n_prompt, n_gen, rng);
         if (!tps.ok()) return report_error(tps.error());
         if (rep >= 0) r.tokens_per_s.push_back(*tps);
       }
@@ -166,19 +171,19 @@ int run_bench(const BenchOptions& options) {
     nlohmann::json out = nlohmann::json::array();
     for (const TestResult& r : results) {
       out.push_back({{"model", o.model_path}, {"arch", hp.arch_name}, {"type", type}, {"size_bytes", n_bytes},
-                     {"n_params", n_params}, {"backend", "CPU"}, {"threads", cpu.n_threads()},
+                     {"n_params", n_params}, {"backend", backend.name()}, {"device", device},
                      {"test", r.name}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"depth", r.depth},
                      {"tokens_per_s", r.tokens_per_s}, {"mean", r.mean()}, {"stdev", r.stdev()}});
     }
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("| model | size | params | backend | threads | test | t/s |\n");
-  std::printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+  std::printf("| model | size | params | backend | device | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | --- | --- | ---: |\n");
   for (const TestResult& r : results) {
-    std::printf("| %s %s | %.2f MiB | %.2f M | CPU | %d | %s | %.2f ± %.2f |\n", hp.arch_name.c_str(), type.c_str(),
-                static_cast<double>(n_bytes) / (1 << 20), static_cast<double>(n_params) / 1e6, cpu.n_threads(),
-                r.name.c_str(), r.mean(), r.stdev());
+    std::printf("| %s %s | %.2f MiB | %.2f M | %s | %s | %s | %.2f ± %.2f |\n", hp.arch_name.c_str(), type.c_str(),
+                static_cast<double>(n_bytes) / (1 << 20), static_cast<double>(n_params) / 1e6,
+                std::string(backend.name()).c_str(), device.c_str(), r.name.c_str(), r.mean(), r.stdev());
   }
   return 0;
 }
@@ -194,7 +199,7 @@ Command register_bench(CLI::App& root) {
   app->add_option("-d,--depth", o->depths, "context depths, comma-separated");
   app->add_option("-r,--repetitions", o->reps, "timed runs per test")->check(CLI::Range(1, 1000));
   app->add_option("-o,--output", o->output, "md or json");
-  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  add_backend_flags(*app, o->backend);
   return Command{app, [o] { return run_bench(*o); }};
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "cli/interrupt.h"
@@ -26,8 +26,7 @@ struct ChatCommandOptions {
   bool no_thinking = false;
   int32_t n_predict = -1;
   int64_t n_ctx = 4096;
-  int threads = 0;
-  std::string cache_type = "f16";
+  BackendFlags backend;
   std::vector<std::string> stop;
   engine::SamplerParams sampler;
 };
@@ -42,13 +41,13 @@ void write_out(std::string_view text) {
 }
 
 int run_chat(const ChatCommandOptions& options) {
-  auto cache_type = parse_cache_type(options.cache_type);
-  if (!cache_type.ok()) return report_error(cache_type.error());
-  cpu::CpuBackend cpu(options.threads);
-  auto loaded = load_generation_model(options.model_path, cpu);
+  auto chosen = make_backend(options.backend, "chat");
+  if (!chosen.ok()) return report_error(chosen.error());
+  backend::Backend& backend = *chosen->backend;
+  auto loaded = load_generation_model(options.model_path, backend);
   if (!loaded.ok()) return report_error(loaded.error());
   const int64_t n_ctx = std::min<int64_t>(options.n_ctx, loaded->model->hparams().n_ctx_train);
-  auto session = engine::Session::create(*loaded->model, cpu, n_ctx, *cache_type);
+  auto session = engine::Session::create(*loaded->model, backend, n_ctx, chosen->cache_type);
   if (!session.ok()) return report_error(session.error());
   engine::ChatOptions chat_options;
   chat_options.system_prompt = options.system_prompt;
@@ -103,8 +102,7 @@ Command register_chat(CLI::App& root) {
   app->add_flag("--no-thinking", o->no_thinking, "enable_thinking=false for templates that have it (Qwen3)");
   app->add_option("-n,--n-predict", o->n_predict, "at most this many tokens per answer (-1: no limit)");
   app->add_option("-c,--ctx", o->n_ctx, "context size in tokens (at most the model's)")->check(CLI::Range(1, 1 << 24));
-  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
-  app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
+  add_backend_flags(*app, o->backend);
   app->add_option("--stop", o->stop, "end an answer before this text (repeatable)");
   add_sampler_flags(*app, o->sampler);
   return Command{app, [o] { return run_chat(*o); }};

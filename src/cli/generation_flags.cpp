@@ -23,7 +23,7 @@ Result<DType> parse_cache_type(const std::string& name) {
   return Error{"--cache-type " + name + ": expected f16 or f32"};
 }
 
-Result<GenerationModel> load_generation_model(const std::string& model_path, const backend::Backend& backend) {
+Result<GenerationModel> load_generation_model(const std::string& model_path, backend::Backend& backend) {
   GUFO_ASSIGN_OR_RETURN(const std::string path, model_or_default(model_path));
   GenerationModel loaded;
   GUFO_ASSIGN_OR_RETURN(loaded.model, engine::Model::load(path, backend));

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend.h"
 #include "core/dtype.h"
 #include "core/result.h"
 #include "engine/model.h"
@@ -29,6 +29,6 @@ struct GenerationModel {
 
 // Loads `path` (the default model when empty) for `backend` and its tokenizer; fails if the tokenizer has more tokens than
 // the model has embedding rows.
-Result<GenerationModel> load_generation_model(const std::string& path, const backend::Backend& backend);
+Result<GenerationModel> load_generation_model(const std::string& path, backend::Backend& backend);
 
 }  // namespace gufo::cli

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "core/npy.h"
@@ -32,7 +32,7 @@ struct QualityOptions {
   std::string save_logits;
   std::string reference;
   std::string limits;
-  int threads = 0;
+  BackendFlags backend;
   bool json = false;
   bool validate_prefill = false;
 };
@@ -87,8 +87,10 @@ int run_quality(const QualityOptions& options) {
     if (!read.ok()) return report_error(read.error());
     limits = *read;
   }
-  cpu::CpuBackend cpu(o.threads);
-  auto model = engine::Model::load(o.model_path, cpu);
+  auto chosen = make_backend(o.backend, "quality");
+  if (!chosen.ok()) return report_error(chosen.error());
+  backend::Backend& backend = *chosen->backend;
+  auto model = engine::Model::load(o.model_path, backend);
   if (!model.ok()) return report_error(model.error());
   auto tok = tokenizer::Tokenizer::load((*model)->file());
   if (!tok.ok()) return report_error(tok.error());
@@ -115,14 +117,14 @@ int run_quality(const QualityOptions& options) {
     reference = std::move(*ref);
   }
   if (o.validate_prefill) {
-    auto report = engine::validate_prefill(**model, cpu, tokens, DType::F16);
+    auto report = engine::validate_prefill(**model, backend, tokens, chosen->cache_type);
     if (!report.ok()) return report_error(report.error());
     if (!report->ok) {
       return report_error(Error{"validate-prefill: batch prefill differs from token-by-token decoding beyond the limits"});
     }
   }
 
-  auto session = engine::Session::create(**model, cpu, static_cast<int64_t>(tokens.size()));
+  auto session = engine::Session::create(**model, backend, static_cast<int64_t>(tokens.size()), chosen->cache_type);
   if (!session.ok()) return report_error(session.error());
   auto logits = session->eval(tokens, /*all_logits=*/true);
   if (!logits.ok()) return report_error(logits.error());
@@ -169,7 +171,7 @@ Command register_quality(CLI::App& root) {
   app->add_option("--save-logits", o->save_logits, "write the logits as R.npy (and R.tokens.json)");
   app->add_option("--reference", o->reference, "compare with reference logits R.npy (ids in R.tokens.json)");
   app->add_option("--limits", o->limits, "JSON limits; exit 1 when one is exceeded");
-  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  add_backend_flags(*app, o->backend);
   app->add_flag("--json", o->json, "print the report as JSON");
   app->add_flag("--validate-prefill", o->validate_prefill, "check batch prefill against token-by-token decoding");
   return Command{app, [o] { return run_quality(*o); }};

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "engine/generate.h"
@@ -25,8 +25,7 @@ struct RunOptions {
   std::string prompt;
   int32_t n_predict = 128;
   int64_t n_ctx = 4096;
-  int threads = 0;
-  std::string cache_type = "f16";
+  BackendFlags backend;
   std::vector<std::string> stop;
   bool validate_prefill = false;
   engine::SamplerParams sampler;
@@ -48,10 +47,11 @@ int report_prefill(const engine::PrefillReport& report) {
 }
 
 int run_run(const RunOptions& options) {
-  auto cache_type = parse_cache_type(options.cache_type);
-  if (!cache_type.ok()) return report_error(cache_type.error());
-  cpu::CpuBackend cpu(options.threads);
-  auto loaded = load_generation_model(options.model_path, cpu);
+  auto chosen = make_backend(options.backend, "run");
+  if (!chosen.ok()) return report_error(chosen.error());
+  backend::Backend& backend = *chosen->backend;
+  const DType cache_type = chosen->cache_type;
+  auto loaded = load_generation_model(options.model_path, backend);
   if (!loaded.ok()) return report_error(loaded.error());
   const engine::Model* model = loaded->model.get();
   const tokenizer::Tokenizer* tok = loaded->tokenizer.get();
@@ -63,7 +63,7 @@ int run_run(const RunOptions& options) {
   if (prompt.empty()) return report_error(Error{"-p: the prompt is empty"});
 
   if (options.validate_prefill) {
-    auto report = engine::validate_prefill(*model, cpu, prompt, *cache_type);
+    auto report = engine::validate_prefill(*model, backend, prompt, cache_type);
     if (!report.ok()) return report_error(report.error());
     if (int code = report_prefill(*report); code != 0) return code;
   }
@@ -73,7 +73,7 @@ int run_run(const RunOptions& options) {
     return report_error(Error{"-p: the prompt has " + std::to_string(prompt.size()) +
                               " tokens, the context only " + std::to_string(n_ctx)});
   }
-  auto session = engine::Session::create(*model, cpu, n_ctx, *cache_type);
+  auto session = engine::Session::create(*model, backend, n_ctx, cache_type);
   if (!session.ok()) return report_error(session.error());
   engine::GenerateOptions generate;
   generate.n_predict = options.n_predict;
@@ -97,8 +97,7 @@ Command register_run(CLI::App& root) {
   app->add_option("-p,--prompt", o->prompt, "the prompt (raw text; control tokens are parsed)")->required();
   app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until the context is full)");
   app->add_option("-c,--ctx", o->n_ctx, "context size in tokens (at most the model's)")->check(CLI::Range(1, 1 << 24));
-  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
-  app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
+  add_backend_flags(*app, o->backend);
   add_sampler_flags(*app, o->sampler);
   app->add_option("--stop", o->stop, "stop before this text (repeatable)");
   app->add_flag("--validate-prefill", o->validate_prefill,

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/generation_flags.h"
@@ -32,8 +32,7 @@ struct ServeOptions {
   server::ServerOptions http;
   engine::SchedulerOptions engine;
   int64_t n_ctx = 0;  // 0: min(model's, 4096)
-  int threads = 0;
-  std::string cache_type = "f16";
+  BackendFlags backend;
   bool no_prefix_cache = false;
   double grace_seconds = 5.0;
   std::string reasoning_format = "deepseek";  // server/reasoning.h
@@ -56,7 +55,7 @@ int run_serve(ServeOptions options) {
   if (options.http.api_key.empty()) {
     if (const char* key = std::getenv("GUFO_API_KEY"); key != nullptr) options.http.api_key = key;
   }
-  auto cache_type = parse_cache_type(options.cache_type);
+  auto cache_type = parse_cache_type(options.backend.cache_type);
   if (!cache_type.ok()) return report_error(cache_type.error());
   auto model_path = model_or_default(options.model_path);
   if (!model_path.ok()) return report_error(model_path.error());
@@ -82,8 +81,10 @@ int run_serve(ServeOptions options) {
     listener.join();
     return report_error(error);
   };
-  cpu::CpuBackend cpu(options.threads);
-  auto loaded = load_generation_model(options.model_path, cpu);
+  auto chosen = make_backend(options.backend, "serve");
+  if (!chosen.ok()) return fail(chosen.error());
+  backend::Backend& backend = *chosen->backend;
+  auto loaded = load_generation_model(options.model_path, backend);
   if (!loaded.ok()) return fail(loaded.error());
   const engine::Model& model = *loaded->model;
   auto chat_prompt = engine::ChatPrompt::load(model, *loaded->tokenizer);
@@ -94,7 +95,7 @@ int run_serve(ServeOptions options) {
   options.engine.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(model.hparams().n_ctx_train, 4096);
   options.engine.prefix_cache = !options.no_prefix_cache;
   options.engine.cache_type = *cache_type;
-  auto scheduler = engine::Scheduler::create(model, cpu, *loaded->tokenizer, options.engine);
+  auto scheduler = engine::Scheduler::create(model, backend, *loaded->tokenizer, options.engine);
   if (!scheduler.ok()) return fail(scheduler.error());
 
   server::ServedModel served{.name = options.alias.empty()
@@ -106,8 +107,9 @@ int run_serve(ServeOptions options) {
                              .n_ctx = options.engine.n_ctx,
                              .n_vocab = static_cast<int32_t>(model.hparams().n_vocab)};
   http.set_model(served);
-  std::fprintf(stderr, "gufo serve: ready: model %s, %d parallel, context %lld, %d threads\n", served.name.c_str(),
-               options.engine.n_parallel, static_cast<long long>(options.engine.n_ctx), cpu.n_threads());
+  std::fprintf(stderr, "gufo serve: ready: model %s, %d parallel, context %lld, KV pool %lld tokens, on %s\n",
+               served.name.c_str(), options.engine.n_parallel, static_cast<long long>(options.engine.n_ctx),
+               static_cast<long long>((*scheduler)->options().kv_tokens), backend.capabilities().device.c_str());
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
@@ -151,8 +153,7 @@ Command register_serve(CLI::App& root) {
   app->add_option("--block-size", o->engine.block_size, "positions per KV block (a power of two)")
       ->check(CLI::IsMember({1, 2, 4, 8, 16, 32, 64, 128, 256}));
   app->add_flag("--no-prefix-cache", o->no_prefix_cache, "do not reuse KV blocks across requests");
-  app->add_option("-t,--threads", o->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
-  app->add_option("--cache-type", o->cache_type, "KV cache type: f16 or f32");
+  add_backend_flags(*app, o->backend);
   app->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
   app->add_option("--reasoning-format", o->reasoning_format,

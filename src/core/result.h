@@ -3,6 +3,7 @@
 // Tested by tests/unit/core_test.cpp.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -13,10 +14,22 @@
 
 namespace gufo {
 
+// What kind of failure an Error is, for callers that react differently: a bad input is the
+// caller's to fix, while running out of (device) memory or losing the device is the
+// machine's state (the scheduler fails only the requests a failure touches, and a server
+// answers 503 rather than 400).
+enum class ErrorKind : uint8_t {
+  Invalid,      // bad input or a bad request: the message says what to change
+  OutOfMemory,  // host or device memory ran out
+  DeviceLost,   // the accelerator failed; nothing more can run on it
+  Unsupported,  // valid, but this build or device cannot do it
+};
+
 // A failure with a message meant for the user: it names the input, the place, and what was
 // expected against what was found, e.g. "model.gguf: tensor 'x': offset 96 past end (64)".
 struct Error {
   std::string message;
+  ErrorKind kind = ErrorKind::Invalid;
 };
 
 template <class T>

@@ -7,7 +7,7 @@
 
 namespace gufo::engine {
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path, const backend::Backend& backend) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, backend::Backend& backend) {
   GUFO_ASSIGN_OR_RETURN(gguf::File file, gguf::File::open(path));
   std::unique_ptr<Model> model(new Model(std::move(file)));
   GUFO_ASSIGN_OR_RETURN(model->hparams_, model::load_hparams(model->file_));
@@ -19,8 +19,12 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const backen
       const std::string what = node.op == model::Op::Weight
           ? "tensor '" + node.name + "' of type " + std::string(dtype_name(node.weight->type))
           : "node " + node.name;
-      return Error{path + ": the " + std::string(backend.name()) + " backend cannot run " + what};
+      return Error{path + ": the " + std::string(backend.name()) + " backend cannot run " + what,
+                   ErrorKind::Unsupported};
     }
+  }
+  if (Status prepared = backend.prepare_weights(graph); !prepared.ok()) {
+    return Error{path + ": " + prepared.error().message, prepared.error().kind};
   }
   return model;
 }
@@ -42,7 +46,7 @@ Result<Session> Session::create(const Model& model, backend::Backend& backend, i
   return Session(model, backend, std::move(cache));
 }
 
-Result<std::vector<float>> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+Status Session::run(std::span<const int32_t> tokens, bool all_logits, const backend::ForwardOutputs& outputs) {
   if (tokens.empty()) return Error{"eval: no tokens"};
   if (n_past_ + static_cast<int64_t>(tokens.size()) > cache_->spec().n_ctx) {
     return Error{"context full: " + std::to_string(n_past_) + " + " + std::to_string(tokens.size()) +
@@ -52,10 +56,22 @@ Result<std::vector<float>> Session::eval(std::span<const int32_t> tokens, bool a
   GUFO_ASSIGN_OR_RETURN(model::Graph graph,
                         model_->build_graph({.n_tokens = batch.n_tokens(),
                                              .n_outputs = static_cast<int64_t>(batch.output_rows.size())}));
-  std::vector<float> logits(batch.output_rows.size() * static_cast<size_t>(model_->hparams().n_vocab));
-  GUFO_RETURN_IF_ERROR(backend_->forward(graph, batch, *cache_, logits));
+  GUFO_RETURN_IF_ERROR(backend_->forward(graph, batch, *cache_, outputs));
   n_past_ += static_cast<int32_t>(tokens.size());
+  return {};
+}
+
+Result<std::vector<float>> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+  const size_t n_rows = all_logits ? tokens.size() : 1;
+  std::vector<float> logits(n_rows * static_cast<size_t>(model_->hparams().n_vocab));
+  GUFO_RETURN_IF_ERROR(run(tokens, all_logits, {.logits = logits, .argmax = {}}));
   return logits;
+}
+
+Result<int32_t> Session::eval_greedy(std::span<const int32_t> tokens) {
+  int32_t token = 0;
+  GUFO_RETURN_IF_ERROR(run(tokens, false, {.logits = {}, .argmax = std::span<int32_t>(&token, 1)}));
+  return token;
 }
 
 void Session::rewind(int32_t n) {

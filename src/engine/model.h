@@ -1,6 +1,7 @@
 // A model ready to run: the mmap'd GGUF, its hyper-parameters and weight views, checked once
 // at load (every tensor the architecture needs, with the right shape and a type the backend
-// reads) so bad files fail before any heavy work. Tested by tests/unit/model/forward_test.cpp.
+// reads) so bad files fail before any heavy work; then the backend prepares the weights
+// (backend.h, prepare_weights). Tested by tests/unit/model/forward_test.cpp.
 #pragma once
 
 #include <memory>
@@ -18,7 +19,7 @@ namespace gufo::engine {
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> load(const std::string& path, const backend::Backend& backend);
+  static Result<std::unique_ptr<Model>> load(const std::string& path, backend::Backend& backend);
 
   const gguf::File& file() const { return file_; }
   const model::HParams& hparams() const { return hparams_; }
@@ -43,12 +44,17 @@ class Session {
   // Evaluates `tokens` at positions n_past().. as one batch; logits [n_rows, n_vocab] for the
   // last token, or for every token when all_logits.
   Result<std::vector<float>> eval(std::span<const int32_t> tokens, bool all_logits);
+  // The same, returning only the greedy next token (argmax of the last row's logits, ties to
+  // the lower id), which a device backend computes without copying the logits back.
+  Result<int32_t> eval_greedy(std::span<const int32_t> tokens);
   int32_t n_past() const { return n_past_; }
   int64_t context_size() const { return cache_->spec().n_ctx; }
   // Forgets positions >= n (n <= n_past()).
   void rewind(int32_t n);
 
  private:
+  Status run(std::span<const int32_t> tokens, bool all_logits, const backend::ForwardOutputs& outputs);
+
   const Model* model_;
   backend::Backend* backend_;
   std::unique_ptr<backend::KvCache> cache_;

@@ -37,6 +37,23 @@ TokenLogprob logprobs_of(std::span<const float> logits, int32_t token, int32_t t
   return out;
 }
 
+// NOTE(kv_pool): on a device backend the pool is what 90% of the free memory holds once the
+// activations of a full step are set aside (a generous estimate: a dozen rows of n_embd and
+// three of the FFN width per token, plus the logits), so --ctx and --parallel limit each
+// sequence and their count, not the pool; more blocks keep more prefixes cached.
+int64_t default_kv_tokens(const model::HParams& hp, const backend::Backend& backend, const SchedulerOptions& options) {
+  const int64_t floor_tokens = options.n_ctx * options.n_parallel;
+  if (!backend.capabilities().device_memory) return floor_tokens;
+  const int64_t ffn = std::max(hp.n_ff, hp.n_ff_exp * std::max<int64_t>(1, hp.n_expert_used));
+  const uint64_t per_step_token = static_cast<uint64_t>(12 * hp.n_embd + 3 * ffn) * sizeof(float);
+  const uint64_t reserve = (uint64_t{512} << 20) + static_cast<uint64_t>(options.step_tokens) * per_step_token +
+                           static_cast<uint64_t>(options.n_parallel) * static_cast<uint64_t>(hp.n_vocab) * 8;
+  const backend::KvCacheSpec spec{.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .type = options.cache_type};
+  // NOTE(kv_pool): positions are int32 and block ids too; 2^24 positions is far past any pool.
+  const int64_t fits = backend::kv_pool_tokens(spec, backend.memory(), reserve, 0.9, int64_t{1} << 24);
+  return std::max(fits, options.n_ctx);  // too little memory: one context, and the allocation says so
+}
+
 }  // namespace
 
 struct Scheduler::Sequence {
@@ -83,7 +100,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, backend
     return Error{"context of " + std::to_string(options.n_ctx) + " tokens: the model allows 2.." +
                  std::to_string(hp.n_ctx_train)};
   }
-  if (options.kv_tokens == 0) options.kv_tokens = options.n_ctx * options.n_parallel;
+  if (options.kv_tokens == 0) options.kv_tokens = default_kv_tokens(hp, backend, options);
   if (options.kv_tokens < options.n_ctx) {
     return Error{"a KV pool of " + std::to_string(options.kv_tokens) + " tokens cannot hold one context of " +
                  std::to_string(options.n_ctx)};
@@ -136,6 +153,7 @@ Submission Scheduler::submit(const std::vector<int32_t>& prompt, const std::vect
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return {SubmitStatus::ShuttingDown, "the server is shutting down", nullptr};
+    if (!device_failure_.empty()) return {SubmitStatus::ShuttingDown, device_failure_, nullptr};
     if (n_queued_ + stats_.running + count > options_.n_parallel + options_.max_queue) {
       return {SubmitStatus::QueueFull,
               "the server is busy: " + std::to_string(stats_.running) + " sequences running and " +
@@ -177,13 +195,7 @@ void Scheduler::loop() {
     }
     drop_cancelled();
     admit();
-    if (!running_.empty()) {
-      const Status status = step();
-      if (!status.ok()) {
-        // A failed forward leaves the cache in an unknown state for these sequences.
-        while (!running_.empty()) fail(*running_.back(), status.error().message);
-      }
-    }
+    if (!running_.empty()) step();
     publish_occupancy();
   }
   // Shutting down: every request still here gets its final event.
@@ -283,7 +295,24 @@ void Scheduler::preempt_newest() {
   waiting_.push_front(std::move(seq));
 }
 
-Status Scheduler::step() {
+void Scheduler::fail_after_device_loss(const std::string& message) {
+  {
+    std::lock_guard lock(mutex_);
+    device_failure_ = message;
+  }
+  while (!running_.empty()) fail(*running_.back(), message);
+  while (!waiting_.empty()) {
+    {
+      std::lock_guard lock(mutex_);
+      --n_queued_;
+      ++stats_.requests_failed;
+    }
+    waiting_.front()->send(RequestEvent::failure(message));
+    waiting_.pop_front();
+  }
+}
+
+void Scheduler::step() {
   const int64_t block = options_.block_size;
   // Prompt segments leave room for every other sequence's decode row, so a segment always
   // fits the step beside them (a prompt is never starved by running decodes).
@@ -327,12 +356,24 @@ Status Scheduler::step() {
     parts.push_back(p);
     budget -= n;
   }
-  if (parts.empty()) return {};
+  if (parts.empty()) return;
+  // A failure fails the sequences of this batch (their cache is in an unknown state), or
+  // every request when the device is gone.
+  const auto fail_parts = [&](const Error& error) {
+    if (error.kind == ErrorKind::DeviceLost) {
+      fail_after_device_loss("the device failed: " + error.message);
+      return;
+    }
+    for (const Part& p : parts) fail(*p.seq, error.message);
+  };
 
   backend::Batch batch;
   int64_t prefill_rows = 0;
   for (const Part& p : parts) {
-    GUFO_RETURN_IF_ERROR(cache_->set_blocks(p.seq->slot, p.seq->blocks, p.seq->n_computed));
+    if (Status s = cache_->set_blocks(p.seq->slot, p.seq->blocks, p.seq->n_computed); !s.ok()) {
+      fail_parts(s.error());
+      return;
+    }
     for (int32_t pos = p.begin; pos < p.end; ++pos) {
       batch.tokens.push_back(p.seq->tokens[static_cast<size_t>(pos)]);
       batch.positions.push_back(pos);
@@ -343,13 +384,19 @@ Status Scheduler::step() {
     }
     if (p.end - p.begin > 1 || p.begin < p.seq->n_prompt) prefill_rows += p.end - p.begin;
   }
-  GUFO_ASSIGN_OR_RETURN(model::Graph graph,
-                        model_->build_graph({.n_tokens = batch.n_tokens(),
-                                             .n_outputs = static_cast<int64_t>(batch.output_rows.size())}));
+  Result<model::Graph> graph = model_->build_graph(
+      {.n_tokens = batch.n_tokens(), .n_outputs = static_cast<int64_t>(batch.output_rows.size())});
+  if (!graph.ok()) {
+    fail_parts(graph.error());
+    return;
+  }
   const int64_t n_vocab = model_->hparams().n_vocab;
   std::vector<float> logits(batch.output_rows.size() * static_cast<size_t>(n_vocab));
   const Clock::time_point start = Clock::now();
-  GUFO_RETURN_IF_ERROR(backend_->forward(graph, batch, *cache_, logits));
+  if (Status s = backend_->forward(*graph, batch, *cache_, {.logits = logits, .argmax = {}}); !s.ok()) {
+    fail_parts(s.error());
+    return;
+  }
   const double elapsed = seconds_between(start, Clock::now());
   {
     std::lock_guard lock(mutex_);
@@ -369,7 +416,6 @@ Status Scheduler::step() {
       ++output;
     }
   }
-  return {};
 }
 
 void Scheduler::register_full_blocks(Sequence& seq) {

@@ -11,6 +11,8 @@
 // it waits while the pool cannot hold its prompt. When a decoding sequence needs a block and
 // none is left, the most recently admitted sequence is preempted: its blocks go back and it
 // is recomputed later from its tokens (generated ones included), with its sampler state kept.
+// A failed step fails only the sequences in that step's batch; a lost device (ErrorKind::
+// DeviceLost) fails every request, and new ones are refused.
 // Tested by tests/unit/engine/scheduler_test.cpp.
 #pragma once
 
@@ -36,7 +38,9 @@ namespace gufo::engine {
 struct SchedulerOptions {
   int32_t n_parallel = 4;       // sequences decoding at once
   int64_t n_ctx = 4096;         // positions per sequence (prompt + generated)
-  int64_t kv_tokens = 0;        // positions in the whole pool; 0: n_ctx * n_parallel
+  // Positions in the whole pool. 0: on a device backend, what 90% of its free memory holds
+  // after a reserve for activations (NOTE(kv_pool)); on the CPU, n_ctx * n_parallel.
+  int64_t kv_tokens = 0;
   int32_t block_size = 16;      // positions per KV block (a power of two)
   int32_t step_tokens = 512;    // token budget of one step (decode rows + prompt segments)
   int32_t max_queue = 64;       // requests waiting beyond n_parallel; more are refused
@@ -82,7 +86,8 @@ class Scheduler {
   void admit();
   bool ensure_block(Sequence& seq);
   void preempt_newest();
-  Status step();
+  void step();
+  void fail_after_device_loss(const std::string& message);
   void emit_token(Sequence& seq, const float* logits);
   void finish(Sequence& seq, StopReason reason);
   void fail(Sequence& seq, const std::string& message);
@@ -110,6 +115,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> submitted_;
   int32_t n_queued_ = 0;  // submitted_ + waiting_
   bool stopping_ = false;
+  std::string device_failure_;  // set when the backend lost its device: nothing more runs
   EngineStats stats_;
 
   std::thread thread_;

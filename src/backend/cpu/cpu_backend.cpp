@@ -2,12 +2,14 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/kv_cache.h"
 #include "backend/cpu/ops/moe.h"
 #include "backend/cpu/ops/ops.h"
+#include "backend/cpu/quant/dot_kernels.h"
 #include "quant/quant.h"
 
 namespace gufo::cpu {
@@ -69,6 +71,7 @@ void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Attent
   std::vector<int32_t> seqs;
   std::vector<std::vector<int64_t>> rows_of;
   for (int64_t r = 0; r < batch.n_tokens(); ++r) {
+    if (batch.seq_ids[r] == backend::kPaddingSeq) continue;
     size_t s = 0;
     while (s < seqs.size() && seqs[s] != batch.seq_ids[r]) ++s;
     if (s == seqs.size()) {
@@ -117,40 +120,51 @@ void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Attent
 
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
+backend::Capabilities CpuBackend::capabilities() const {
+  const fast::DotKernels& kernels = fast::best_dot_kernels(fast::detected_cpu_features());
+  return {.device = "cpu (" + std::string(kernels.name) + " kernels, " + std::to_string(pool_.n_threads()) +
+                    " threads)",
+          .batch_invariant = true,
+          .device_memory = false};
+}
+
+backend::MemoryInfo CpuBackend::memory() const {
+  backend::MemoryInfo info;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemTotal:") info.total_bytes = kib * 1024;
+    if (key == "MemAvailable:") info.free_bytes = kib * 1024;
+  }
+  return info;
+}
+
 bool CpuBackend::supports(const model::Node& node) const {
   if (node.op == model::Op::Weight) return quant::can_dequantize(node.weight->type);
   return true;
 }
 
+Status CpuBackend::prepare_weights(const model::Graph& graph) {
+  for (const model::Node& node : graph.nodes) {
+    if (!supports(node)) return Error{"cpu backend cannot run node " + node.name, ErrorKind::Unsupported};
+  }
+  return {};
+}
+
 Result<std::unique_ptr<backend::KvCache>> CpuBackend::create_kv_cache(const backend::KvCacheSpec& spec) {
-  GUFO_RETURN_IF_ERROR(CpuKvCache::validate(spec));
+  GUFO_RETURN_IF_ERROR(backend::KvTable::validate(spec));
   return std::unique_ptr<backend::KvCache>(std::make_unique<CpuKvCache>(spec));
 }
 
 Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batch,
-                           backend::KvCache& cache_base, std::span<float> logits) {
+                           backend::KvCache& cache_base, const backend::ForwardOutputs& outputs,
+                           const backend::NodeTap* tap) {
   auto& cache = static_cast<CpuKvCache&>(cache_base);
   GUFO_RETURN_IF_ERROR(backend::validate_batch(graph, batch, cache.spec()));
-  const model::Node& out_node = graph.nodes[static_cast<size_t>(graph.output)];
-  if (logits.size() != static_cast<size_t>(out_node.rows * out_node.cols)) {
-    return Error{"forward: logits buffer holds " + std::to_string(logits.size()) + " floats, needs " +
-                 std::to_string(out_node.rows * out_node.cols)};
-  }
-  // Each sequence continues where its cache ends (or rewrites an earlier position): no gaps.
-  std::vector<int32_t> filled = cache.filled();
-  for (int64_t i = 0; i < batch.n_tokens(); ++i) {
-    int32_t& next = filled[static_cast<size_t>(batch.seq_ids[i])];
-    if (batch.positions[i] > next) {
-      return Error{"batch: sequence " + std::to_string(batch.seq_ids[i]) + " skips from position " +
-                   std::to_string(next) + " to " + std::to_string(batch.positions[i])};
-    }
-    if (batch.positions[i] >= cache.capacity(batch.seq_ids[i])) {
-      return Error{"batch: position " + std::to_string(batch.positions[i]) + " of sequence " +
-                   std::to_string(batch.seq_ids[i]) + " is past its " +
-                   std::to_string(cache.capacity(batch.seq_ids[i])) + " cache positions"};
-    }
-    next = batch.positions[i] + 1;
-  }
+  GUFO_RETURN_IF_ERROR(backend::validate_outputs(graph, outputs));
+  GUFO_ASSIGN_OR_RETURN(std::vector<int32_t> filled, cache.table().fill_after(batch));
 
   std::vector<std::vector<float>> values(graph.nodes.size());
   // NOTE(cpu_backend): activation buffers are recycled by exact size: a freed node's buffer is
@@ -244,11 +258,15 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         const float* k = input(values, node, 1);
         const float* v = input(values, node, 2);
         for (int64_t r = 0; r < node.rows; ++r) {
+          if (batch.seq_ids[r] == backend::kPaddingSeq) continue;
           kv_store(cache.view(batch.seq_ids[r], p.layer), batch.positions[r], k + r * p.n_head_kv * p.head_dim,
                    v + r * p.n_head_kv * p.head_dim);
         }
         const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv,
                                    .head_dim = p.head_dim, .scale = p.scale};
+        for (int64_t r = 0; r < node.rows; ++r) {  // padding rows attend to nothing
+          if (batch.seq_ids[r] == backend::kPaddingSeq) std::fill_n(out.data() + r * node.cols, node.cols, 0.0f);
+        }
         attend_all(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols);
         break;
       }
@@ -280,6 +298,7 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
       case model::Op::Tokens:
         break;
     }
+    if (tap != nullptr) (*tap)(node, out);
     // Free the activations no later node reads: prefill memory stays a few nodes' worth.
     for (model::NodeId src : node.src) {
       if (src != model::kNoNode && last_use[static_cast<size_t>(src)] == static_cast<model::NodeId>(id) &&
@@ -291,8 +310,16 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
     }
   }
   const std::vector<float>& result = values[static_cast<size_t>(graph.output)];
-  std::copy(result.begin(), result.end(), logits.begin());
-  cache.filled() = filled;
+  if (!outputs.logits.empty()) std::copy(result.begin(), result.end(), outputs.logits.begin());
+  if (!outputs.argmax.empty()) {
+    const int64_t n_vocab = graph.nodes[static_cast<size_t>(graph.output)].cols;
+    for (size_t i = 0; i < outputs.argmax.size(); ++i) {
+      const float* row = result.data() + static_cast<int64_t>(i) * n_vocab;
+      // std::max_element keeps the first of equal maxima: ties go to the lower index.
+      outputs.argmax[i] = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
+    }
+  }
+  cache.table().commit(std::move(filled));
   return {};
 }
 

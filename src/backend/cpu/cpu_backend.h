@@ -19,10 +19,15 @@ class CpuBackend final : public backend::Backend {
   explicit CpuBackend(int n_threads = 0);
 
   std::string_view name() const override { return "cpu"; }
+  backend::Capabilities capabilities() const override;
+  // Host RAM (MemAvailable of /proc/meminfo); zeros where the system does not say.
+  backend::MemoryInfo memory() const override;
   bool supports(const model::Node& node) const override;
+  // Weights are read in place from the mmap'd file: nothing to prepare but a type check.
+  Status prepare_weights(const model::Graph& graph) override;
   Result<std::unique_ptr<backend::KvCache>> create_kv_cache(const backend::KvCacheSpec& spec) override;
   Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,
-                 std::span<float> logits) override;
+                 const backend::ForwardOutputs& outputs, const backend::NodeTap* tap = nullptr) override;
 
   int n_threads() const { return pool_.n_threads(); }
 

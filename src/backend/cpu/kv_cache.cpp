@@ -1,82 +1,19 @@
 // CpuKvCache (see kv_cache.h).
 #include "backend/cpu/kv_cache.h"
 
-#include <algorithm>
-#include <bit>
-#include <string>
-
 namespace gufo::cpu {
 
-namespace {
-
-int64_t blocks_per_sequence(const backend::KvCacheSpec& spec) {
-  return (spec.n_ctx + spec.block_size - 1) / spec.block_size;
-}
-
-}  // namespace
-
-Status CpuKvCache::validate(const backend::KvCacheSpec& spec) {
-  if (spec.type != DType::F16 && spec.type != DType::F32) {
-    return Error{"KV cache type " + std::string(dtype_name(spec.type)) + " (supported: f16, f32)"};
-  }
-  if (spec.n_layer < 1 || spec.n_embd_kv < 1 || spec.n_ctx < 1 || spec.n_seq < 1) {
-    return Error{"KV cache needs positive layers, width, context and sequences"};
-  }
-  if (spec.block_size < 1 || spec.block_size > (1 << 16) ||
-      !std::has_single_bit(static_cast<uint64_t>(spec.block_size))) {
-    return Error{"KV cache block size " + std::to_string(spec.block_size) + " is not a power of two up to 65536"};
-  }
-  if (spec.n_blocks < 0 || spec.n_blocks > (int64_t{1} << 30)) {
-    return Error{"KV cache of " + std::to_string(spec.n_blocks) + " blocks"};
-  }
-  return {};
-}
-
 CpuKvCache::CpuKvCache(const backend::KvCacheSpec& spec)
-    : spec_(spec),
-      n_blocks_(spec.n_blocks > 0 ? spec.n_blocks : spec.n_seq * blocks_per_sequence(spec)),
-      block_shift_(std::countr_zero(static_cast<uint64_t>(spec.block_size))),
+    : table_(spec),
       elem_bytes_(spec.type == DType::F32 ? 4 : 2),
-      k_(static_cast<size_t>(spec.n_layer * n_blocks_ * spec.block_size * spec.n_embd_kv) * elem_bytes_),
-      v_(k_.size()),
-      tables_(static_cast<size_t>(spec.n_seq)),
-      filled_(static_cast<size_t>(spec.n_seq), 0) {
-  if (spec.n_blocks == 0) {
-    const int64_t per_seq = blocks_per_sequence(spec);
-    for (int64_t s = 0; s < spec.n_seq; ++s) {
-      for (int64_t b = 0; b < per_seq; ++b) tables_[static_cast<size_t>(s)].push_back(static_cast<int32_t>(s * per_seq + b));
-    }
-  }
-}
-
-void CpuKvCache::truncate(int32_t seq, int32_t from) {
-  if (seq >= 0 && seq < spec_.n_seq) {
-    filled_[static_cast<size_t>(seq)] = std::min(filled_[static_cast<size_t>(seq)], std::max(from, 0));
-  }
-}
-
-Status CpuKvCache::set_blocks(int32_t seq, std::span<const int32_t> blocks, int32_t n_filled) {
-  if (spec_.n_blocks == 0) return Error{"KV cache: set_blocks on a contiguous (unpaged) cache"};
-  if (seq < 0 || seq >= spec_.n_seq) return Error{"KV cache: sequence id " + std::to_string(seq) + " out of range"};
-  for (int32_t block : blocks) {
-    if (block < 0 || block >= n_blocks_) {
-      return Error{"KV cache: block " + std::to_string(block) + " outside the pool of " + std::to_string(n_blocks_)};
-    }
-  }
-  if (n_filled < 0 || n_filled > static_cast<int64_t>(blocks.size()) * spec_.block_size) {
-    return Error{"KV cache: " + std::to_string(n_filled) + " filled positions do not fit " +
-                 std::to_string(blocks.size()) + " blocks"};
-  }
-  tables_[static_cast<size_t>(seq)].assign(blocks.begin(), blocks.end());
-  filled_[static_cast<size_t>(seq)] = n_filled;
-  return {};
-}
+      k_(static_cast<size_t>(spec.n_layer * table_.n_blocks() * spec.block_size * spec.n_embd_kv) * elem_bytes_),
+      v_(k_.size()) {}
 
 KvView CpuKvCache::view(int32_t seq, int32_t layer) {
-  const size_t offset = static_cast<size_t>(layer * n_blocks_ * spec_.block_size * spec_.n_embd_kv) * elem_bytes_;
-  return KvView{.type = spec_.type, .k = k_.data() + offset, .v = v_.data() + offset,
-                .n_embd_kv = spec_.n_embd_kv, .blocks = tables_[static_cast<size_t>(seq)].data(),
-                .block_shift = block_shift_};
+  const backend::KvCacheSpec& s = table_.spec();
+  const size_t offset = static_cast<size_t>(layer * table_.n_blocks() * s.block_size * s.n_embd_kv) * elem_bytes_;
+  return KvView{.type = s.type, .k = k_.data() + offset, .v = v_.data() + offset, .n_embd_kv = s.n_embd_kv,
+                .blocks = table_.blocks(seq).data(), .block_shift = table_.block_shift()};
 }
 
 }  // namespace gufo::cpu

@@ -28,7 +28,10 @@ inline Error make_error(error_t code, std::string_view context, std::string_view
   message += " (";
   message += short_source_path(file);
   message += ":" + std::to_string(line) + ")";
-  return Error{std::move(message)};
+  const ErrorKind kind = is_out_of_memory(code) ? ErrorKind::OutOfMemory
+                         : is_device_lost(code) ? ErrorKind::DeviceLost
+                                                : ErrorKind::Invalid;
+  return Error{std::move(message), kind};
 }
 
 }  // namespace gufo::gpu

@@ -51,6 +51,46 @@ inline error_t copy_to_host(void* dst, const void* src, size_t bytes) {
   return hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost);
 }
 inline error_t device_synchronize() { return hipDeviceSynchronize(); }
+inline error_t set_device(int device) { return hipSetDevice(device); }
+inline error_t mem_get_info(size_t* free_bytes, size_t* total_bytes) { return hipMemGetInfo(free_bytes, total_bytes); }
+inline error_t malloc_host(void** ptr, size_t bytes) { return hipHostMalloc(ptr, bytes, hipHostMallocDefault); }
+inline error_t free_host(void* ptr) { return hipHostFree(ptr); }
+inline error_t stream_create(stream_t* stream) { return hipStreamCreateWithFlags(stream, hipStreamNonBlocking); }
+inline error_t stream_destroy(stream_t stream) { return hipStreamDestroy(stream); }
+inline error_t stream_synchronize(stream_t stream) { return hipStreamSynchronize(stream); }
+inline error_t copy_to_device_async(void* dst, const void* src, size_t bytes, stream_t stream) {
+  return hipMemcpyAsync(dst, src, bytes, hipMemcpyHostToDevice, stream);
+}
+inline error_t copy_to_host_async(void* dst, const void* src, size_t bytes, stream_t stream) {
+  return hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToHost, stream);
+}
+inline error_t copy_device_async(void* dst, const void* src, size_t bytes, stream_t stream) {
+  return hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, stream);
+}
+inline error_t memset_async(void* dst, int value, size_t bytes, stream_t stream) {
+  return hipMemsetAsync(dst, value, bytes, stream);
+}
+using event_t = hipEvent_t;
+inline error_t event_create(event_t* event) { return hipEventCreate(event); }
+inline error_t event_destroy(event_t event) { return hipEventDestroy(event); }
+inline error_t event_record(event_t event, stream_t stream) { return hipEventRecord(event, stream); }
+inline error_t event_elapsed_ms(float* ms, event_t start, event_t end) { return hipEventElapsedTime(ms, start, end); }
+using graph_t = hipGraph_t;
+using graph_exec_t = hipGraphExec_t;
+inline error_t stream_begin_capture(stream_t stream) {
+  return hipStreamBeginCapture(stream, hipStreamCaptureModeThreadLocal);
+}
+inline error_t stream_end_capture(stream_t stream, graph_t* graph) { return hipStreamEndCapture(stream, graph); }
+inline error_t graph_instantiate(graph_exec_t* exec, graph_t graph) { return hipGraphInstantiate(exec, graph, nullptr, nullptr, 0); }
+inline error_t graph_launch(graph_exec_t exec, stream_t stream) { return hipGraphLaunch(exec, stream); }
+inline error_t graph_destroy(graph_t graph) { return hipGraphDestroy(graph); }
+inline error_t graph_exec_destroy(graph_exec_t exec) { return hipGraphExecDestroy(exec); }
+inline bool is_out_of_memory(error_t code) { return code == hipErrorOutOfMemory; }
+// NOTE(hip): the errors after which the context is unusable (sticky), as HIP names them.
+inline bool is_device_lost(error_t code) {
+  return code == hipErrorIllegalAddress || code == hipErrorLaunchFailure || code == hipErrorECCNotCorrectable ||
+         code == hipErrorHardwareException || code == hipErrorNoDevice || code == hipErrorAssert;
+}
 // NOTE(hip): hipBLAS and hipBLASLt only report versions through a handle; diagnose shows 0
 // until the HIP build creates one.
 inline int blas_version() { return 0; }
@@ -89,6 +129,50 @@ inline error_t copy_to_host(void* dst, const void* src, size_t bytes) {
   return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 inline error_t device_synchronize() { return cudaDeviceSynchronize(); }
+inline error_t set_device(int device) { return cudaSetDevice(device); }
+inline error_t mem_get_info(size_t* free_bytes, size_t* total_bytes) { return cudaMemGetInfo(free_bytes, total_bytes); }
+inline error_t malloc_host(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
+inline error_t free_host(void* ptr) { return cudaFreeHost(ptr); }
+inline error_t stream_create(stream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking); }
+inline error_t stream_destroy(stream_t stream) { return cudaStreamDestroy(stream); }
+inline error_t stream_synchronize(stream_t stream) { return cudaStreamSynchronize(stream); }
+inline error_t copy_to_device_async(void* dst, const void* src, size_t bytes, stream_t stream) {
+  return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+}
+inline error_t copy_to_host_async(void* dst, const void* src, size_t bytes, stream_t stream) {
+  return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream);
+}
+inline error_t copy_device_async(void* dst, const void* src, size_t bytes, stream_t stream) {
+  return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
+}
+inline error_t memset_async(void* dst, int value, size_t bytes, stream_t stream) {
+  return cudaMemsetAsync(dst, value, bytes, stream);
+}
+using event_t = cudaEvent_t;
+inline error_t event_create(event_t* event) { return cudaEventCreate(event); }
+inline error_t event_destroy(event_t event) { return cudaEventDestroy(event); }
+inline error_t event_record(event_t event, stream_t stream) { return cudaEventRecord(event, stream); }
+inline error_t event_elapsed_ms(float* ms, event_t start, event_t end) { return cudaEventElapsedTime(ms, start, end); }
+using graph_t = cudaGraph_t;
+using graph_exec_t = cudaGraphExec_t;
+inline error_t stream_begin_capture(stream_t stream) {
+  return cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+}
+inline error_t stream_end_capture(stream_t stream, graph_t* graph) { return cudaStreamEndCapture(stream, graph); }
+inline error_t graph_instantiate(graph_exec_t* exec, graph_t graph) { return cudaGraphInstantiate(exec, graph, 0); }
+inline error_t graph_launch(graph_exec_t exec, stream_t stream) { return cudaGraphLaunch(exec, stream); }
+inline error_t graph_destroy(graph_t graph) { return cudaGraphDestroy(graph); }
+inline error_t graph_exec_destroy(graph_exec_t exec) { return cudaGraphExecDestroy(exec); }
+inline bool is_out_of_memory(error_t code) { return code == cudaErrorMemoryAllocation; }
+// NOTE(cuda): the "sticky" errors after which the context is unusable and every later call
+// fails too (CUDA runtime API docs: cudaErrorIllegalAddress and the rest of this list).
+inline bool is_device_lost(error_t code) {
+  return code == cudaErrorIllegalAddress || code == cudaErrorLaunchFailure || code == cudaErrorECCUncorrectable ||
+         code == cudaErrorHardwareStackError || code == cudaErrorIllegalInstruction ||
+         code == cudaErrorMisalignedAddress || code == cudaErrorInvalidAddressSpace || code == cudaErrorInvalidPc ||
+         code == cudaErrorAssert || code == cudaErrorDevicesUnavailable || code == cudaErrorNoDevice ||
+         code == cudaErrorLaunchTimeout || code == cudaErrorUnknown;
+}
 // cuBLAS version of the library actually loaded, 10000*major + 100*minor + patch (the
 // encoding of CUBLAS_VERSION); 0 when it cannot say.
 inline int blas_version() {
@@ -115,6 +199,42 @@ inline constexpr int warp_size = 64;
 #else
 // NOTE(cuda): every NVIDIA architecture so far has 32-thread warps.
 inline constexpr int warp_size = 32;
+#endif
+
+// --- lane groups -----------------------------------------------------------------------------
+// Kernels reduce and broadcast within groups of 32 lanes. On NVIDIA a group is a warp; on
+// 64-wide AMD wavefronts two groups share one, and every shuffle passes width 32 so that a
+// source lane is counted within its own group.
+inline constexpr int group_lanes = 32;
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#if defined(GUFO_HIP)
+__device__ inline float shfl_xor(float value, int mask) { return __shfl_xor(value, mask, group_lanes); }
+__device__ inline int shfl_xor(int value, int mask) { return __shfl_xor(value, mask, group_lanes); }
+__device__ inline float shfl(float value, int lane) { return __shfl(value, lane, group_lanes); }
+__device__ inline int shfl(int value, int lane) { return __shfl(value, lane, group_lanes); }
+#else
+__device__ inline float shfl_xor(float value, int mask) {
+  return __shfl_xor_sync(0xffffffffu, value, mask, group_lanes);
+}
+__device__ inline int shfl_xor(int value, int mask) { return __shfl_xor_sync(0xffffffffu, value, mask, group_lanes); }
+__device__ inline float shfl(float value, int lane) { return __shfl_sync(0xffffffffu, value, lane, group_lanes); }
+__device__ inline int shfl(int value, int lane) { return __shfl_sync(0xffffffffu, value, lane, group_lanes); }
+#endif
+// Sum and max over the 32 lanes of a group by a fixed butterfly (xor 16, 8, 4, 2, 1), so the
+// order of the float additions never depends on anything but the lane: every lane gets the
+// same bits.
+__device__ inline float group_sum(float value) {
+  for (int mask = group_lanes / 2; mask > 0; mask /= 2) value += shfl_xor(value, mask);
+  return value;
+}
+__device__ inline int group_sum(int value) {
+  for (int mask = group_lanes / 2; mask > 0; mask /= 2) value += shfl_xor(value, mask);
+  return value;
+}
+__device__ inline float group_max(float value) {
+  for (int mask = group_lanes / 2; mask > 0; mask /= 2) value = fmaxf(value, shfl_xor(value, mask));
+  return value;
+}
 #endif
 
 // --- named capability questions ------------------------------------------------------------

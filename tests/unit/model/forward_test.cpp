@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "tests/unit/common/reference_logits.h"
 #include "tests/unit/common/temp_path.h"
 #include "core/npy.h"
 #include "engine/model.h"
@@ -27,21 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Reference {
-  std::vector<int32_t> tokens;
-  NpyMatrix logits;
-};
-
-Reference load_reference(const fs::path& dir) {
-  Reference ref;
-  std::ifstream in(dir / "reference" / "logits.tokens.json");
-  const nlohmann::json json = nlohmann::json::parse(in);
-  ref.tokens = json.at("tokens").get<std::vector<int32_t>>();
-  auto logits = read_npy((dir / "reference" / "logits.npy").string());
-  EXPECT_TRUE(logits.ok()) << logits.error().message;
-  ref.logits = std::move(*logits);
-  return ref;
-}
+using Reference = testing::ReferenceLogits;
+Reference load_reference(const fs::path& dir) { return testing::load_reference_logits(dir); }
 
 // Converts a Hugging Face folder with the real binary, as a user would.
 std::string convert(const fs::path& dir, const std::string& outtype) {

@@ -32,7 +32,7 @@ std::vector<float> run(const engine::Model& model, backend::Backend& backend, ba
   auto graph = model.build_graph({.n_tokens = batch.n_tokens(), .n_outputs = batch.n_tokens()});
   EXPECT_TRUE(graph.ok());
   std::vector<float> logits(tokens.size() * static_cast<size_t>(model.hparams().n_vocab));
-  const Status status = backend.forward(*graph, batch, cache, logits);
+  const Status status = backend.forward(*graph, batch, cache, {.logits = logits, .argmax = {}});
   EXPECT_TRUE(status.ok()) << status.error().message;
   return logits;
 }
@@ -119,7 +119,7 @@ TEST(PagedKvCache, RefusesBadTablesAndPositionsPastTheBlocks) {
   auto graph = tiny.model->build_graph({.n_tokens = 5, .n_outputs = 1});
   ASSERT_TRUE(graph.ok());
   std::vector<float> logits(static_cast<size_t>(tiny.model->hparams().n_vocab));
-  const Status status = tiny.cpu.forward(*graph, batch, **paged, logits);
+  const Status status = tiny.cpu.forward(*graph, batch, **paged, {.logits = logits, .argmax = {}});
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().message.find("past its 4 cache positions"), std::string::npos) << status.error().message;
   auto bad_block = tiny.cpu.create_kv_cache({.n_layer = 1, .n_embd_kv = 8, .n_ctx = 8, .n_seq = 1,

@@ -1,0 +1,97 @@
+// plan_activations (see activation_plan.h).
+#include "backend/cuda/activation_plan.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+
+namespace gufo::cuda {
+
+namespace {
+
+// NOTE(activation_plan): 256-byte alignment keeps every buffer aligned for 16-byte vector
+// loads and matches what cudaMalloc guarantees.
+constexpr size_t kAlign = 256;
+
+// Free ranges of the arena, by offset; the arena grows at its end when nothing fits.
+class FirstFit {
+ public:
+  size_t take(size_t bytes) {
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < bytes) continue;
+      const size_t offset = it->first;
+      const size_t left = it->second - bytes;
+      free_.erase(it);
+      if (left > 0) free_[offset + bytes] = left;
+      return offset;
+    }
+    // Extend a free range that ends at the arena's end, or the arena itself.
+    if (!free_.empty()) {
+      auto last = std::prev(free_.end());
+      if (last->first + last->second == end_) {
+        const size_t offset = last->first;
+        free_.erase(last);
+        end_ = offset + bytes;
+        return offset;
+      }
+    }
+    const size_t offset = end_;
+    end_ += bytes;
+    return offset;
+  }
+  void give_back(size_t offset, size_t bytes) {
+    auto [it, inserted] = free_.emplace(offset, bytes);
+    // Merge with the neighbours so that big buffers can reuse small freed ones.
+    if (auto next = std::next(it); next != free_.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+  size_t end() const { return end_; }
+
+ private:
+  std::map<size_t, size_t> free_;  // offset -> bytes
+  size_t end_ = 0;
+};
+
+}  // namespace
+
+ActivationPlan plan_activations(const model::Graph& graph) {
+  const size_t n = graph.nodes.size();
+  std::vector<model::NodeId> last_use(n, model::kNoNode);
+  for (size_t id = 0; id < n; ++id) {
+    for (model::NodeId src : graph.nodes[id].src) {
+      if (src != model::kNoNode) last_use[static_cast<size_t>(src)] = static_cast<model::NodeId>(id);
+    }
+  }
+  ActivationPlan plan;
+  plan.offsets.assign(n, kNoBuffer);
+  std::vector<size_t> sizes(n, 0);
+  std::vector<bool> freed(n, false);
+  FirstFit arena;
+  for (size_t id = 0; id < n; ++id) {
+    const model::Node& node = graph.nodes[id];
+    if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
+    sizes[id] = (static_cast<size_t>(node.rows * node.cols) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+    plan.offsets[id] = arena.take(sizes[id]);
+    for (model::NodeId src : node.src) {
+      if (src == model::kNoNode || src == graph.output) continue;
+      const auto s = static_cast<size_t>(src);
+      if (last_use[s] == static_cast<model::NodeId>(id) && plan.offsets[s] != kNoBuffer && !freed[s]) {
+        arena.give_back(plan.offsets[s], sizes[s]);
+        freed[s] = true;  // a node may read one source twice
+      }
+    }
+  }
+  plan.arena_bytes = std::max<size_t>(arena.end(), kAlign);
+  return plan;
+}
+
+}  // namespace gufo::cuda

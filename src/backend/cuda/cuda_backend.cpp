@@ -1,0 +1,555 @@
+// CudaBackend (see cuda_backend.h). A forward uploads the batch (token ids, positions,
+// sequence ids, output rows) to fixed device buffers, runs the graph node by node on one
+// stream into an activation arena planned per batch shape (activation_plan.h), and copies
+// back the logits or the argmax. Small batches are captured as a CUDA graph the second time
+// their shape comes, and replayed after: every launch of a forward depends on the shape and
+// the cache alone (attention sizes its splits from the cache's context, not the batch), so a
+// replay computes exactly what the launches would.
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backend/cuda/activation_plan.h"
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/device_info.h"
+#include "backend/cuda/device_memory.h"
+#include "backend/cuda/device_weights.h"
+#include "backend/cuda/kv_cache.h"
+#include "backend/cuda/node_profile.h"
+#include "backend/cuda/ops/ops.h"
+#include "backend/cuda/ops/scale_add.cuh"
+
+namespace gufo::cuda {
+
+static_assert(kPaddingSeq == backend::kPaddingSeq, "the kernels' padding id must be the batch's");
+
+namespace {
+
+size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// The profile's name for a node: its op, the weight type of a matmul and the batch bucket.
+std::string profile_kind(const model::Graph& graph, const model::Node& node) {
+  std::string kind(model::op_name(node.op));
+  if (node.op == model::Op::MatMul) {
+    kind += " " + std::string(dtype_name(graph.nodes[static_cast<size_t>(node.src[1])].weight->type));
+    kind += node.cols > 100000 ? " (output)" : "";
+  }
+  kind += node.rows <= 8 ? " x" + std::to_string(node.rows) : node.rows <= 64 ? " x<=64" : " x>64";
+  return kind;
+}
+
+// NOTE(cuda_graphs): decode steps and small continuous batches are where launch overhead
+// shows; prefill batches are long enough to hide it, and each distinct prompt length would
+// otherwise capture a graph of its own.
+constexpr int64_t kGraphMaxTokens = 64;
+// NOTE(cuda_graphs): every cache and batch shape captures its own graphs; past this many the
+// oldest caches' graphs are most likely of caches already gone, and all are dropped.
+constexpr size_t kMaxGraphs = 64;
+
+struct PlanKey {
+  int64_t n_tokens;
+  int64_t n_outputs;
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+struct Plan {
+  ActivationPlan activations;
+  size_t scratch_bytes = 0;
+};
+
+struct GraphKey {
+  uint64_t cache;  // CudaKvCache::id()
+  int64_t n_tokens;
+  int64_t n_outputs;
+  bool logits;
+  bool argmax;
+  auto operator<=>(const GraphKey&) const = default;
+};
+
+struct CapturedGraph {
+  int uses = 0;
+  gpu::graph_exec_t exec = nullptr;
+};
+
+class CudaBackend final : public backend::Backend {
+ public:
+  CudaBackend(int index, DeviceInfo info, gpu::stream_t stream) : index_(index), info_(std::move(info)), stream_(stream) {}
+  ~CudaBackend() override;
+
+  std::string_view name() const override { return "cuda"; }
+  backend::Capabilities capabilities() const override {
+    return {.device = "cuda:" + std::to_string(index_) + " (" + info_.name + ", sm_" + std::to_string(info_.cc_major) +
+                      std::to_string(info_.cc_minor) + ")",
+            .batch_invariant = true,
+            .device_memory = true};
+  }
+  backend::MemoryInfo memory() const override;
+  bool supports(const model::Node& node) const override;
+  Status prepare_weights(const model::Graph& graph) override;
+  Result<std::unique_ptr<backend::KvCache>> create_kv_cache(const backend::KvCacheSpec& spec) override;
+  Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,
+                 const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) override;
+
+ private:
+  Result<const Plan*> plan_for(const model::Graph& graph, const CudaKvCache& cache);
+  Status reserve(DeviceMemory& memory, size_t bytes, const char* what);
+  Status reserve_host(PinnedMemory& memory, size_t bytes, const char* what);
+  Status upload_batch(const backend::Batch& batch);
+  Status launch_graph(const model::Graph& graph, const Plan& plan, CudaKvCache& cache,
+                      const backend::ForwardOutputs& outputs, const backend::NodeTap* tap);
+  Status launch_outputs(const model::Graph& graph, const Plan& plan, const backend::ForwardOutputs& outputs);
+  Status run_node(const model::Graph& graph, size_t id, const Plan& plan, CudaKvCache& cache);
+  Status run_attention(const model::Graph& graph, const model::Node& node, const Plan& plan, CudaKvCache& cache,
+                       float* out);
+  Status run_moe(const model::Graph& graph, const model::Node& node, const Plan& plan, float* out);
+  float* value(const Plan& plan, model::NodeId id) const {
+    return reinterpret_cast<float*>(arena_.get<std::byte>() + plan.activations.offsets[static_cast<size_t>(id)]);
+  }
+  const model::Node& src(const model::Graph& graph, const model::Node& node, int slot) const {
+    return graph.nodes[static_cast<size_t>(node.src[slot])];
+  }
+  void drop_graphs();
+
+ public:
+  void set_graphs(bool enabled) { graphs_enabled_ = enabled; }
+  void set_profile(bool enabled) { profile_ = enabled ? std::make_unique<NodeProfile>() : nullptr; }
+
+ private:
+
+  int index_;
+  DeviceInfo info_;
+  gpu::stream_t stream_;
+  DeviceWeights weights_;
+  std::map<PlanKey, Plan> plans_;
+  std::map<GraphKey, CapturedGraph> graphs_;
+  DeviceMemory arena_;
+  DeviceMemory scratch_;
+  DeviceMemory batch_;  // tokens, positions, seq_ids, output_rows: 4 arrays of batch_capacity_
+  int64_t batch_capacity_ = 0;
+  PinnedMemory batch_host_;
+  DeviceMemory outputs_;  // argmax ids
+  PinnedMemory logits_host_;
+  PinnedMemory argmax_host_;
+  int64_t n_rows_ = 0;  // the current batch's rows
+  struct Quantized {
+    model::NodeId source = model::kNoNode;  // the node whose values the scratch holds quantized
+    bool q8k = false;
+  } quantized_;
+  bool graphs_enabled_ = true;
+  std::unique_ptr<NodeProfile> profile_;  // GUFO_CUDA_PROFILE=1
+};
+
+CudaBackend::~CudaBackend() {
+  drop_graphs();
+  gpu::stream_synchronize(stream_);
+  gpu::stream_destroy(stream_);
+}
+
+void CudaBackend::drop_graphs() {
+  for (auto& [key, graph] : graphs_) {
+    if (graph.exec != nullptr) gpu::graph_exec_destroy(graph.exec);
+  }
+  graphs_.clear();
+}
+
+backend::MemoryInfo CudaBackend::memory() const {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (gpu::mem_get_info(&free_bytes, &total_bytes) != gpu::success) {
+    gpu::get_last_error();
+    return {};
+  }
+  return {.free_bytes = free_bytes, .total_bytes = total_bytes};
+}
+
+bool CudaBackend::supports(const model::Node& node) const {
+  if (node.op == model::Op::Weight) return device_supports_type(node.weight->type) || node.weight->rows == 1;
+  return true;
+}
+
+Status CudaBackend::prepare_weights(const model::Graph& graph) {
+  // Matrices go in their kernel layout; vectors read by row-wise ops as f32.
+  for (const model::Node& node : graph.nodes) {
+    for (size_t slot = 0; slot < model::kMaxSrc; ++slot) {
+      if (node.src[slot] == model::kNoNode) continue;
+      const model::Node& source = graph.nodes[static_cast<size_t>(node.src[slot])];
+      if (source.op != model::Op::Weight) continue;
+      const bool as_matrix = node.op == model::Op::MatMul || node.op == model::Op::GetRows ||
+                             node.op == model::Op::MoeFfn;
+      GUFO_RETURN_IF_ERROR(as_matrix ? weights_.upload_matrix(*source.weight, stream_)
+                                     : weights_.upload_vector(*source.weight, stream_));
+    }
+  }
+  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), "uploading weights");
+  return {};
+}
+
+Result<std::unique_ptr<backend::KvCache>> CudaBackend::create_kv_cache(const backend::KvCacheSpec& spec) {
+  GUFO_RETURN_IF_ERROR(backend::KvTable::validate(spec));
+  GUFO_ASSIGN_OR_RETURN(std::unique_ptr<CudaKvCache> cache, CudaKvCache::create(spec, stream_));
+  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), "KV cache");
+  return std::unique_ptr<backend::KvCache>(std::move(cache));
+}
+
+Status CudaBackend::reserve(DeviceMemory& memory, size_t bytes, const char* what) {
+  if (memory.bytes() >= bytes) return {};
+  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), what);
+  drop_graphs();  // captured graphs hold the old addresses
+  memory.reset();
+  GUFO_ASSIGN_OR_RETURN(memory, DeviceMemory::allocate(bytes, what));
+  return {};
+}
+
+// Scratch a node needs besides its output (quantized activations, attention partials, the
+// MoE's routing and expert outputs).
+size_t node_scratch_bytes(const model::Graph& graph, const model::Node& node, const backend::KvCacheSpec& cache) {
+  const auto src = [&](int slot) -> const model::Node& { return graph.nodes[static_cast<size_t>(node.src[slot])]; };
+  switch (node.op) {
+    case model::Op::MatMul: {
+      const DType type = src(1).weight->type;
+      return is_quantized_matmul_type(type) ? quant_acts_bytes(node.rows, src(0).cols, wants_q8k(type)) : 0;
+    }
+    case model::Op::Attention: {
+      const auto& p = std::get<model::AttentionParams>(node.params);
+      const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale};
+      return attention_scratch_bytes(shape, node.rows, static_cast<int32_t>(cache.n_ctx - 1));
+    }
+    case model::Op::MoeFfn: {
+      const auto& p = std::get<model::MoeParams>(node.params);
+      const int64_t slots = node.rows * p.n_expert_used;
+      const int64_t n_embd = node.cols;
+      const bool q8k = wants_q8k(src(2).weight->type);
+      return aligned(moe_routing_bytes(node.rows, p.n_expert, p.n_expert_used)) +
+             aligned(quant_acts_bytes(node.rows, n_embd, q8k)) +
+             3 * aligned(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)) +
+             aligned(quant_acts_bytes(slots, p.n_ff_exp, wants_q8k(src(4).weight->type))) +
+             aligned(static_cast<size_t>(slots * n_embd) * sizeof(float));
+    }
+    default:
+      return 0;
+  }
+}
+
+Status CudaBackend::reserve_host(PinnedMemory& memory, size_t bytes, const char* what) {
+  if (memory.bytes() >= bytes) return {};
+  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), what);
+  drop_graphs();  // captured graphs copy into the old buffer
+  memory.reset();
+  GUFO_ASSIGN_OR_RETURN(memory, PinnedMemory::allocate(bytes, what));
+  return {};
+}
+
+Result<const Plan*> CudaBackend::plan_for(const model::Graph& graph, const CudaKvCache& cache) {
+  const PlanKey key{graph.n_tokens, graph.n_outputs};
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    Plan plan;
+    plan.activations = plan_activations(graph);
+    for (const model::Node& node : graph.nodes) {
+      plan.scratch_bytes = std::max(plan.scratch_bytes, node_scratch_bytes(graph, node, cache.spec()));
+    }
+    it = plans_.emplace(key, std::move(plan)).first;
+  }
+  // The cache's context can differ between caches: scratch is checked every time.
+  size_t scratch = it->second.scratch_bytes;
+  for (const model::Node& node : graph.nodes) {
+    if (node.op == model::Op::Attention) scratch = std::max(scratch, node_scratch_bytes(graph, node, cache.spec()));
+  }
+  it->second.scratch_bytes = scratch;
+  GUFO_RETURN_IF_ERROR(reserve(arena_, it->second.activations.arena_bytes, "activations"));
+  GUFO_RETURN_IF_ERROR(reserve(scratch_, std::max<size_t>(scratch, 256), "scratch"));
+  return &it->second;
+}
+
+Status CudaBackend::upload_batch(const backend::Batch& batch) {
+  const int64_t n = batch.n_tokens();
+  if (n > batch_capacity_) {
+    const int64_t capacity = std::max<int64_t>(n, 512);
+    GUFO_RETURN_IF_ERROR(reserve(batch_, static_cast<size_t>(4 * capacity) * sizeof(int32_t), "batch"));
+    GUFO_ASSIGN_OR_RETURN(batch_host_, PinnedMemory::allocate(static_cast<size_t>(4 * capacity) * sizeof(int32_t), "batch"));
+    batch_capacity_ = capacity;
+  }
+  auto* host = batch_host_.get<int32_t>();
+  std::copy(batch.tokens.begin(), batch.tokens.end(), host);
+  std::copy(batch.positions.begin(), batch.positions.end(), host + batch_capacity_);
+  std::copy(batch.seq_ids.begin(), batch.seq_ids.end(), host + 2 * batch_capacity_);
+  std::copy(batch.output_rows.begin(), batch.output_rows.end(), host + 3 * batch_capacity_);
+  GUFO_GPU_RETURN_IF_ERROR(
+      gpu::copy_to_device_async(batch_.get(), host, static_cast<size_t>(4 * batch_capacity_) * sizeof(int32_t), stream_),
+      "uploading the batch");
+  n_rows_ = n;
+  return {};
+}
+
+Status CudaBackend::run_attention(const model::Graph& graph, const model::Node& node, const Plan& plan,
+                                  CudaKvCache& cache, float* out) {
+  const auto& p = std::get<model::AttentionParams>(node.params);
+  if (p.layer >= cache.spec().n_layer || src(graph, node, 1).cols != cache.spec().n_embd_kv) {
+    return Error{"KV cache of " + std::to_string(cache.spec().n_layer) + " layers x " +
+                 std::to_string(cache.spec().n_embd_kv) + " does not fit " + node.name};
+  }
+  const KvLayer kv = cache.layer(p.layer);
+  const auto* ids = batch_.get<int32_t>();
+  const BatchRows rows{.positions = ids + batch_capacity_, .seq_ids = ids + 2 * batch_capacity_, .n_rows = n_rows_};
+  const model::Node& k = src(graph, node, 1);
+  const model::Node& v = src(graph, node, 2);
+  GUFO_RETURN_IF_ERROR(kv_store(kv, rows, value(plan, node.src[1]), k.cols, value(plan, node.src[2]), v.cols, stream_));
+  const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale};
+  // NOTE(cuda_graphs): the split count follows the cache's context, never the batch's positions.
+  return attention(kv, rows, shape, value(plan, node.src[0]), src(graph, node, 0).cols,
+                   static_cast<int32_t>(cache.spec().n_ctx - 1), scratch_.get(), out, node.cols, stream_);
+}
+
+Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, const Plan& plan, float* out) {
+  const auto& p = std::get<model::MoeParams>(node.params);
+  const WeightView& gate = *weights_.matrix(src(graph, node, 2).weight);
+  const WeightView& up = *weights_.matrix(src(graph, node, 3).weight);
+  const WeightView& down = *weights_.matrix(src(graph, node, 4).weight);
+  const int64_t rows = node.rows;
+  const int64_t slots = rows * p.n_expert_used;
+  const int64_t n_embd = node.cols;
+  auto* base = scratch_.get<std::byte>();
+  const auto take = [&](size_t bytes) {
+    std::byte* at = base;
+    base += aligned(bytes);
+    return at;
+  };
+  const MoeRouting routing =
+      moe_routing_at(take(moe_routing_bytes(rows, p.n_expert, p.n_expert_used)), rows, p.n_expert, p.n_expert_used);
+  const bool quantized = is_quantized_matmul_type(gate.type);
+  const QuantActs x_q = quant_acts_at(take(quant_acts_bytes(rows, n_embd, wants_q8k(gate.type))), rows, n_embd,
+                                      wants_q8k(gate.type));
+  auto* gate_out = reinterpret_cast<float*>(take(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)));
+  auto* up_out = reinterpret_cast<float*>(take(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)));
+  auto* act = reinterpret_cast<float*>(take(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)));
+  const QuantActs act_q = quant_acts_at(take(quant_acts_bytes(slots, p.n_ff_exp, wants_q8k(down.type))), slots,
+                                        p.n_ff_exp, wants_q8k(down.type));
+  auto* down_out = reinterpret_cast<float*>(take(static_cast<size_t>(slots * n_embd) * sizeof(float)));
+
+  const float* x = value(plan, node.src[0]);
+  GUFO_RETURN_IF_ERROR(
+      moe_route(value(plan, node.src[1]), rows, p.n_expert, p.n_expert_used, p.norm_topk, routing, stream_));
+  const ExpertRows by_token{.offsets = routing.offsets, .x_rows = routing.slot_rows, .n_expert = p.n_expert,
+                            .max_rows = rows};
+  const ExpertRows by_slot{.offsets = routing.offsets, .x_rows = nullptr, .n_expert = p.n_expert, .max_rows = rows};
+  if (quantized) {
+    GUFO_RETURN_IF_ERROR(quantize_acts(x, n_embd, x_q, stream_));
+    GUFO_RETURN_IF_ERROR(mat_mul_q(gate, x_q, gate_out, p.n_ff_exp, &by_token, stream_));
+    GUFO_RETURN_IF_ERROR(mat_mul_q(up, x_q, up_out, p.n_ff_exp, &by_token, stream_));
+  } else {
+    GUFO_RETURN_IF_ERROR(mat_mul_float(gate, x, rows, n_embd, gate_out, p.n_ff_exp, &by_token, stream_));
+    GUFO_RETURN_IF_ERROR(mat_mul_float(up, x, rows, n_embd, up_out, p.n_ff_exp, &by_token, stream_));
+  }
+  GUFO_RETURN_IF_ERROR(swiglu(gate_out, up_out, slots * p.n_ff_exp, act, stream_));
+  if (is_quantized_matmul_type(down.type)) {
+    GUFO_RETURN_IF_ERROR(quantize_acts(act, p.n_ff_exp, act_q, stream_));
+    GUFO_RETURN_IF_ERROR(mat_mul_q(down, act_q, down_out, n_embd, &by_slot, stream_));
+  } else {
+    GUFO_RETURN_IF_ERROR(mat_mul_float(down, act, slots, p.n_ff_exp, down_out, n_embd, &by_slot, stream_));
+  }
+  return moe_combine(down_out, n_embd, routing, rows, p.n_expert_used, out, stream_);
+}
+
+Status CudaBackend::run_node(const model::Graph& graph, size_t id, const Plan& plan, CudaKvCache& cache) {
+  const model::Node& node = graph.nodes[id];
+  float* out = value(plan, static_cast<model::NodeId>(id));
+  const auto* ids = batch_.get<int32_t>();
+  const auto input = [&](int slot) { return value(plan, node.src[slot]); };
+  switch (node.op) {
+    case model::Op::GetRows:
+      return get_rows(*weights_.matrix(src(graph, node, 0).weight), ids, node.rows, out, stream_);
+    case model::Op::RmsNorm: {
+      const auto& p = std::get<model::RmsNormParams>(node.params);
+      return rms_norm(input(0), node.rows, node.cols, weights_.vector(src(graph, node, 1).weight), p.group, p.eps, out,
+                      stream_);
+    }
+    case model::Op::MatMul: {
+      const WeightView& w = *weights_.matrix(src(graph, node, 1).weight);
+      const int64_t k = src(graph, node, 0).cols;
+      if (!is_quantized_matmul_type(w.type)) {
+        return mat_mul_float(w, input(0), node.rows, k, out, node.cols, nullptr, stream_);
+      }
+      // q, k and v (and gate and up) read one input: it is quantized once.
+      const bool q8k = wants_q8k(w.type);
+      const QuantActs acts = quant_acts_at(scratch_.get(), node.rows, k, q8k);
+      if (quantized_.source != node.src[0] || quantized_.q8k != q8k) {
+        GUFO_RETURN_IF_ERROR(quantize_acts(input(0), k, acts, stream_));
+        quantized_ = {.source = node.src[0], .q8k = q8k};
+      }
+      return mat_mul_q(w, acts, out, node.cols, nullptr, stream_);
+    }
+    case model::Op::Add: {
+      const model::Node& b = src(graph, node, 1);
+      const float* bv = b.op == model::Op::Weight ? weights_.vector(b.weight) : input(1);
+      return add(input(0), bv, node.rows, node.cols, b.rows, out, stream_);
+    }
+    case model::Op::Rope: {
+      const auto& p = std::get<model::RopeParams>(node.params);
+      const float* factors = node.src[1] != model::kNoNode ? weights_.vector(src(graph, node, 1).weight) : nullptr;
+      return rope(input(0), out, node.rows, node.cols, ids + batch_capacity_, p.head_dim,
+                  p.type == model::RopeType::Neox, p.theta, factors, stream_);
+    }
+    case model::Op::Attention:
+      quantized_ = {};  // scratch is reused
+      return run_attention(graph, node, plan, cache, out);
+    case model::Op::SwiGlu:
+      return swiglu(input(0), input(1), node.rows * node.cols, out, stream_);
+    case model::Op::OutputRows:
+      return gather_rows(input(0), node.cols, ids + 3 * batch_capacity_, node.rows, out, stream_);
+    case model::Op::MoeFfn:
+      quantized_ = {};  // scratch is reused
+      return run_moe(graph, node, plan, out);
+    case model::Op::Weight:
+    case model::Op::Tokens:
+      return {};
+  }
+  return Error{"cuda backend: unknown op in " + node.name};
+}
+
+Status CudaBackend::launch_outputs(const model::Graph& graph, const Plan& plan, const backend::ForwardOutputs& outputs) {
+  const model::Node& out = graph.nodes[static_cast<size_t>(graph.output)];
+  const float* logits = value(plan, graph.output);
+  if (!outputs.logits.empty()) {
+    const size_t bytes = static_cast<size_t>(out.rows * out.cols) * sizeof(float);
+    GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_host_async(logits_host_.get(), logits, bytes, stream_), "copying logits");
+  }
+  if (!outputs.argmax.empty()) {
+    const size_t bytes = static_cast<size_t>(out.rows) * sizeof(int32_t);
+    GUFO_RETURN_IF_ERROR(argmax_rows(logits, out.rows, out.cols, outputs_.get<int32_t>(), stream_));
+    GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_host_async(argmax_host_.get(), outputs_.get(), bytes, stream_),
+                             "copying argmax");
+  }
+  return {};
+}
+
+Status CudaBackend::launch_graph(const model::Graph& graph, const Plan& plan, CudaKvCache& cache,
+                                 const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) {
+  std::vector<float> tapped;
+  quantized_ = {};
+  for (size_t id = 0; id < graph.nodes.size(); ++id) {
+    const model::Node& node = graph.nodes[id];
+    if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
+    if (profile_ != nullptr) profile_->mark(profile_kind(graph, node), stream_);
+    if (Status s = run_node(graph, id, plan, cache); !s.ok()) {
+      return Error{node.name + ": " + s.error().message, s.error().kind};
+    }
+    if (tap != nullptr) {
+      tapped.resize(static_cast<size_t>(node.rows * node.cols));
+      GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_host_async(tapped.data(), value(plan, static_cast<model::NodeId>(id)),
+                                                       tapped.size() * sizeof(float), stream_),
+                               node.name);
+      GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), node.name);
+      (*tap)(node, tapped);
+    }
+  }
+  if (profile_ != nullptr) profile_->mark("outputs", stream_);
+  GUFO_RETURN_IF_ERROR(launch_outputs(graph, plan, outputs));
+  if (profile_ != nullptr) profile_->finish(stream_);
+  return {};
+}
+
+Status CudaBackend::forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache_base,
+                            const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) {
+  auto& cache = static_cast<CudaKvCache&>(cache_base);
+  GUFO_RETURN_IF_ERROR(backend::validate_batch(graph, batch, cache.spec()));
+  GUFO_RETURN_IF_ERROR(backend::validate_outputs(graph, outputs));
+  GUFO_ASSIGN_OR_RETURN(std::vector<int32_t> filled, cache.table().fill_after(batch));
+  for (const model::Node& node : graph.nodes) {
+    if (node.op != model::Op::GetRows) continue;
+    const int64_t n_vocab = src(graph, node, 0).rows;
+    for (int32_t id : batch.tokens) {
+      if (id < 0 || id >= n_vocab) {
+        return Error{"token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(n_vocab) +
+                     " tokens"};
+      }
+    }
+  }
+  GUFO_ASSIGN_OR_RETURN(const Plan* plan, plan_for(graph, cache));
+  // Every buffer a launch touches is in place before any capture (no allocation inside one).
+  const model::Node& out = graph.nodes[static_cast<size_t>(graph.output)];
+  const auto n_out = static_cast<size_t>(std::max<int64_t>(graph.n_outputs, 256));
+  GUFO_RETURN_IF_ERROR(reserve(outputs_, n_out * sizeof(int32_t), "argmax"));
+  GUFO_RETURN_IF_ERROR(reserve_host(argmax_host_, n_out * sizeof(int32_t), "argmax"));
+  if (!outputs.logits.empty()) {
+    GUFO_RETURN_IF_ERROR(reserve_host(logits_host_, static_cast<size_t>(out.rows * out.cols) * sizeof(float), "logits"));
+  }
+  GUFO_RETURN_IF_ERROR(upload_batch(batch));
+  GUFO_RETURN_IF_ERROR(cache.sync_tables(stream_));
+
+  if (graphs_.size() >= kMaxGraphs) drop_graphs();
+  const GraphKey key{cache.id(), graph.n_tokens, graph.n_outputs, !outputs.logits.empty(), !outputs.argmax.empty()};
+  const bool graphable = graphs_enabled_ && profile_ == nullptr && tap == nullptr && graph.n_tokens <= kGraphMaxTokens;
+  CapturedGraph* captured = graphable ? &graphs_[key] : nullptr;
+  if (captured != nullptr && captured->exec == nullptr && ++captured->uses >= 2) {
+    GUFO_GPU_RETURN_IF_ERROR(gpu::stream_begin_capture(stream_), "capturing a CUDA graph");
+    const Status launched = launch_graph(graph, *plan, cache, outputs, nullptr);
+    gpu::graph_t g = nullptr;
+    const gpu::error_t ended = gpu::stream_end_capture(stream_, &g);
+    GUFO_RETURN_IF_ERROR(launched);
+    GUFO_GPU_RETURN_IF_ERROR(ended, "capturing a CUDA graph");
+    const gpu::error_t made = gpu::graph_instantiate(&captured->exec, g);
+    gpu::graph_destroy(g);
+    GUFO_GPU_RETURN_IF_ERROR(made, "instantiating a CUDA graph");
+  }
+  if (captured != nullptr && captured->exec != nullptr) {
+    GUFO_GPU_RETURN_IF_ERROR(gpu::graph_launch(captured->exec, stream_), "replaying a CUDA graph");
+  } else {
+    GUFO_RETURN_IF_ERROR(launch_graph(graph, *plan, cache, outputs, tap));
+  }
+  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), "forward");
+  if (!outputs.logits.empty()) {
+    std::memcpy(outputs.logits.data(), logits_host_.get(), static_cast<size_t>(out.rows * out.cols) * sizeof(float));
+  }
+  if (!outputs.argmax.empty()) {
+    std::memcpy(outputs.argmax.data(), argmax_host_.get(), static_cast<size_t>(out.rows) * sizeof(int32_t));
+  }
+  cache.table().commit(std::move(filled));
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<backend::Backend>> create_cuda_backend(int index) {
+  GUFO_ASSIGN_OR_RETURN(std::vector<DeviceInfo> devices, query_devices());
+  if (index < 0 || index >= static_cast<int>(devices.size())) {
+    return Error{"--device cuda:" + std::to_string(index) + ": there are " + std::to_string(devices.size()) +
+                     " CUDA devices",
+                 ErrorKind::Unsupported};
+  }
+  const std::string context = "cuda:" + std::to_string(index);
+  GUFO_GPU_RETURN_IF_ERROR(gpu::set_device(index), context);
+  // Probe: a kernel launch fails here, with a clear message, when this build has no code for
+  // the device's architecture.
+  {
+    GUFO_ASSIGN_OR_RETURN(DeviceMemory probe, DeviceMemory::allocate(sizeof(float), "probe"));
+    GUFO_GPU_RETURN_IF_ERROR(gpu::memset_async(probe.get(), 0, sizeof(float), nullptr), context);
+    const Status ran = scale_add_f32(probe.get<float>(), probe.get<float>(), 1, 1.0f, 0.0f, nullptr);
+    const gpu::error_t synced = gpu::device_synchronize();
+    if (!ran.ok() || synced != gpu::success) {
+      gpu::get_last_error();
+      return Error{context + " (" + devices[static_cast<size_t>(index)].name + ", sm_" +
+                       std::to_string(devices[static_cast<size_t>(index)].cc_major) +
+                       std::to_string(devices[static_cast<size_t>(index)].cc_minor) +
+                       "): this gufo has no GPU code for it (" + (ran.ok() ? gpu::error_string(synced) : ran.error().message) +
+                       "); rebuild with CMAKE_CUDA_ARCHITECTURES for this device",
+                   ErrorKind::Unsupported};
+    }
+  }
+  gpu::stream_t stream = nullptr;
+  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_create(&stream), context);
+  auto backend = std::make_unique<CudaBackend>(index, devices[static_cast<size_t>(index)], stream);
+  // NOTE(cuda_graphs): GUFO_CUDA_GRAPHS=0 launches every step eagerly; the numbers are the
+  // same either way (tests/gpu/cuda_forward_test.cpp compares them), only the speed differs.
+  const char* graphs = std::getenv("GUFO_CUDA_GRAPHS");
+  backend->set_graphs(graphs == nullptr || std::string(graphs) != "0");
+  const char* profile = std::getenv("GUFO_CUDA_PROFILE");
+  backend->set_profile(profile != nullptr && std::string(profile) == "1");
+  return std::unique_ptr<backend::Backend>(std::move(backend));
+}
+
+}  // namespace gufo::cuda

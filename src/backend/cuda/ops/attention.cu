@@ -1,0 +1,280 @@
+// The paged KV cache write and causal attention over it (see ops.h). CPU references:
+// backend/cpu/ops/attention.cpp (kv_store, attend).
+// A block serves one row and one KV head: one lane group per query head of the GQA group,
+// sharing each tile of 32 keys and values (widened to f32 in shared memory). Positions go in
+// splits of kAttentionSplit absolute positions (NOTE(attention) in ops.h); within a split,
+// tiles of 32 in order with the usual online softmax; splits merge in order by the same rule.
+// With few rows each split has a block of its own and a second kernel merges them; with many
+// a block walks all splits of its row. Either way every float operation of a row is the same.
+// Tested by tests/ops/attention_test.cpp.
+#include <string>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/ops.h"
+#include "quant/half.h"
+
+namespace gufo::cuda {
+namespace {
+
+constexpr int kTile = 32;
+constexpr int kMaxHeadDim = 256;
+constexpr int kMaxDimsPerLane = kMaxHeadDim / 32;
+// NOTE(attention): up to this many rows each split gets a block (decode: a long context still
+// fills the GPU); beyond, a block walks its row's splits (prefill has blocks enough).
+constexpr int64_t kSplitBlocksMaxRows = 16;
+
+__device__ inline int64_t cache_row(const KvLayer& kv, int32_t seq, int32_t position) {
+  const int32_t* table = kv.tables + static_cast<int64_t>(seq) * kv.table_stride;
+  const int32_t mask = (1 << kv.block_shift) - 1;
+  return (static_cast<int64_t>(table[position >> kv.block_shift]) << kv.block_shift) | (position & mask);
+}
+
+__device__ inline float load_kv(const KvLayer& kv, const void* base, int64_t index) {
+  return kv.f16 ? quant::fp16_to_fp32(static_cast<const uint16_t*>(base)[index]) : static_cast<const float*>(base)[index];
+}
+
+__global__ void kv_store_kernel(KvLayer kv, BatchRows batch, const float* k, int64_t ldk, const float* v, int64_t ldv) {
+  const int64_t row = blockIdx.x;
+  const int32_t seq = batch.seq_ids[row];
+  if (seq == kPaddingSeq) return;
+  const int64_t dst = cache_row(kv, seq, batch.positions[row]) * kv.n_embd_kv;
+  for (int64_t j = threadIdx.x; j < kv.n_embd_kv; j += blockDim.x) {
+    if (kv.f16) {
+      static_cast<uint16_t*>(kv.k)[dst + j] = quant::fp32_to_fp16(k[row * ldk + j]);
+      static_cast<uint16_t*>(kv.v)[dst + j] = quant::fp32_to_fp16(v[row * ldv + j]);
+    } else {
+      static_cast<float*>(kv.k)[dst + j] = k[row * ldk + j];
+      static_cast<float*>(kv.v)[dst + j] = v[row * ldv + j];
+    }
+  }
+}
+
+// A softmax state: running max, sum of weights, and this lane's dims of the weighted values.
+struct Softmax {
+  float m;
+  float l;
+  float o[kMaxDimsPerLane];
+};
+
+__device__ inline void reset(Softmax& s) {
+  s.m = -INFINITY;
+  s.l = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kMaxDimsPerLane; ++j) s.o[j] = 0.0f;
+}
+
+// Merges a finished split (m, l, o) into the running state, in split order.
+__device__ inline void merge(Softmax& total, float m, float l, const float* o) {
+  const float m_new = fmaxf(total.m, m);
+  const float a = expf(total.m - m_new);
+  const float b = expf(m - m_new);
+  total.l = total.l * a + l * b;
+#pragma unroll
+  for (int j = 0; j < kMaxDimsPerLane; ++j) total.o[j] = total.o[j] * a + o[j] * b;
+  total.m = m_new;
+}
+
+struct AttentionArgs {
+  KvLayer kv;
+  BatchRows batch;
+  AttentionShape shape;
+  const float* q;
+  int64_t ldq;
+  float* out;
+  int64_t ldo;
+  float* partials;     // split-block mode: [rows, n_head, max_splits, head_dim + 2]
+  int64_t max_splits;
+};
+
+// One split of one query head (this lane group's) into `s`, from a fresh state.
+__device__ void attend_split(const AttentionArgs& a, int32_t seq, int32_t position, int64_t split, int64_t kv_head,
+                             const float* q_shared, float* k_tile, float* v_tile, Softmax& s) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t hd = a.shape.head_dim;
+  const int64_t stride = hd + 1;  // NOTE(attention): one float of padding: lane rows fall in distinct banks
+  const int64_t begin = split * kAttentionSplit;
+  const int64_t end = min(static_cast<int64_t>(position) + 1, begin + kAttentionSplit);
+  reset(s);
+  for (int64_t tile0 = begin; tile0 < end; tile0 += kTile) {
+    __syncthreads();  // the previous tile is no longer read
+    for (int64_t i = threadIdx.x; i < kTile * hd; i += blockDim.x) {
+      const int64_t p = tile0 + i / hd;
+      const int64_t d = i % hd;
+      float kval = 0.0f, vval = 0.0f;
+      if (p < end) {
+        const int64_t index = cache_row(a.kv, seq, static_cast<int32_t>(p)) * a.kv.n_embd_kv + kv_head * hd + d;
+        kval = load_kv(a.kv, a.kv.k, index);
+        vval = load_kv(a.kv, a.kv.v, index);
+      }
+      k_tile[(i / hd) * stride + d] = kval;
+      v_tile[(i / hd) * stride + d] = vval;
+    }
+    __syncthreads();
+    const bool valid = tile0 + lane < end;
+    float score = -INFINITY;
+    if (valid) {
+      float dot = 0.0f;
+      for (int64_t d = 0; d < hd; ++d) dot = fmaf(q_shared[d], k_tile[lane * stride + d], dot);
+      score = dot * a.shape.scale;
+    }
+    const float m_new = fmaxf(s.m, gpu::group_max(score));
+    const float alpha = expf(s.m - m_new);
+    const float p = valid ? expf(score - m_new) : 0.0f;
+    s.l = s.l * alpha + gpu::group_sum(p);
+    // Each output dim: fma over the tile's positions in order. The shuffles run on every lane.
+    const int n_dims = static_cast<int>((hd + 31) / 32);
+#pragma unroll
+    for (int j = 0; j < kMaxDimsPerLane; ++j) s.o[j] *= alpha;
+    for (int pp = 0; pp < kTile; ++pp) {
+      const float weight = gpu::shfl(p, pp);
+      const float* v_row = v_tile + pp * stride;
+#pragma unroll
+      for (int j = 0; j < kMaxDimsPerLane; ++j) {
+        const int64_t d = lane + 32 * j;
+        if (j < n_dims && d < hd) s.o[j] = fmaf(weight, v_row[d], s.o[j]);
+      }
+    }
+    s.m = m_new;
+  }
+}
+
+// blockIdx: x = row, y = KV head, z = split (split-block mode) or 0 (a block per row).
+__global__ void attention_kernel(AttentionArgs a) {
+  extern __shared__ float shared[];
+  const int64_t row = blockIdx.x;
+  const int64_t kv_head = blockIdx.y;
+  const int64_t hd = a.shape.head_dim;
+  const int64_t group = a.shape.n_head / a.shape.n_head_kv;
+  const int64_t head = kv_head * group + threadIdx.x / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int32_t seq = a.batch.seq_ids[row];
+  const int32_t position = a.batch.positions[row];
+  const bool split_blocks = a.partials != nullptr;
+  float* q_shared = shared + (threadIdx.x / 32) * hd;
+  float* k_tile = shared + group * hd;
+  float* v_tile = k_tile + kTile * (hd + 1);
+  float* out = a.out + row * a.ldo + head * hd;
+
+  if (seq == kPaddingSeq) {
+    if (!split_blocks || blockIdx.z == 0) {
+      for (int64_t d = lane; d < hd; d += 32) out[d] = 0.0f;
+    }
+    return;
+  }
+  const int64_t last_split = position / kAttentionSplit;
+  if (split_blocks && static_cast<int64_t>(blockIdx.z) > last_split) return;
+  for (int64_t d = lane; d < hd; d += 32) q_shared[d] = a.q[row * a.ldq + head * hd + d];
+  // (attend_split's first barrier orders these writes before any read)
+
+  Softmax s;
+  if (split_blocks) {
+    attend_split(a, seq, position, blockIdx.z, kv_head, q_shared, k_tile, v_tile, s);
+    float* partial = a.partials + ((row * a.shape.n_head + head) * a.max_splits + blockIdx.z) * (hd + 2);
+    if (lane == 0) {
+      partial[0] = s.m;
+      partial[1] = s.l;
+    }
+#pragma unroll
+    for (int j = 0; j < kMaxDimsPerLane; ++j) {
+      if (lane + 32 * j < hd) partial[2 + lane + 32 * j] = s.o[j];
+    }
+    return;
+  }
+  Softmax total;
+  reset(total);
+  for (int64_t split = 0; split <= last_split; ++split) {
+    attend_split(a, seq, position, split, kv_head, q_shared, k_tile, v_tile, s);
+    merge(total, s.m, s.l, s.o);
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxDimsPerLane; ++j) {
+    if (lane + 32 * j < hd) out[lane + 32 * j] = total.o[j] / total.l;
+  }
+}
+
+// Split-block mode, second step: one lane group per (row, head) merges the splits in order.
+__global__ void attention_merge_kernel(AttentionArgs a) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (item >= a.batch.n_rows * a.shape.n_head) return;
+  const int64_t row = item / a.shape.n_head;
+  const int64_t head = item % a.shape.n_head;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t hd = a.shape.head_dim;
+  if (a.batch.seq_ids[row] == kPaddingSeq) return;  // the attention kernel wrote zeros
+  const int64_t last_split = a.batch.positions[row] / kAttentionSplit;
+  Softmax total;
+  reset(total);
+  for (int64_t split = 0; split <= last_split; ++split) {
+    const float* partial = a.partials + ((row * a.shape.n_head + head) * a.max_splits + split) * (hd + 2);
+    float o[kMaxDimsPerLane];
+#pragma unroll
+    for (int j = 0; j < kMaxDimsPerLane; ++j) o[j] = lane + 32 * j < hd ? partial[2 + lane + 32 * j] : 0.0f;
+    merge(total, partial[0], partial[1], o);
+  }
+  float* out = a.out + row * a.ldo + head * hd;
+#pragma unroll
+  for (int j = 0; j < kMaxDimsPerLane; ++j) {
+    if (lane + 32 * j < hd) out[lane + 32 * j] = total.o[j] / total.l;
+  }
+}
+
+size_t attention_shared_bytes(const AttentionShape& shape) {
+  const int64_t group = shape.n_head / shape.n_head_kv;
+  return static_cast<size_t>(group * shape.head_dim + 2 * kTile * (shape.head_dim + 1)) * sizeof(float);
+}
+
+}  // namespace
+
+Status kv_store(const KvLayer& kv, const BatchRows& batch, const float* k, int64_t ldk, const float* v, int64_t ldv,
+                gpu::stream_t stream) {
+  if (batch.n_rows == 0) return {};
+  kv_store_kernel<<<static_cast<unsigned>(batch.n_rows), 256, 0, stream>>>(kv, batch, k, ldk, v, ldv);
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "kv_store(rows=" + std::to_string(batch.n_rows) + ")");
+  return {};
+}
+
+size_t attention_scratch_bytes(const AttentionShape& shape, int64_t n_rows, int32_t max_position) {
+  if (n_rows > kSplitBlocksMaxRows) return 0;
+  const int64_t splits = max_position / kAttentionSplit + 1;
+  return static_cast<size_t>(n_rows * shape.n_head * splits * (shape.head_dim + 2)) * sizeof(float);
+}
+
+Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape& shape, const float* q, int64_t ldq,
+                 int32_t max_position, void* scratch, float* out, int64_t ldo, gpu::stream_t stream) {
+  const std::string context = "attention(rows=" + std::to_string(batch.n_rows) + ", heads=" +
+                              std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
+                              std::to_string(shape.head_dim) + ")";
+  if (shape.n_head_kv < 1 || shape.n_head % shape.n_head_kv != 0 || shape.head_dim < 1 ||
+      shape.head_dim > kMaxHeadDim) {
+    return Error{context + ": unsupported head layout (head_dim up to " + std::to_string(kMaxHeadDim) + ")",
+                 ErrorKind::Unsupported};
+  }
+  const int64_t group = shape.n_head / shape.n_head_kv;
+  if (group * 32 > 1024) return Error{context + ": more than 32 query heads per KV head", ErrorKind::Unsupported};
+  if (batch.n_rows == 0) return {};
+  const int64_t max_splits = max_position / kAttentionSplit + 1;
+  const bool split_blocks = batch.n_rows <= kSplitBlocksMaxRows;
+  if (split_blocks && scratch == nullptr) return Error{context + ": no scratch for the split partials"};
+  AttentionArgs args{kv, batch, shape, q, ldq, out, ldo, split_blocks ? static_cast<float*>(scratch) : nullptr,
+                     max_splits};
+  const size_t smem = attention_shared_bytes(shape);
+  static bool raised = false;
+  if (!raised) {
+    // NOTE(attention): head_dim 256 with a large GQA group needs more than the default 48 KiB.
+    GUFO_GPU_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 160 * 1024), context);
+    raised = true;
+  }
+  const dim3 grid(static_cast<unsigned>(batch.n_rows), static_cast<unsigned>(shape.n_head_kv),
+                  static_cast<unsigned>(split_blocks ? max_splits : 1));
+  attention_kernel<<<grid, static_cast<unsigned>(group * 32), smem, stream>>>(args);
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
+  if (split_blocks) {
+    const int64_t items = batch.n_rows * shape.n_head;
+    attention_merge_kernel<<<static_cast<unsigned>((items + 7) / 8), 256, 0, stream>>>(args);
+    GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context + " merge");
+  }
+  return {};
+}
+
+}  // namespace gufo::cuda

@@ -1,0 +1,349 @@
+// Integer matmul for quantized weights (Q8_0, Q4_K, Q5_K, Q6_K) against quantized
+// activations (ops.h, QuantActs), in the CPU's accumulation order, so every output is bit for
+// bit the CPU's (backend/cpu/quant/dot_kernels.h, "Accumulation order"):
+//   for each super-block b in order:  S, M = exact int32 sums;  acc = chain(acc, b, S, M)
+// The integer sums may be split any way (they are exact); only the float chain is ordered.
+// Tiles: a lane group computes 16 weight rows x 8 activation rows per MMA (weights are the
+// MMA's A operand, so a decode step of 1 row is 8 columns with 7 padding: the same
+// instruction path for every batch); warps of a block may split the super-blocks between
+// them (kWarpsK > 1, for small batches) and hand the integer sums to warp 0, which runs the
+// chain in order. Without MMA (HIP builds) each lane computes its fragment's sums with dp4a
+// style loops: the same integers, so the same results.
+// Tested by tests/ops/mat_mul_test.cpp (against the CPU, bit for bit, many shapes).
+#include <string>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/mat_vec_q.cuh"
+#include "backend/cuda/ops/ops.h"
+#include "backend/cuda/quant_traits.cuh"
+
+namespace gufo::cuda {
+namespace {
+
+[[maybe_unused]] __device__ inline int dot4(uint32_t a, uint32_t b, int c) {
+#if defined(GUFO_HIP)
+  for (int i = 0; i < 4; ++i) {
+    c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
+  }
+  return c;
+#else
+  return __dp4a(static_cast<int>(a), static_cast<int>(b), c);
+#endif
+}
+
+// c = A (16 x 32, rows of int8) x B (32 x 8), exact int32. Fragment layout of PTX
+// mma.m16n8k32 .s8: a[0] row g cols 4t.., a[1] row g+8, a[2] row g cols 16+4t.., a[3] row
+// g+8 cols 16+4t..; b[0] rows 4t.. col g, b[1] rows 16+4t..; c[0..1] row g cols 2t, 2t+1,
+// c[2..3] row g+8 (g = lane / 4, t = lane % 4).
+__device__ inline void mma_k32(int (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if !defined(GUFO_HIP)
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};\n"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+#endif
+}
+
+// The two k-halves of mma_k32 separately (m16n8k16 .s8: a[0] row g, a[1] row g+8, b col g).
+__device__ inline void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b) {
+#if !defined(GUFO_HIP)
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a0), "r"(a1), "r"(b), "r"(0));
+#endif
+}
+
+struct Args {
+  WeightView w;
+  QuantActs x;
+  float* out;
+  int64_t ldo;
+  ExpertRows experts;  // offsets == null: plain mode
+};
+
+// The activation quad (4 int8) of activation row `row` at element k.
+__device__ inline uint32_t act_quad(const QuantActs& x, int64_t row, int64_t k) {
+  return *reinterpret_cast<const uint32_t*>(x.qs + row * x.k + k);
+}
+
+// f(rm, tn, i, e) for each accumulator element of a lane: row tile rm, token tile tn, fragment
+// element i (row g + 8 * (i / 2), token 2t + i % 2), flat index e.
+template <int kRm, int kTn, class F>
+__device__ __forceinline__ void for_each_element(F&& f) {
+#pragma unroll
+  for (int rm = 0; rm < kRm; ++rm) {
+#pragma unroll
+    for (int tn = 0; tn < kTn; ++tn) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) f(rm, tn, i, (rm * kTn + tn) * 4 + i);
+    }
+  }
+}
+
+// Where a lane reads and writes: its weight rows (clamped for loads), the activation row of
+// its B-fragment column and of its C columns.
+template <int kRm, int kTn>
+struct LaneRows {
+  int64_t w[kRm][2];
+  int64_t b[kTn];
+  int64_t c[kTn][2];
+};
+
+// Chunk c (32 elements) of super-block sb: each element's integer sum += the chunk's scale
+// times its product, through MMA fragments or, without MMA, per lane.
+template <class T, int kRm, int kTn>
+__device__ __forceinline__ void add_chunk(const Args& args, const LaneRows<kRm, kTn>& rows,
+                                          const typename T::RowBlock (&rb)[kRm][2], int64_t sb, int c, int t,
+                                          int (&s)[kRm * kTn * 4]) {
+  const int64_t k0 = sb * T::kSuperBlock + c * 32;
+  if constexpr (gpu::has_mma()) {
+    uint32_t a[kRm][4];
+#pragma unroll
+    for (int rm = 0; rm < kRm; ++rm) {
+      a[rm][0] = T::quad(args.w, rows.w[rm][0], sb, c, 4 * t);
+      a[rm][1] = T::quad(args.w, rows.w[rm][1], sb, c, 4 * t);
+      a[rm][2] = T::quad(args.w, rows.w[rm][0], sb, c, 16 + 4 * t);
+      a[rm][3] = T::quad(args.w, rows.w[rm][1], sb, c, 16 + 4 * t);
+    }
+    uint32_t b[kTn][2];
+#pragma unroll
+    for (int tn = 0; tn < kTn; ++tn) {
+      b[tn][0] = act_quad(args.x, rows.b[tn], k0 + 4 * t);
+      b[tn][1] = act_quad(args.x, rows.b[tn], k0 + 16 + 4 * t);
+    }
+#pragma unroll
+    for (int rm = 0; rm < kRm; ++rm) {
+#pragma unroll
+      for (int tn = 0; tn < kTn; ++tn) {
+        int* se = s + (rm * kTn + tn) * 4;
+        if constexpr (T::kSplitHalves) {
+          int lo[4], hi[4];
+          mma_k16(lo, a[rm][0], a[rm][1], b[tn][0]);
+          mma_k16(hi, a[rm][2], a[rm][3], b[tn][1]);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            se[i] += T::scale(rb[rm][i / 2], c, 0) * lo[i] + T::scale(rb[rm][i / 2], c, 1) * hi[i];
+          }
+        } else {
+          int prod[4];
+          mma_k32(prod, a[rm], b[tn]);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) se[i] += T::scale(rb[rm][i / 2], c, 0) * prod[i];
+        }
+      }
+    }
+  } else {
+    // The same integers without MMA: each lane walks its own fragment's rows.
+    for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
+      const int64_t wrow = rows.w[rm][i / 2];
+      const int64_t xrow = rows.c[tn][i % 2];
+      int lo = 0, hi = 0;
+      for (int kk = 0; kk < 16; kk += 4) {
+        lo = dot4(T::quad(args.w, wrow, sb, c, kk), act_quad(args.x, xrow, k0 + kk), lo);
+        hi = dot4(T::quad(args.w, wrow, sb, c, 16 + kk), act_quad(args.x, xrow, k0 + 16 + kk), hi);
+      }
+      s[e] += T::scale(rb[rm][i / 2], c, 0) * lo + T::scale(rb[rm][i / 2], c, 1) * hi;
+    });
+  }
+}
+
+// The integer sums S (and Q4_K/Q5_K's M) of super-block sb for every element of the lane.
+template <class T, int kRm, int kTn>
+__device__ __forceinline__ void super_block_sums(const Args& args, const LaneRows<kRm, kTn>& rows,
+                                                 const typename T::RowBlock (&rb)[kRm][2], int64_t sb, int t,
+                                                 int (&s)[kRm * kTn * 4], int (&m)[kRm * kTn * 4]) {
+#pragma unroll
+  for (int c = 0; c < T::kChunks; ++c) add_chunk<T, kRm, kTn>(args, rows, rb, sb, c, t, s);
+  if constexpr (T::kMins) {
+    for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
+      const int32_t* sums = args.x.sum32 + rows.c[tn][i % 2] * (args.x.k / 32) + sb * 8;
+      int total = 0;
+#pragma unroll
+      for (int sub = 0; sub < 8; ++sub) total += T::min(rb[rm][i / 2], sub) * sums[sub];
+      m[e] = total;
+    });
+  }
+}
+
+// One chain step of super-block sb for every element (the CPU's float step, in order).
+template <class T, int kRm, int kTn>
+__device__ __forceinline__ void chain(const Args& args, const LaneRows<kRm, kTn>& rows,
+                                      const typename T::RowBlock (&rb)[kRm][2], int64_t sb, int64_t n_sb,
+                                      const int* s, const int* m, float (&acc)[kRm * kTn * 4]) {
+  for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
+    // NOTE(mat_mul_q): a weight super-block is one activation block (32 for Q8_0, 256 for the
+    // K-quants), so the activation scale of super-block sb is d[row][sb].
+    const float dx = args.x.d[rows.c[tn][i % 2] * n_sb + sb];
+    acc[e] = T::chain(acc[e], rb[rm][i / 2], dx, s[e], m[e]);
+  });
+}
+
+template <class T, int kRm, int kTn, int kWr, int kWt, int kWk>
+__global__ void __launch_bounds__(32 * kWr * kWt * kWk) mat_mul_q_kernel(Args args) {
+  constexpr int kElems = kRm * kTn * 4;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  const int wk = warp % kWk;
+  const int wt = (warp / kWk) % kWt;
+  const int wr = warp / (kWk * kWt);
+  const int g = lane / 4;
+  const int t = lane % 4;
+
+  // The activation (and output) rows this block covers, and the weight rows' offset.
+  int64_t x_begin = 0, x_end = args.x.rows, n_rows = args.w.rows, w_offset = 0;
+  if (args.experts.offsets != nullptr) {
+    const int e = static_cast<int>(blockIdx.z);
+    x_begin = args.experts.offsets[e];
+    x_end = args.experts.offsets[e + 1];
+    n_rows = args.w.rows_per_expert;
+    w_offset = static_cast<int64_t>(e) * args.w.rows_per_expert;
+  }
+  const int64_t block_tok0 = x_begin + static_cast<int64_t>(blockIdx.y) * (kWt * kTn * 8);
+  if (block_tok0 >= x_end) return;  // the whole block: no barrier is skipped by part of it
+  const int64_t tok0 = block_tok0 + static_cast<int64_t>(wt) * kTn * 8;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWr + wr) * kRm * 16;
+  const int64_t n_sb = args.x.k / T::kSuperBlock;
+
+  LaneRows<kRm, kTn> rows;
+  for_each_element<kRm, 1>([&](int rm, int, int i, int) {
+    if (i % 2 == 0) {
+      const int64_t r = row0 + rm * 16 + g + 8 * (i / 2);
+      rows.w[rm][i / 2] = w_offset + (r < n_rows ? r : n_rows - 1);
+    }
+  });
+  const auto x_row = [&](int64_t tok) {
+    const int64_t j = tok < x_end ? tok : x_end - 1;
+    return args.experts.x_rows != nullptr ? static_cast<int64_t>(args.experts.x_rows[j]) : j;
+  };
+#pragma unroll
+  for (int tn = 0; tn < kTn; ++tn) {
+    rows.b[tn] = x_row(tok0 + tn * 8 + g);
+    rows.c[tn][0] = x_row(tok0 + tn * 8 + 2 * t);
+    rows.c[tn][1] = x_row(tok0 + tn * 8 + 2 * t + 1);
+  }
+
+  float acc[kElems];
+#pragma unroll
+  for (int e = 0; e < kElems; ++e) acc[e] = 0.0f;
+  extern __shared__ int exchange[];  // [kWk][32][2 * kElems] when kWk > 1
+
+  for (int64_t sb0 = 0; sb0 < n_sb; sb0 += kWk) {
+    const int64_t sb = sb0 + wk;
+    int s[kElems], m[kElems];
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) s[e] = m[e] = 0;
+    typename T::RowBlock rb[kRm][2];
+    if (sb < n_sb) {
+#pragma unroll
+      for (int rm = 0; rm < kRm; ++rm) {
+        rb[rm][0] = T::row_block(args.w, rows.w[rm][0], sb);
+        rb[rm][1] = T::row_block(args.w, rows.w[rm][1], sb);
+      }
+      super_block_sums<T, kRm, kTn>(args, rows, rb, sb, t, s, m);
+    }
+    if constexpr (kWk == 1) {
+      chain<T, kRm, kTn>(args, rows, rb, sb, n_sb, s, m, acc);
+    } else {
+      // Warps hand their integer sums to warp 0, which chains the super-blocks in order.
+      int* mine = exchange + (wk * 32 + lane) * 2 * kElems;
+#pragma unroll
+      for (int e = 0; e < kElems; ++e) {
+        mine[e] = s[e];
+        mine[kElems + e] = m[e];
+      }
+      __syncthreads();
+      if (wk == 0) {
+        for (int j = 0; j < kWk && sb0 + j < n_sb; ++j) {
+          const int* theirs = exchange + (j * 32 + lane) * 2 * kElems;
+          typename T::RowBlock rbj[kRm][2];
+#pragma unroll
+          for (int rm = 0; rm < kRm; ++rm) {
+            rbj[rm][0] = T::row_block(args.w, rows.w[rm][0], sb0 + j);
+            rbj[rm][1] = T::row_block(args.w, rows.w[rm][1], sb0 + j);
+          }
+          chain<T, kRm, kTn>(args, rows, rbj, sb0 + j, n_sb, theirs, theirs + kElems, acc);
+        }
+      }
+      __syncthreads();
+    }
+  }
+  if (wk != 0) return;
+  for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
+    const int64_t r = row0 + rm * 16 + g + 8 * (i / 2);
+    const int64_t tok = tok0 + tn * 8 + 2 * t + (i % 2);
+    if (r < n_rows && tok < x_end) args.out[tok * args.ldo + r] = acc[e];
+  });
+}
+
+template <int kRm, int kTn, int kWr, int kWt, int kWk>
+struct Config {
+  static constexpr int rows = 16 * kRm * kWr;
+  static constexpr int tokens = 8 * kTn * kWt;
+  static constexpr int threads = 32 * kWr * kWt * kWk;
+  static constexpr size_t smem = kWk > 1 ? static_cast<size_t>(kWk) * 32 * 2 * kRm * kTn * 4 * sizeof(int) : 0;
+
+  template <class T>
+  static void launch(const Args& args, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
+    const dim3 grid(static_cast<unsigned>((n_rows + rows - 1) / rows),
+                    static_cast<unsigned>((n_tokens + tokens - 1) / tokens), static_cast<unsigned>(n_expert));
+    mat_mul_q_kernel<T, kRm, kTn, kWr, kWt, kWk><<<grid, threads, smem, stream>>>(args);
+  }
+};
+
+// NOTE(mat_mul_q): three tilings, all computing the same numbers: up to 8 activation rows
+// (decode) one 16 x 8 tile per block with 4 warps splitting the super-blocks; up to 32 rows
+// 16 x 32; beyond, 64 x 64 per block of 4 warps, each 32 x 32 (prefill).
+using DecodeConfig = Config<1, 1, 1, 1, 4>;
+using SmallBatchConfig = Config<1, 4, 1, 1, 4>;
+using PrefillConfig = Config<2, 4, 2, 2, 1>;
+
+template <class T>
+void launch_for_type(const Args& args, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
+  if (n_tokens <= 8) {
+    DecodeConfig::launch<T>(args, n_rows, n_tokens, n_expert, stream);
+  } else if (n_tokens <= 32) {
+    SmallBatchConfig::launch<T>(args, n_rows, n_tokens, n_expert, stream);
+  } else {
+    PrefillConfig::launch<T>(args, n_rows, n_tokens, n_expert, stream);
+  }
+}
+
+}  // namespace
+
+bool is_quantized_matmul_type(DType type) {
+  return type == DType::Q8_0 || type == DType::Q4_K || type == DType::Q5_K || type == DType::Q6_K;
+}
+
+bool wants_q8k(DType type) { return type == DType::Q4_K || type == DType::Q5_K || type == DType::Q6_K; }
+
+Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ldo, const ExpertRows* experts,
+                 gpu::stream_t stream) {
+  const std::string context = "mat_mul_q(" + std::string(dtype_name(w.type)) + ", " + std::to_string(w.rows) + "x" +
+                              std::to_string(w.cols) + ", " + std::to_string(x.rows) + " rows)";
+  if (!is_quantized_matmul_type(w.type)) return Error{context + ": not a quantized type"};
+  if (x.k != w.cols || x.q8k != wants_q8k(w.type)) return Error{context + ": activations do not fit the weight"};
+  if (w.cols % (wants_q8k(w.type) ? 256 : 32) != 0) return Error{context + ": width is not a multiple of the block"};
+  if (x.rows == 0 || w.rows == 0) return {};
+  if (mat_vec_q_enabled() && mat_vec_q_fits(x, experts)) {
+    const Status s = mat_vec_q({w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}}, stream);
+    if (!s.ok()) return Error{context + ": " + s.error().message, s.error().kind};
+    return {};
+  }
+  Args args{w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}};
+  const int64_t n_rows = experts != nullptr ? w.rows_per_expert : w.rows;
+  const int64_t n_tokens = experts != nullptr ? experts->max_rows : x.rows;
+  const int64_t n_expert = experts != nullptr ? experts->n_expert : 1;
+  if (n_tokens == 0) return {};
+  switch (w.type) {
+    case DType::Q8_0: launch_for_type<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream); break;
+    case DType::Q4_K: launch_for_type<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream); break;
+    case DType::Q5_K: launch_for_type<TraitsQ5K>(args, n_rows, n_tokens, n_expert, stream); break;
+    default: launch_for_type<TraitsQ6K>(args, n_rows, n_tokens, n_expert, stream); break;
+  }
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
+  return {};
+}
+
+}  // namespace gufo::cuda

@@ -1,0 +1,171 @@
+// The CUDA backend's operators: launchers that check their arguments, then queue kernels on
+// a stream. Each has a CPU twin in backend/cpu (the oracle) and a case in tests/ops that
+// compares the two over many shapes. Pointers are device memory unless a comment says so.
+// A launcher returns once the work is queued; faults surface at the next synchronization.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/compat.cuh"
+#include "backend/cuda/weight_view.h"
+#include "core/dtype.h"
+#include "core/result.h"
+
+namespace gufo::cuda {
+
+// ---- element-wise and row-wise ops ------------------------------------------------------
+
+// out[i, :] = table[ids[i], :] as f32 (every weight layout; the CPU dequantizers' bits).
+// The ids must have been checked against table.rows by the caller (they are host data there).
+Status get_rows(const WeightView& table, const int32_t* ids, int64_t n_ids, float* out, gpu::stream_t stream);
+
+// Each group of `group` values of each row: x / sqrt(mean(x^2) + eps) * w (backend/cpu/ops/
+// rms_norm.cpp). The sum of squares goes by a fixed butterfly: one order in any batch.
+Status rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int64_t group, float eps, float* out,
+                gpu::stream_t stream);
+
+// out = a + b, b [rows, cols] or a row [cols] broadcast (b_rows == 1).
+Status add(const float* a, const float* b, int64_t rows, int64_t cols, int64_t b_rows, float* out,
+           gpu::stream_t stream);
+
+// out = silu(gate) * up, elementwise over n values (the CPU's float operations).
+Status swiglu(const float* gate, const float* up, int64_t n, float* out, gpu::stream_t stream);
+
+// out[i, :] = x[rows[i], :] for i < n_rows (rows: device indices).
+Status gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n_rows, float* out,
+                   gpu::stream_t stream);
+
+// out = x [rows, cols] (heads of head_dim) rotated at positions[row] (device), angles in
+// double as the CPU computes them; freq_factors [head_dim / 2] or null; out may be x.
+// neox: pairs (i, i + head_dim / 2), else (2i, 2i + 1) (model::RopeType).
+Status rope(const float* x, float* out, int64_t rows, int64_t cols, const int32_t* positions, int64_t head_dim,
+            bool neox, float theta, const float* freq_factors, gpu::stream_t stream);
+
+// out[r] = the index of the largest x[r, :] (ties to the lower index; NaN never wins).
+Status argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out, gpu::stream_t stream);
+
+// ---- matmul -----------------------------------------------------------------------------
+
+// Activations quantized for the integer matmul, exactly as the CPU quantizes them
+// (backend/cpu/quant/dot_scalar.cpp): rows of k int8 quants with an f32 scale per 32 (Q8_0
+// weights) or per 256 values (K-quant weights, which also need the sum of each 32 quants).
+struct QuantActs {
+  int8_t* qs = nullptr;      // [rows, k]
+  float* d = nullptr;        // [rows, k / block]
+  int32_t* sum32 = nullptr;  // [rows, k / 32], q8k only
+  int64_t rows = 0;
+  int64_t k = 0;
+  bool q8k = false;          // 256-blocks (K-quants) rather than 32-blocks (Q8_0)
+};
+// Device bytes a QuantActs of rows x k takes (the three arrays, each 256-byte aligned).
+size_t quant_acts_bytes(int64_t rows, int64_t k, bool q8k);
+// Lays the arrays of a QuantActs out in `memory` (quant_acts_bytes of it).
+QuantActs quant_acts_at(void* memory, int64_t rows, int64_t k, bool q8k);
+// Quantizes x [rows, k] (row stride ldx floats) into `out`.
+Status quantize_acts(const float* x, int64_t ldx, const QuantActs& out, gpu::stream_t stream);
+
+// Which activation format a weight type's integer matmul reads (q8k), or an error when the
+// type has no integer kernel (F32/F16/BF16 use mat_mul_float).
+bool is_quantized_matmul_type(DType type);
+bool wants_q8k(DType type);
+
+// Routing of activation rows to experts for MoE (expert mode of mat_mul_q): expert e owns
+// output rows [offsets[e], offsets[e+1]), whose activations are x rows x_rows[j] (or j
+// when x_rows is null), and multiplies them with its own rows of the weight stack.
+struct ExpertRows {
+  const int32_t* offsets = nullptr;  // [n_expert + 1], device
+  const int32_t* x_rows = nullptr;   // [total rows], device, or null
+  int64_t n_expert = 0;
+  int64_t max_rows = 0;              // an upper bound on any expert's rows (sizes the grid)
+};
+
+// out[j, n] = sum_k x[j, k] * w[n, k] for the quantized weight types, in the CPU's
+// accumulation order (quant_traits.cuh): bit for bit the CPU's result, in any batch.
+// out has row stride ldo; x.rows output rows (plain mode) or the expert rows.
+Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ldo, const ExpertRows* experts,
+                 gpu::stream_t stream);
+
+// The same for F32/F16/BF16 weights with f32 activations x [m, k] (row stride ldx): each
+// output is 32 lane sums (lane l takes k = l, l + 32, ...) added by a fixed butterfly, so it
+// is one order in any batch (but not the CPU's order).
+// With `experts`, as mat_mul_q's expert mode (x_rows maps output rows to rows of x).
+Status mat_mul_float(const WeightView& w, const float* x, int64_t m, int64_t ldx, float* out, int64_t ldo,
+                     const ExpertRows* experts, gpu::stream_t stream);
+
+// ---- attention --------------------------------------------------------------------------
+
+// One layer of the paged KV cache in device memory: position p of a sequence whose block
+// table is `table` lives in row (table[p >> block_shift] << block_shift) | (p & mask).
+struct KvLayer {
+  void* k = nullptr;  // [n_blocks * block_size, n_embd_kv] of f16 or f32
+  void* v = nullptr;
+  bool f16 = true;
+  int64_t n_embd_kv = 0;
+  int32_t block_shift = 0;
+  const int32_t* tables = nullptr;  // [n_seq, table_stride]
+  int64_t table_stride = 0;
+};
+
+// The sequence id of a padding row (backend::kPaddingSeq; cuda_backend.cpp checks they agree),
+// named here so that kernels need not include the model headers.
+inline constexpr int32_t kPaddingSeq = -1;
+
+// The batch's per-row data on the device.
+struct BatchRows {
+  const int32_t* positions = nullptr;
+  const int32_t* seq_ids = nullptr;  // kPaddingSeq rows write and read nothing
+  int64_t n_rows = 0;
+};
+
+// Writes k and v rows [n_rows, n_embd_kv] (row strides ldk, ldv) into the cache at their
+// positions, converted as the CPU converts them (quant/half.h).
+Status kv_store(const KvLayer& kv, const BatchRows& batch, const float* k, int64_t ldk, const float* v,
+                int64_t ldv, gpu::stream_t stream);
+
+struct AttentionShape {
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+};
+
+// NOTE(attention): the KV positions of a row are taken in splits of this many absolute
+// positions, tiles of 32 within a split (online softmax from a fresh state per split), and the
+// splits merged in order by the same online rule, whether one block walks every split of a row
+// (prefill) or each split has a block of its own (decode): a row's numbers never depend on
+// the batch. Changing this constant changes the numbers.
+inline constexpr int64_t kAttentionSplit = 256;
+
+// Scratch bytes attention() needs for `n_rows` rows whose largest position is max_position.
+size_t attention_scratch_bytes(const AttentionShape& shape, int64_t n_rows, int32_t max_position);
+// Causal attention of q [n_rows, n_head * head_dim] (row stride ldq) over each row's cache
+// positions 0..position: out [n_rows, n_head * head_dim] (row stride ldo). Padding rows give 0.
+// max_position: the largest position in the batch (host data).
+Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape& shape, const float* q, int64_t ldq,
+                 int32_t max_position, void* scratch, float* out, int64_t ldo, gpu::stream_t stream);
+
+// ---- mixture of experts -------------------------------------------------------------------
+
+// Device scratch of moe_route for n_rows tokens.
+struct MoeRouting {
+  int32_t* choice_expert = nullptr;  // [n_rows, n_used], most probable first
+  float* choice_weight = nullptr;    // [n_rows, n_used]
+  int32_t* offsets = nullptr;        // [n_expert + 1]: expert e's slots
+  int32_t* slot_rows = nullptr;      // [n_rows * n_used]: the token of each slot (by expert, tokens ascending)
+  int32_t* row_slots = nullptr;      // [n_rows, n_used]: each token's slots, experts ascending
+  float* row_weights = nullptr;      // [n_rows, n_used]: the weights of row_slots
+};
+size_t moe_routing_bytes(int64_t n_rows, int64_t n_expert, int64_t n_used);
+MoeRouting moe_routing_at(void* memory, int64_t n_rows, int64_t n_expert, int64_t n_used);
+
+// Per token: softmax over the router logits [n_rows, n_expert], the n_used most probable
+// experts (ties to the lower index), renormalized when `normalize` (backend/cpu/ops/moe.h,
+// route_token); then the slots grouped by expert.
+Status moe_route(const float* logits, int64_t n_rows, int64_t n_expert, int64_t n_used, bool normalize,
+                 const MoeRouting& routing, gpu::stream_t stream);
+// out[r, :] = sum over r's experts in ascending order of w * y[slot, :] (multiply, then add:
+// the CPU's operations), y [n_rows * n_used, cols].
+Status moe_combine(const float* y, int64_t cols, const MoeRouting& routing, int64_t n_rows, int64_t n_used,
+                   float* out, gpu::stream_t stream);
+
+}  // namespace gufo::cuda

@@ -1,0 +1,107 @@
+// Activation quantization for the integer matmul (see ops.h, QuantActs): the CPU's
+// quantize_activation_q8_0 / _q8_k (backend/cpu/quant/dot_scalar.cpp) with the same float
+// operations, so the same quants and scales. One lane group per 32 values: lane l takes value l.
+// Tested by tests/ops/mat_mul_test.cpp (through the matmul, bit for bit).
+#include <string>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/ops.h"
+
+namespace gufo::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;
+
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// Rounds to the nearest integer in [-127, 127], halves away from zero; NaN becomes 0.
+__device__ int8_t to_q8(float v) {
+  if (!(v == v)) return 0;
+  const float clamped = fminf(127.0f, fmaxf(-127.0f, v));
+  return static_cast<int8_t>(lroundf(clamped));
+}
+
+// Blocks of `block` values (32 or 256); each group of 32 lanes handles one block, each lane
+// block / 32 consecutive values.
+template <int kBlock>
+__global__ void quantize_kernel(const float* x, int64_t ldx, QuantActs out) {
+  constexpr int kPerLane = kBlock / 32;
+  const int64_t blocks_per_row = out.k / kBlock;
+  const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu::group_lanes) +
+                        threadIdx.x / gpu::group_lanes;
+  if (block >= out.rows * blocks_per_row) return;
+  const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
+  const int64_t row = block / blocks_per_row;
+  const int64_t first = (block % blocks_per_row) * kBlock + lane * kPerLane;
+  float values[kPerLane];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    values[i] = x[row * ldx + first + i];
+    amax = fmaxf(amax, fabsf(values[i]));
+  }
+  amax = gpu::group_max(amax);
+  const float d = amax / 127.0f;
+  const float inv_d = d != 0.0f ? 127.0f / amax : 0.0f;
+  int sum = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int8_t q = to_q8(values[i] * inv_d);
+    out.qs[row * out.k + first + i] = q;
+    sum += q;
+  }
+  if (lane == 0) out.d[block] = d;
+  if (out.sum32 != nullptr) {
+    // Sum of each 32 quants: 32 / kPerLane lanes hold one 32-run.
+    constexpr int kLanesPer32 = 32 / kPerLane;
+#pragma unroll
+    for (int mask = 1; mask < kLanesPer32; mask *= 2) sum += gpu::shfl_xor(sum, mask);
+    if (lane % kLanesPer32 == 0) out.sum32[row * (out.k / 32) + first / 32] = sum;
+  }
+}
+
+}  // namespace
+
+size_t quant_acts_bytes(int64_t rows, int64_t k, bool q8k) {
+  const auto r = static_cast<size_t>(rows);
+  const auto kk = static_cast<size_t>(k);
+  return aligned(r * kk) + aligned(r * (kk / (q8k ? 256 : 32)) * sizeof(float)) +
+         (q8k ? aligned(r * (kk / 32) * sizeof(int32_t)) : 0);
+}
+
+QuantActs quant_acts_at(void* memory, int64_t rows, int64_t k, bool q8k) {
+  auto* base = static_cast<std::byte*>(memory);
+  const auto r = static_cast<size_t>(rows);
+  const auto kk = static_cast<size_t>(k);
+  QuantActs acts;
+  acts.rows = rows;
+  acts.k = k;
+  acts.q8k = q8k;
+  acts.qs = reinterpret_cast<int8_t*>(base);
+  base += aligned(r * kk);
+  acts.d = reinterpret_cast<float*>(base);
+  base += aligned(r * (kk / (q8k ? 256 : 32)) * sizeof(float));
+  acts.sum32 = q8k ? reinterpret_cast<int32_t*>(base) : nullptr;
+  return acts;
+}
+
+Status quantize_acts(const float* x, int64_t ldx, const QuantActs& out, gpu::stream_t stream) {
+  const int64_t block = out.q8k ? 256 : 32;
+  if (out.k % block != 0) {
+    return Error{"quantize_acts: width " + std::to_string(out.k) + " is not a multiple of " + std::to_string(block)};
+  }
+  const int64_t n_blocks = out.rows * (out.k / block);
+  if (n_blocks == 0) return {};
+  constexpr int kThreads = 256;
+  constexpr int64_t kBlocksPerCta = kThreads / gpu::group_lanes;
+  const auto grid = static_cast<unsigned>((n_blocks + kBlocksPerCta - 1) / kBlocksPerCta);
+  if (out.q8k) {
+    quantize_kernel<256><<<grid, kThreads, 0, stream>>>(x, ldx, out);
+  } else {
+    quantize_kernel<32><<<grid, kThreads, 0, stream>>>(x, ldx, out);
+  }
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "quantize_acts(rows=" + std::to_string(out.rows) + ")");
+  return {};
+}
+
+}  // namespace gufo::cuda

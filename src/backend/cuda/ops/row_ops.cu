@@ -1,0 +1,217 @@
+// Row-wise and element-wise operators: get_rows, rms_norm, add, swiglu, gather_rows, rope,
+// argmax_rows (see ops.h). CPU references: backend/cpu/ops/*.cpp. Built with -fmad=false (see
+// CMakeLists.txt), so a * b + c stays two roundings, as on the CPU.
+// Tested by tests/ops/row_ops_test.cpp.
+#include <cfloat>
+#include <climits>
+#include <string>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/ops.h"
+#include "backend/cuda/quant_traits.cuh"
+
+namespace gufo::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+// NOTE(row_ops): argmax reads a whole vocabulary row (151936 floats for Qwen3) with one block:
+// the widest block and four independent loads per step keep enough reads in flight.
+constexpr int kArgmaxThreads = 1024;
+
+unsigned blocks_for(int64_t n, int64_t per_block) {
+  return static_cast<unsigned>((n + per_block - 1) / per_block);
+}
+
+Status launched(const char* what, int64_t n) {
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), std::string(what) + "(n=" + std::to_string(n) + ")");
+  return {};
+}
+
+__global__ void get_rows_kernel(WeightView table, const int32_t* ids, float* out) {
+  const int64_t row = blockIdx.x;
+  const int64_t id = ids[row];
+  for (int64_t col = threadIdx.x; col < table.cols; col += blockDim.x) {
+    out[row * table.cols + col] = dequantize_element(table, id, col);
+  }
+}
+
+// One lane group per normalized segment; lane l sums elements l, l + 32, ... in order.
+__global__ void rms_norm_kernel(const float* x, int64_t n_segments, int64_t cols, const float* w, int64_t group,
+                                float eps, float* out) {
+  const int64_t segment = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu::group_lanes) +
+                          threadIdx.x / gpu::group_lanes;
+  if (segment >= n_segments) return;
+  const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
+  const int64_t per_row = cols / group;
+  const int64_t base = (segment / per_row) * cols + (segment % per_row) * group;
+  const float* in = x + base;
+  float sum_sq = 0.0f;
+  for (int64_t j = lane; j < group; j += gpu::group_lanes) sum_sq += in[j] * in[j];
+  sum_sq = gpu::group_sum(sum_sq);
+  const float inv_rms = 1.0f / sqrtf(sum_sq / static_cast<float>(group) + eps);
+  for (int64_t j = lane; j < group; j += gpu::group_lanes) out[base + j] = in[j] * inv_rms * w[j];
+}
+
+__global__ void add_kernel(const float* a, const float* b, int64_t n, int64_t cols, bool broadcast, float* out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = a[i] + b[broadcast ? i % cols : i];
+  }
+}
+
+__global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+__global__ void gather_rows_kernel(const float* x, int64_t cols, const int32_t* rows, float* out) {
+  const int64_t row = blockIdx.x;
+  const float* src = x + static_cast<int64_t>(rows[row]) * cols;
+  for (int64_t col = threadIdx.x; col < cols; col += blockDim.x) out[row * cols + col] = src[col];
+}
+
+// One thread per (row, pair, head); the angle is computed as backend/cpu/ops/rope.cpp does.
+__global__ void rope_kernel(const float* x, float* out, int64_t rows, int64_t cols, const int32_t* positions,
+                            int64_t head_dim, bool neox, float theta, const float* freq_factors) {
+  const int64_t half = head_dim / 2;
+  const int64_t n_heads = cols / head_dim;
+  const int64_t total = rows * half * n_heads;
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < total;
+       item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t head = item % n_heads;
+    const int64_t i = (item / n_heads) % half;
+    const int64_t row = item / (n_heads * half);
+    const auto inv_freq =
+        static_cast<float>(1.0 / pow(static_cast<double>(theta), static_cast<double>(2 * i) / static_cast<double>(head_dim)));
+    double angle = static_cast<double>(positions[row]) * static_cast<double>(inv_freq);
+    if (freq_factors != nullptr) angle /= static_cast<double>(freq_factors[i]);
+    const auto c = static_cast<float>(cos(angle));
+    const auto s = static_cast<float>(sin(angle));
+    const float* h = x + row * cols + head * head_dim;
+    float* o = out + row * cols + head * head_dim;
+    const int64_t a = neox ? i : 2 * i;
+    const int64_t b = neox ? i + half : 2 * i + 1;
+    const float x0 = h[a];
+    const float x1 = h[b];
+    o[a] = x0 * c - x1 * s;
+    o[b] = x0 * s + x1 * c;
+  }
+}
+
+__device__ bool better(float value, int64_t index, float best, int64_t best_index) {
+  return value > best || (value == best && index < best_index);
+}
+
+__global__ void argmax_kernel(const float* x, int64_t cols, int32_t* out) {
+  __shared__ float best_values[kArgmaxThreads];
+  __shared__ int64_t best_indices[kArgmaxThreads];
+  const float* row = x + static_cast<int64_t>(blockIdx.x) * cols;
+  float best = -INFINITY;
+  int64_t best_index = LLONG_MAX;
+  constexpr int kInFlight = 4;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * kInFlight;
+  for (int64_t base = threadIdx.x; base < cols; base += step) {
+    float v[kInFlight];
+#pragma unroll
+    for (int i = 0; i < kInFlight; ++i) {
+      const int64_t col = base + i * static_cast<int64_t>(blockDim.x);
+      v[i] = col < cols ? row[col] : -INFINITY;
+    }
+#pragma unroll
+    for (int i = 0; i < kInFlight; ++i) {
+      const int64_t col = base + i * static_cast<int64_t>(blockDim.x);
+      if (col < cols && better(v[i], col, best, best_index)) {
+        best = v[i];
+        best_index = col;
+      }
+    }
+  }
+  best_values[threadIdx.x] = best;
+  best_indices[threadIdx.x] = best_index;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride &&
+        better(best_values[threadIdx.x + stride], best_indices[threadIdx.x + stride], best_values[threadIdx.x],
+               best_indices[threadIdx.x])) {
+      best_values[threadIdx.x] = best_values[threadIdx.x + stride];
+      best_indices[threadIdx.x] = best_indices[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = best_indices[0] == LLONG_MAX ? 0 : static_cast<int32_t>(best_indices[0]);
+}
+
+unsigned grid_stride_blocks(int64_t n) {
+  // NOTE(row_ops): 65536 blocks of 256 threads cover 16M elements per sweep, more than the
+  // GPU runs at once; the grid-stride loops take the rest.
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
+}
+
+}  // namespace
+
+Status get_rows(const WeightView& table, const int32_t* ids, int64_t n_ids, float* out, gpu::stream_t stream) {
+  if (n_ids < 0 || table.cols < 1) return Error{"get_rows: bad shape"};
+  if (n_ids == 0) return {};
+  get_rows_kernel<<<static_cast<unsigned>(n_ids), kThreads, 0, stream>>>(table, ids, out);
+  return launched("get_rows", n_ids);
+}
+
+Status rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int64_t group, float eps, float* out,
+                gpu::stream_t stream) {
+  if (rows < 0 || group < 1 || cols % group != 0) {
+    return Error{"rms_norm: width " + std::to_string(cols) + " is not a multiple of the group " + std::to_string(group)};
+  }
+  const int64_t segments = rows * (cols / group);
+  if (segments == 0) return {};
+  constexpr int64_t kSegmentsPerBlock = kThreads / gpu::group_lanes;
+  rms_norm_kernel<<<blocks_for(segments, kSegmentsPerBlock), kThreads, 0, stream>>>(x, segments, cols, w, group, eps,
+                                                                                     out);
+  return launched("rms_norm", segments);
+}
+
+Status add(const float* a, const float* b, int64_t rows, int64_t cols, int64_t b_rows, float* out,
+           gpu::stream_t stream) {
+  if (b_rows != 1 && b_rows != rows) return Error{"add: b has " + std::to_string(b_rows) + " rows, not 1 or rows"};
+  const int64_t n = rows * cols;
+  if (n == 0) return {};
+  add_kernel<<<grid_stride_blocks(n), kThreads, 0, stream>>>(a, b, n, cols, b_rows == 1 && rows != 1, out);
+  return launched("add", n);
+}
+
+Status swiglu(const float* gate, const float* up, int64_t n, float* out, gpu::stream_t stream) {
+  if (n == 0) return {};
+  swiglu_kernel<<<grid_stride_blocks(n), kThreads, 0, stream>>>(gate, up, n, out);
+  return launched("swiglu", n);
+}
+
+Status gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n_rows, float* out,
+                   gpu::stream_t stream) {
+  if (n_rows == 0) return {};
+  gather_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, stream>>>(x, cols, rows, out);
+  return launched("gather_rows", n_rows);
+}
+
+Status rope(const float* x, float* out, int64_t rows, int64_t cols, const int32_t* positions, int64_t head_dim,
+            bool neox, float theta, const float* freq_factors, gpu::stream_t stream) {
+  if (head_dim < 2 || head_dim % 2 != 0 || cols % head_dim != 0) {
+    return Error{"rope: width " + std::to_string(cols) + " is not a multiple of head_dim " + std::to_string(head_dim)};
+  }
+  const int64_t n = rows * cols / 2;
+  if (n == 0) return {};
+  rope_kernel<<<grid_stride_blocks(n), kThreads, 0, stream>>>(x, out, rows, cols, positions, head_dim, neox, theta,
+                                                             freq_factors);
+  return launched("rope", n);
+}
+
+Status argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out, gpu::stream_t stream) {
+  if (rows == 0) return {};
+  if (cols < 1) return Error{"argmax: empty rows"};
+  argmax_kernel<<<static_cast<unsigned>(rows), kArgmaxThreads, 0, stream>>>(x, cols, out);
+  return launched("argmax", rows);
+}
+
+}  // namespace gufo::cuda

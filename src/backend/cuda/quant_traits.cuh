@@ -1,0 +1,193 @@
+// Device-side reading of every weight layout of weight_view.h: element dequantization for
+// get_rows (the same float operations as quant/reference_dequantize.cpp, so the same bits),
+// and for the quantized matmul (ops/mat_mul_q.cu) the pieces of the CPU's accumulation order
+// (backend/cpu/quant/dot_kernels.h, "Accumulation order"):
+//   - quad(): 4 consecutive int8 weights of a 32-element chunk of a super-block (the unit of
+//     the float chain: 32 elements for Q8_0, 256 for the K-quants), for the integer dots;
+//   - scale() and the mins: the integer factors of each chunk (or 16-element half);
+//   - chain(): the float step per super-block, in the CPU's operand order.
+// Tested by tests/ops (get_rows and mat_mul against the CPU, bit for bit).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/weight_view.h"
+#include "quant/blocks.h"
+#include "quant/half.h"
+
+namespace gufo::cuda {
+
+__device__ inline uint32_t load_u32(const std::byte* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+__device__ inline const std::byte* weight_row(const WeightView& w, int64_t row) {
+  return w.q + static_cast<size_t>(row) * w.q_row_bytes;
+}
+
+// Each byte b of `q` (0..63) becomes b - 32 as int8, without borrows between bytes.
+__device__ inline uint32_t bytes_minus_32(uint32_t q) { return ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u; }
+
+struct TraitsQ8_0 {
+  static constexpr int kSuperBlock = 32;
+  static constexpr int kChunks = 1;
+  static constexpr bool kActQ8K = false;  // activations as 32-blocks with an f32 scale
+  static constexpr bool kMins = false;
+  static constexpr bool kSplitHalves = false;
+  struct RowBlock {
+    float d;
+  };
+  __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
+    return {quant::fp16_to_fp32(w.d[row * w.d_per_row + sb])};
+  }
+  __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int /*chunk*/, int kk) {
+    return load_u32(weight_row(w, row) + sb * 32 + kk);
+  }
+  __device__ static int scale(const RowBlock&, int, int) { return 1; }
+  __device__ static int min(const RowBlock&, int) { return 0; }
+  // CPU: acc = fma(d_w * d_x, float(S), acc)
+  __device__ static float chain(float acc, const RowBlock& rb, float dx, int s, int) {
+    return fmaf(rb.d * dx, static_cast<float>(s), acc);
+  }
+  __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
+    const float d = quant::fp16_to_fp32(w.d[row * w.d_per_row + col / 32]);
+    return static_cast<float>(reinterpret_cast<const int8_t*>(weight_row(w, row))[col]) * d;
+  }
+};
+
+// Q4_K and Q5_K: chunk c of a super-block is sub-block c, held in the low (c even) or high
+// (c odd) nibbles of qs bytes (c / 2) * 32 ..; Q5_K's fifth bit is bit c of qh[i].
+template <class Block, bool kFifthBit>
+struct TraitsQ45K {
+  static constexpr int kSuperBlock = 256;
+  static constexpr int kChunks = 8;
+  static constexpr bool kActQ8K = true;
+  static constexpr bool kMins = true;
+  static constexpr bool kSplitHalves = false;
+  struct RowBlock {
+    float d;
+    float dmin;
+    uint8_t sc[8];
+    uint8_t mn[8];
+  };
+  __device__ static const Block* block(const WeightView& w, int64_t row, int64_t sb) {
+    return reinterpret_cast<const Block*>(weight_row(w, row)) + sb;
+  }
+  __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
+    const Block* b = block(w, row, sb);
+    RowBlock rb;
+    rb.d = quant::fp16_to_fp32(b->d);
+    rb.dmin = quant::fp16_to_fp32(b->dmin);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const quant::ScaleMin sm = quant::unpack_scale_min_k4(j, b->scales);
+      rb.sc[j] = sm.scale;
+      rb.mn[j] = sm.min;
+    }
+    return rb;
+  }
+  __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int chunk, int kk) {
+    const Block* b = block(w, row, sb);
+    const uint32_t packed = load_u32(reinterpret_cast<const std::byte*>(b->qs) + (chunk / 2) * 32 + kk);
+    uint32_t q = (packed >> (4 * (chunk & 1))) & 0x0f0f0f0fu;
+    if constexpr (kFifthBit) {
+      const uint32_t high = load_u32(reinterpret_cast<const std::byte*>(b->qh) + kk);
+      q |= ((high >> chunk) & 0x01010101u) << 4;
+    }
+    return q;
+  }
+  __device__ static int scale(const RowBlock& rb, int chunk, int) { return rb.sc[chunk]; }
+  __device__ static int min(const RowBlock& rb, int chunk) { return rb.mn[chunk]; }
+  // CPU: acc = fma(d_x * d, float(S), acc); acc = fma(-(d_x * dmin), float(M), acc)
+  __device__ static float chain(float acc, const RowBlock& rb, float dx, int s, int m) {
+    acc = fmaf(dx * rb.d, static_cast<float>(s), acc);
+    return fmaf(-(dx * rb.dmin), static_cast<float>(m), acc);
+  }
+  __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
+    const Block* b = block(w, row, col / 256);
+    const int elem = static_cast<int>(col % 256);
+    const int sub = elem / 32;
+    const quant::ScaleMin sm = quant::unpack_scale_min_k4(sub, b->scales);
+    const float sub_scale = quant::fp16_to_fp32(b->d) * sm.scale;
+    const float sub_min = quant::fp16_to_fp32(b->dmin) * sm.min;
+    const uint8_t byte = b->qs[(elem / 64) * 32 + elem % 32];
+    int q = (elem % 64) >= 32 ? (byte >> 4) : (byte & 0x0f);
+    if constexpr (kFifthBit) q += 16 * ((b->qh[elem % 32] >> sub) & 1);
+    return sub_scale * q - sub_min;
+  }
+};
+using TraitsQ4K = TraitsQ45K<quant::BlockQ4K, false>;
+using TraitsQ5K = TraitsQ45K<quant::BlockQ5K, true>;
+
+// Q6_K (device layout, weight_view.h): element e of a super-block: half h = e / 128, quarter
+// k = (e % 128) / 32; low 4 bits in ql byte h*64 + (k % 2)*32 + e % 32 (low nibble for k < 2),
+// bits 4-5 are bits 2k..2k+1 of qh byte h*32 + e % 32; the scale is per 16 elements, so each
+// 32-element chunk has two halves with scales 2c and 2c + 1.
+struct TraitsQ6K {
+  static constexpr int kSuperBlock = 256;
+  static constexpr int kChunks = 8;
+  static constexpr bool kActQ8K = true;
+  static constexpr bool kMins = false;
+  static constexpr bool kSplitHalves = true;
+  struct RowBlock {
+    float d;
+    int8_t sc[16];
+  };
+  __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
+    RowBlock rb;
+    rb.d = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
+    const int8_t* sc = w.scales + row * (w.d_per_row * 16) + sb * 16;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) rb.sc[j] = sc[j];
+    return rb;
+  }
+  __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int chunk, int kk) {
+    const std::byte* base = weight_row(w, row) + sb * 192;
+    const int half = chunk / 4;
+    const int quarter = chunk % 4;
+    const uint32_t low = (load_u32(base + half * 64 + (quarter & 1) * 32 + kk) >> (4 * (quarter >> 1))) & 0x0f0f0f0fu;
+    const uint32_t high = (load_u32(base + 128 + half * 32 + kk) >> (2 * quarter)) & 0x03030303u;
+    return bytes_minus_32(low | (high << 4));
+  }
+  __device__ static int scale(const RowBlock& rb, int chunk, int half) { return rb.sc[2 * chunk + half]; }
+  __device__ static int min(const RowBlock&, int) { return 0; }
+  // CPU: acc = fma(d_x * d, float(S), acc)
+  __device__ static float chain(float acc, const RowBlock& rb, float dx, int s, int) {
+    return fmaf(dx * rb.d, static_cast<float>(s), acc);
+  }
+  __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
+    const int64_t sb = col / 256;
+    const int elem = static_cast<int>(col % 256);
+    const std::byte* base = weight_row(w, row) + sb * 192;
+    const int half = elem / 128;
+    const int quarter = (elem % 128) / 32;
+    const int lane = elem % 32;
+    const auto low_byte = static_cast<uint8_t>(base[half * 64 + (quarter % 2) * 32 + lane]);
+    const int low = quarter < 2 ? (low_byte & 0x0f) : (low_byte >> 4);
+    const int high = (static_cast<uint8_t>(base[128 + half * 32 + lane]) >> (2 * quarter)) & 3;
+    const int q = (low | (high << 4)) - 32;
+    const float d = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
+    // NOTE(q6_k): (d * scale) first, then * q, as quant/reference_dequantize.cpp (ggml's order).
+    return d * w.scales[row * (w.d_per_row * 16) + col / 16] * q;
+  }
+};
+
+__device__ inline float dequantize_float(const WeightView& w, int64_t row, int64_t col) {
+  const std::byte* r = weight_row(w, row);
+  switch (w.type) {
+    case DType::F32: return reinterpret_cast<const float*>(r)[col];
+    case DType::F16: return quant::fp16_to_fp32(reinterpret_cast<const uint16_t*>(r)[col]);
+    default: return quant::bf16_to_fp32(reinterpret_cast<const uint16_t*>(r)[col]);
+  }
+}
+
+// Element (row, col) of any supported weight as f32, bit-identical to the CPU's dequantizers.
+__device__ inline float dequantize_element(const WeightView& w, int64_t row, int64_t col) {
+  switch (w.type) {
+    case DType::Q8_0: return TraitsQ8_0::dequantize(w, row, col);
+    case DType::Q4_K: return TraitsQ4K::dequantize(w, row, col);
+    case DType::Q5_K: return TraitsQ5K::dequantize(w, row, col);
+    case DType::Q6_K: return TraitsQ6K::dequantize(w, row, col);
+    default: return dequantize_float(w, row, col);
+  }
+}
+
+}  // namespace gufo::cuda

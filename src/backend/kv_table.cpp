@@ -1,0 +1,107 @@
+// KvTable (see kv_table.h).
+#include "backend/kv_table.h"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+namespace gufo::backend {
+
+namespace {
+
+int64_t blocks_per_sequence(const KvCacheSpec& spec) {
+  return (spec.n_ctx + spec.block_size - 1) / spec.block_size;
+}
+
+}  // namespace
+
+uint64_t KvCacheSpec::bytes_per_token() const {
+  const uint64_t elem_bytes = type == DType::F32 ? 4 : 2;
+  return 2 * static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(n_embd_kv) * elem_bytes;
+}
+
+Status KvTable::validate(const KvCacheSpec& spec) {
+  if (spec.type != DType::F16 && spec.type != DType::F32) {
+    return Error{"KV cache type " + std::string(dtype_name(spec.type)) + " (supported: f16, f32)"};
+  }
+  if (spec.n_layer < 1 || spec.n_embd_kv < 1 || spec.n_ctx < 1 || spec.n_seq < 1) {
+    return Error{"KV cache needs positive layers, width, context and sequences"};
+  }
+  if (spec.block_size < 1 || spec.block_size > (1 << 16) ||
+      !std::has_single_bit(static_cast<uint64_t>(spec.block_size))) {
+    return Error{"KV cache block size " + std::to_string(spec.block_size) + " is not a power of two up to 65536"};
+  }
+  if (spec.n_blocks < 0 || spec.n_blocks > (int64_t{1} << 30)) {
+    return Error{"KV cache of " + std::to_string(spec.n_blocks) + " blocks"};
+  }
+  if (spec.n_blocks == 0 && spec.n_seq * blocks_per_sequence(spec) > (int64_t{1} << 30)) {
+    return Error{"KV cache of " + std::to_string(spec.n_seq) + " sequences x " + std::to_string(spec.n_ctx) +
+                 " positions is too large"};
+  }
+  return {};
+}
+
+KvTable::KvTable(const KvCacheSpec& spec)
+    : spec_(spec),
+      n_blocks_(spec.n_blocks > 0 ? spec.n_blocks : spec.n_seq * blocks_per_sequence(spec)),
+      block_shift_(std::countr_zero(static_cast<uint64_t>(spec.block_size))),
+      tables_(static_cast<size_t>(spec.n_seq)),
+      filled_(static_cast<size_t>(spec.n_seq), 0) {
+  if (spec.n_blocks == 0) {
+    const int64_t per_seq = blocks_per_sequence(spec);
+    for (int64_t s = 0; s < spec.n_seq; ++s) {
+      for (int64_t b = 0; b < per_seq; ++b) {
+        tables_[static_cast<size_t>(s)].push_back(static_cast<int32_t>(s * per_seq + b));
+      }
+    }
+  }
+}
+
+void KvTable::truncate(int32_t seq, int32_t from) {
+  if (seq >= 0 && seq < spec_.n_seq) {
+    filled_[static_cast<size_t>(seq)] = std::min(filled_[static_cast<size_t>(seq)], std::max(from, 0));
+  }
+}
+
+Status KvTable::set_blocks(int32_t seq, std::span<const int32_t> blocks, int32_t n_filled) {
+  if (spec_.n_blocks == 0) return Error{"KV cache: set_blocks on a contiguous (unpaged) cache"};
+  if (seq < 0 || seq >= spec_.n_seq) return Error{"KV cache: sequence id " + std::to_string(seq) + " out of range"};
+  for (int32_t block : blocks) {
+    if (block < 0 || block >= n_blocks_) {
+      return Error{"KV cache: block " + std::to_string(block) + " outside the pool of " + std::to_string(n_blocks_)};
+    }
+  }
+  if (n_filled < 0 || n_filled > static_cast<int64_t>(blocks.size()) * spec_.block_size) {
+    return Error{"KV cache: " + std::to_string(n_filled) + " filled positions do not fit " +
+                 std::to_string(blocks.size()) + " blocks"};
+  }
+  std::vector<int32_t>& table = tables_[static_cast<size_t>(seq)];
+  if (!std::equal(table.begin(), table.end(), blocks.begin(), blocks.end())) {
+    table.assign(blocks.begin(), blocks.end());
+    ++tables_version_;
+  }
+  filled_[static_cast<size_t>(seq)] = n_filled;
+  return {};
+}
+
+Result<std::vector<int32_t>> KvTable::fill_after(const Batch& batch) const {
+  std::vector<int32_t> filled = filled_;
+  for (int64_t i = 0; i < batch.n_tokens(); ++i) {
+    const int32_t seq = batch.seq_ids[static_cast<size_t>(i)];
+    if (seq == kPaddingSeq) continue;
+    const int32_t position = batch.positions[static_cast<size_t>(i)];
+    int32_t& next = filled[static_cast<size_t>(seq)];
+    if (position > next) {
+      return Error{"batch: sequence " + std::to_string(seq) + " skips from position " + std::to_string(next) +
+                   " to " + std::to_string(position)};
+    }
+    if (position >= capacity(seq)) {
+      return Error{"batch: position " + std::to_string(position) + " of sequence " + std::to_string(seq) +
+                   " is past its " + std::to_string(capacity(seq)) + " cache positions"};
+    }
+    next = position + 1;
+  }
+  return filled;
+}
+
+}  // namespace gufo::backend

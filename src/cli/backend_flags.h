@@ -1,0 +1,34 @@
+// The flags every command that runs a model takes, declared once: --device cpu|cuda|cuda:N|auto
+// (default auto), -t/--threads and --cache-type f16|f32; and the backend they make (through
+// backend/registry.h, the one place that names concrete backends). When auto falls back to
+// the CPU, one line on stderr says why. Tested by tests/unit/engine/cli_test.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "core/dtype.h"
+#include "core/result.h"
+
+namespace gufo::cli {
+
+struct BackendFlags {
+  std::string device = "auto";
+  int threads = 0;
+  std::string cache_type = "f16";
+};
+
+void add_backend_flags(CLI::App& app, BackendFlags& flags);
+
+struct ChosenBackend {
+  std::unique_ptr<backend::Backend> backend;
+  DType cache_type = DType::F16;
+};
+
+// Parses the flags and creates the backend; `command` prefixes the fallback notice.
+Result<ChosenBackend> make_backend(const BackendFlags& flags, const char* command);
+
+}  // namespace gufo::cli

@@ -1,0 +1,286 @@
+// The whole model on CUDA: logits of the tiny transformers models (tests/data/models) against
+// Hugging Face within the CPU backend's bounds; the shipped trained models (models/) against
+// the CPU backend; batch invariance on the GPU (alone, in a batch with other sequences and
+// padding rows, token by token, in prefill chunks, after a shared prefix: the same bits); CUDA
+// graph replays against eager launches; and errors as values. Skips without a GPU.
+// Run: ctest --preset gpu -R CudaForward (scripts/gpu-check.sh runs it on the H200).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/compat.cuh"
+#include "backend/cuda/cuda_backend.h"
+#include "engine/model.h"
+#include "engine/validate_prefill.h"
+#include "tests/unit/common/reference_logits.h"
+#include "tests/unit/common/tiny_model.h"
+
+namespace gufo {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define REQUIRE_GPU()                                                                              \
+  do {                                                                                             \
+    int count_ = 0;                                                                                \
+    if (gpu::get_device_count(&count_) != gpu::success || count_ == 0) GTEST_SKIP() << "no GPU"; \
+  } while (0)
+
+std::unique_ptr<backend::Backend> cuda_backend() {
+  auto created = cuda::create_cuda_backend(0);
+  EXPECT_TRUE(created.ok()) << created.error().message;
+  return created.ok() ? std::move(created).value() : nullptr;
+}
+
+std::string shipped(const char* name) { return std::string(GUFO_SOURCE_MODELS_DIR) + "/" + name; }
+
+std::vector<int32_t> some_tokens(int n, int32_t n_vocab, uint32_t seed) {
+  std::vector<int32_t> tokens;
+  uint32_t state = seed;
+  for (int i = 0; i < n; ++i) {
+    state = state * 1664525u + 1013904223u;
+    tokens.push_back(static_cast<int32_t>(state % static_cast<uint32_t>(n_vocab)));
+  }
+  return tokens;
+}
+
+// Runs `tokens` of sequence `seq` from `start` in one forward; logits for every row.
+std::vector<float> run_rows(const engine::Model& model, backend::Backend& backend, backend::KvCache& cache,
+                            const backend::Batch& batch) {
+  auto graph = model.build_graph({.n_tokens = batch.n_tokens(), .n_outputs = static_cast<int64_t>(batch.output_rows.size())});
+  EXPECT_TRUE(graph.ok());
+  std::vector<float> logits(batch.output_rows.size() * static_cast<size_t>(model.hparams().n_vocab));
+  const Status s = backend.forward(*graph, batch, cache, {.logits = logits, .argmax = {}});
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return logits;
+}
+
+backend::Batch rows_of(const std::vector<int32_t>& tokens, int32_t start, int32_t seq, bool all) {
+  backend::Batch b = backend::Batch::sequence(tokens, start, all);
+  std::fill(b.seq_ids.begin(), b.seq_ids.end(), seq);
+  return b;
+}
+
+
+class CudaForwardTiny : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaForwardTiny, F32LogitsMatchTransformers) {
+  REQUIRE_GPU();
+  const fs::path dir = fs::path(GUFO_TEST_DATA_DIR) / "models" / GetParam();
+  const testing::ReferenceLogits ref = testing::load_reference_logits(dir);
+  auto cuda = cuda_backend();
+  ASSERT_NE(cuda, nullptr);
+  auto model = engine::Model::load(testing::convert_tiny_model(GetParam(), "f32"), *cuda);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto session = engine::Session::create(**model, *cuda, ref.logits.rows, DType::F32);
+  ASSERT_TRUE(session.ok());
+  auto logits = session->eval(ref.tokens, true);
+  ASSERT_TRUE(logits.ok()) << logits.error().message;
+  double worst = 0.0;
+  for (int64_t row = 0; row < ref.logits.rows; ++row) {
+    double max_diff = 0.0, max_ref = 0.0;
+    for (int64_t col = 0; col < ref.logits.cols; ++col) {
+      const size_t i = static_cast<size_t>(row * ref.logits.cols + col);
+      max_diff = std::max(max_diff, std::abs(static_cast<double>((*logits)[i]) - ref.logits.data[i]));
+      max_ref = std::max(max_ref, std::abs(static_cast<double>(ref.logits.data[i])));
+    }
+    worst = std::max(worst, max_diff / max_ref);
+  }
+  std::printf("%s on cuda: max relative logit error %.3e\n", GetParam(), worst);
+  EXPECT_LE(worst, 1e-4);  // NOTE(test): the CPU backend's bound (tests/unit/model/forward_test.cpp)
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, CudaForwardTiny,
+                         ::testing::Values("tiny-qwen3", "tiny-llama", "tiny-qwen2", "tiny-qwen3-moe"),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+class CudaForwardShipped : public ::testing::TestWithParam<const char*> {};
+
+// The CPU backend is the oracle: the same GGUF, the same tokens, an f16 cache as users run it.
+// The integer matmuls give the CPU's bits; norms, rope, attention and the MoE router's exp
+// differ by float rounding, which the 8-bit activation quantization in every matmul turns into
+// whole quantization steps now and then, so the two drift as far as two CPU kernel sets do.
+// NOTE(test): measured on the H200 (2026-12-04) over 300 random tokens: mean KL 6.5e-4 /
+// 1.2e-3 / 6.8e-4 (q8_0, q4_k_m, moe), max 2.7e-3 / 5.6e-3 / 7.7e-2 (an expert flips), top-1
+// 294-296 of 300; each model's KL against transformers is the CPU's (gufo quality, limits.json).
+// The bounds are about 3x those; a wrong kernel costs KL of order 1.
+TEST_P(CudaForwardShipped, MatchesTheCpuBackend) {
+  REQUIRE_GPU();
+  auto cuda = cuda_backend();
+  ASSERT_NE(cuda, nullptr);
+  cpu::CpuBackend cpu(4);
+  auto on_cuda = engine::Model::load(shipped(GetParam()), *cuda);
+  auto on_cpu = engine::Model::load(shipped(GetParam()), cpu);
+  ASSERT_TRUE(on_cuda.ok() && on_cpu.ok());
+  const int32_t n_vocab = static_cast<int32_t>((*on_cpu)->hparams().n_vocab);
+  const std::vector<int32_t> tokens = some_tokens(300, n_vocab, 42);
+  auto a = engine::Session::create(**on_cuda, *cuda, 512);
+  auto b = engine::Session::create(**on_cpu, cpu, 512);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto got = a->eval(tokens, true);
+  auto want = b->eval(tokens, true);
+  ASSERT_TRUE(got.ok() && want.ok());
+  double sum_kl = 0.0, max_kl = 0.0;
+  int same_top1 = 0;
+  for (size_t row = 0; row < tokens.size(); ++row) {
+    const std::span<const float> w(want->data() + row * n_vocab, static_cast<size_t>(n_vocab));
+    const std::span<const float> g(got->data() + row * n_vocab, static_cast<size_t>(n_vocab));
+    const double kl = engine::kl_divergence(w, g);
+    sum_kl += kl;
+    max_kl = std::max(max_kl, kl);
+    same_top1 += std::max_element(w.begin(), w.end()) - w.begin() == std::max_element(g.begin(), g.end()) - g.begin();
+  }
+  std::printf("%s: cuda vs cpu mean KL %.3e, max KL %.3e, top-1 %d/%zu\n", GetParam(), sum_kl / tokens.size(), max_kl,
+              same_top1, tokens.size());
+  EXPECT_LE(sum_kl / static_cast<double>(tokens.size()), 4e-3);
+  EXPECT_LE(max_kl, 0.25);
+  EXPECT_GE(same_top1, static_cast<int>(tokens.size()) - 15);
+}
+
+// A sequence's logits do not depend on how it was batched: one prefill, token by token,
+// chunks of 5, beside other sequences and padding rows, after a shared prefix.
+TEST_P(CudaForwardShipped, TheSameBitsInAnyBatch) {
+  REQUIRE_GPU();
+  auto cuda = cuda_backend();
+  ASSERT_NE(cuda, nullptr);
+  auto model = engine::Model::load(shipped(GetParam()), *cuda);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const engine::Model& m = **model;
+  const int32_t n_vocab = static_cast<int32_t>(m.hparams().n_vocab);
+  const std::vector<int32_t> tokens = some_tokens(40, n_vocab, 7);
+  const backend::KvCacheSpec spec{.n_layer = m.hparams().n_layer, .n_embd_kv = m.hparams().n_embd_kv(), .n_ctx = 512,
+                                  .n_seq = 4, .type = DType::F16, .block_size = 16, .n_blocks = 0};
+  auto cache = cuda->create_kv_cache(spec);
+  ASSERT_TRUE(cache.ok());
+  const auto last_row = [&](const std::vector<float>& logits) {
+    return std::vector<float>(logits.end() - n_vocab, logits.end());
+  };
+  // Sequence 0: one prefill.
+  const std::vector<float> want = last_row(run_rows(m, *cuda, **cache, rows_of(tokens, 0, 0, false)));
+  // Sequence 1: token by token.
+  std::vector<float> got;
+  for (int32_t i = 0; i < 40; ++i) got = run_rows(m, *cuda, **cache, rows_of({tokens[i]}, i, 1, false));
+  EXPECT_EQ(got, want) << "token by token";
+  // Sequence 2: chunks of 5, each batched with a decode row of sequence 3 and padding.
+  for (int32_t start = 0; start < 40; start += 5) {
+    backend::Batch b = rows_of(std::vector<int32_t>(tokens.begin() + start, tokens.begin() + start + 5), start, 2, false);
+    const backend::Batch other = rows_of({tokens[start / 5]}, start / 5, 3, false);
+    b.tokens.insert(b.tokens.begin(), other.tokens[0]);
+    b.positions.insert(b.positions.begin(), other.positions[0]);
+    b.seq_ids.insert(b.seq_ids.begin(), 3);
+    b.output_rows = {0, 5};
+    b.pad(3);
+    got = run_rows(m, *cuda, **cache, b);
+  }
+  EXPECT_EQ(std::vector<float>(got.begin() + n_vocab, got.end()), want) << "chunks beside other rows and padding";
+  // Sequence 3 again, now continuing from position 8 after sequence 0's prefix was copied in
+  // by evaluating the same tokens: a prefix computed by decoding, then the rest as a batch.
+  (*cache)->truncate(3, 0);
+  for (int32_t i = 0; i < 8; ++i) run_rows(m, *cuda, **cache, rows_of({tokens[i]}, i, 3, false));
+  got = last_row(run_rows(m, *cuda, **cache, rows_of(std::vector<int32_t>(tokens.begin() + 8, tokens.end()), 8, 3, false)));
+  EXPECT_EQ(got, want) << "decoded prefix, batched rest";
+}
+
+// Decode steps replayed from a captured CUDA graph compute exactly what eager launches do,
+// and the greedy token the device picks is the argmax of the logits.
+TEST_P(CudaForwardShipped, GraphReplaysAndDeviceArgmaxAgreeWithEagerLaunches) {
+  REQUIRE_GPU();
+  setenv("GUFO_CUDA_GRAPHS", "0", 1);
+  auto eager = cuda_backend();
+  unsetenv("GUFO_CUDA_GRAPHS");
+  auto graphs = cuda_backend();
+  ASSERT_NE(eager, nullptr);
+  ASSERT_NE(graphs, nullptr);
+  auto m1 = engine::Model::load(shipped(GetParam()), *eager);
+  auto m2 = engine::Model::load(shipped(GetParam()), *graphs);
+  ASSERT_TRUE(m1.ok() && m2.ok());
+  const int32_t n_vocab = static_cast<int32_t>((*m1)->hparams().n_vocab);
+  const std::vector<int32_t> tokens = some_tokens(30, n_vocab, 3);
+  auto s1 = engine::Session::create(**m1, *eager, 128);
+  auto s2 = engine::Session::create(**m2, *graphs, 128);
+  auto s3 = engine::Session::create(**m2, *graphs, 128);
+  ASSERT_TRUE(s1.ok() && s2.ok() && s3.ok());
+  for (int32_t t : tokens) {
+    auto a = s1->eval(std::span<const int32_t>(&t, 1), false);
+    auto b = s2->eval(std::span<const int32_t>(&t, 1), false);
+    auto greedy = s3->eval_greedy(std::span<const int32_t>(&t, 1));
+    ASSERT_TRUE(a.ok() && b.ok() && greedy.ok());
+    EXPECT_EQ(*a, *b);
+    EXPECT_EQ(*greedy, static_cast<int32_t>(std::max_element(b->begin(), b->end()) - b->begin()));
+  }
+}
+
+// Sessions made and dropped one after another (as gufo bench does) each replay graphs of their
+// own cache: a new cache may take a freed one's address, never its captured graphs (a bug
+// that read freed device memory).
+TEST_P(CudaForwardShipped, SessionsOneAfterAnotherReplayTheirOwnGraphs) {
+  REQUIRE_GPU();
+  auto cuda = cuda_backend();
+  ASSERT_NE(cuda, nullptr);
+  auto model = engine::Model::load(shipped(GetParam()), *cuda);
+  ASSERT_TRUE(model.ok());
+  const std::vector<int32_t> tokens = some_tokens(12, static_cast<int32_t>((*model)->hparams().n_vocab), 5);
+  std::vector<int32_t> first;
+  for (int round = 0; round < 4; ++round) {
+    auto session = engine::Session::create(**model, *cuda, 64 + 16 * (round % 2));
+    ASSERT_TRUE(session.ok());
+    std::vector<int32_t> greedy;
+    for (int32_t t : tokens) {
+      auto next = session->eval_greedy(std::span<const int32_t>(&t, 1));
+      ASSERT_TRUE(next.ok()) << next.error().message;
+      greedy.push_back(*next);
+    }
+    if (round == 0) first = greedy;
+    EXPECT_EQ(greedy, first) << "round " << round;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaForwardShipped,
+                         ::testing::Values("gufo-tiny-q8_0.gguf", "gufo-tiny-q4_k_m.gguf", "gufo-tiny-moe-q8_0.gguf"),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param;
+                           std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+                           return name;
+                         });
+
+TEST(CudaForward, BadInputIsAnErrorValue) {
+  REQUIRE_GPU();
+  auto missing = cuda::create_cuda_backend(4096);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("CUDA devices"), std::string::npos) << missing.error().message;
+  auto cuda = cuda_backend();
+  ASSERT_NE(cuda, nullptr);
+  auto model = engine::Model::load(shipped("gufo-tiny-q8_0.gguf"), *cuda);
+  ASSERT_TRUE(model.ok());
+  auto session = engine::Session::create(**model, *cuda, 16);
+  ASSERT_TRUE(session.ok());
+  const std::vector<int32_t> bad = {static_cast<int32_t>((*model)->hparams().n_vocab)};
+  auto out = session->eval(bad, false);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("outside the vocabulary"), std::string::npos);
+  auto cache = cuda->create_kv_cache({.n_layer = (*model)->hparams().n_layer,
+                                      .n_embd_kv = (*model)->hparams().n_embd_kv(), .n_ctx = 16});
+  ASSERT_TRUE(cache.ok());
+  const std::vector<float> none = run_rows(**model, *cuda, **cache, rows_of({1, 2}, 0, 0, false));
+  auto graph = (*model)->build_graph({.n_tokens = 1, .n_outputs = 1});
+  std::vector<float> logits(static_cast<size_t>((*model)->hparams().n_vocab));
+  const Status gap = cuda->forward(*graph, rows_of({3}, 5, 0, false), **cache, {.logits = logits, .argmax = {}});
+  ASSERT_FALSE(gap.ok());
+  EXPECT_NE(gap.error().message.find("skips from position 2 to 5"), std::string::npos) << gap.error().message;
+  EXPECT_EQ(gap.error().kind, ErrorKind::Invalid);
+}
+
+}  // namespace
+}  // namespace gufo

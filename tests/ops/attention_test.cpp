@@ -1,0 +1,188 @@
+// kv_store and attention on CUDA against the CPU (backend/cpu/ops/attention.cpp) over the head
+// layouts of the four architectures, f16 and f32 caches, paged block tables with a shared
+// prefix, positions across several splits, and padding rows; and a row's output alone (one
+// block per split) against the same row in a long batch (one block per row): the same bits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "backend/backend.h"
+#include "backend/cpu/ops/ops.h"
+#include "backend/cuda/ops/ops.h"
+#include "quant/half.h"
+#include "tests/ops/ops_harness.h"
+
+namespace gufo::ops_test {
+namespace {
+
+constexpr int32_t kBlockShift = 4;  // 16 positions per block
+constexpr int64_t kBlock = 1 << kBlockShift;
+
+// A paged cache of two sequences on both sides: sequence 1 shares sequence 0's first blocks.
+struct Cache {
+  int64_t n_embd_kv = 0;
+  bool f16 = true;
+  int64_t n_ctx = 0;
+  int64_t table_stride = 0;
+  std::vector<int32_t> tables;  // [2, table_stride]
+  std::vector<std::byte> k, v;  // host pools
+  std::unique_ptr<DeviceArray<std::byte>> dk, dv;
+  std::unique_ptr<DeviceArray<int32_t>> dtables;
+
+  cpu::KvView host_view(int32_t seq) {
+    return {.type = f16 ? DType::F16 : DType::F32, .k = k.data(), .v = v.data(), .n_embd_kv = n_embd_kv,
+            .blocks = tables.data() + seq * table_stride, .block_shift = kBlockShift};
+  }
+  cuda::KvLayer device_layer() const {
+    return {.k = dk->get(), .v = dv->get(), .f16 = f16, .n_embd_kv = n_embd_kv, .block_shift = kBlockShift,
+            .tables = dtables->get(), .table_stride = table_stride};
+  }
+};
+
+Cache make_cache(int64_t n_embd_kv, bool f16, int64_t n_ctx, std::mt19937& rng) {
+  Cache c;
+  c.n_embd_kv = n_embd_kv;
+  c.f16 = f16;
+  c.n_ctx = n_ctx;
+  c.table_stride = (n_ctx + kBlock - 1) / kBlock;
+  const int64_t shared = c.table_stride / 2;
+  const int64_t n_blocks = 2 * c.table_stride - shared;
+  std::vector<int32_t> order(static_cast<size_t>(n_blocks));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  c.tables.assign(order.begin(), order.begin() + c.table_stride);
+  c.tables.insert(c.tables.end(), order.begin(), order.begin() + shared);
+  c.tables.insert(c.tables.end(), order.begin() + c.table_stride, order.end());
+  const size_t elem = f16 ? 2 : 4;
+  const size_t n = static_cast<size_t>(n_blocks * kBlock * n_embd_kv);
+  c.k.resize(n * elem);
+  c.v.resize(n * elem);
+  const std::vector<float> kv = random_floats(2 * n, rng);
+  for (size_t i = 0; i < n; ++i) {
+    if (f16) {
+      reinterpret_cast<uint16_t*>(c.k.data())[i] = quant::fp32_to_fp16(kv[i]);
+      reinterpret_cast<uint16_t*>(c.v.data())[i] = quant::fp32_to_fp16(kv[n + i]);
+    } else {
+      reinterpret_cast<float*>(c.k.data())[i] = kv[i];
+      reinterpret_cast<float*>(c.v.data())[i] = kv[n + i];
+    }
+  }
+  c.dk = std::make_unique<DeviceArray<std::byte>>(c.k);
+  c.dv = std::make_unique<DeviceArray<std::byte>>(c.v);
+  c.dtables = std::make_unique<DeviceArray<int32_t>>(c.tables);
+  return c;
+}
+
+struct Rows {
+  std::vector<int32_t> seq_ids, positions;
+};
+
+std::vector<float> gpu_attention(Cache& cache, const Rows& rows, const cuda::AttentionShape& shape,
+                                 const std::vector<float>& q) {
+  const auto n = static_cast<int64_t>(rows.seq_ids.size());
+  DeviceArray<int32_t> seqs(rows.seq_ids), positions(rows.positions);
+  DeviceArray<float> dq(q), out(q.size());
+  const auto max_position = static_cast<int32_t>(cache.n_ctx - 1);
+  DeviceArray<std::byte> scratch(std::max<size_t>(cuda::attention_scratch_bytes(shape, n, max_position), 1));
+  const cuda::BatchRows batch{.positions = positions.get(), .seq_ids = seqs.get(), .n_rows = n};
+  const int64_t width = shape.n_head * shape.head_dim;
+  const Status s = cuda::attention(cache.device_layer(), batch, shape, dq.get(), width, max_position, scratch.get(),
+                                   out.get(), width, nullptr);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return out.download();
+}
+
+struct Layout {
+  int64_t n_head, n_head_kv, head_dim;
+};
+
+TEST(CudaAttention, MatchesTheCpuOverLayoutsCachesAndPositions) {
+  GUFO_REQUIRE_GPU();
+  std::mt19937 rng(9);
+  int cases = 0;
+  // tiny-llama, tiny-qwen3, Qwen3-0.6B/8B, Qwen3-1.7B, Llama-3-8B, Qwen3-30B-A3B, MHA
+  const Layout layouts[] = {{4, 2, 16}, {4, 2, 32}, {16, 8, 128}, {32, 8, 128}, {32, 4, 128}, {8, 8, 64}, {14, 2, 64}};
+  for (const Layout& l : layouts) {
+    for (bool f16 : {true, false}) {
+      const int64_t n_ctx = 1100;
+      Cache cache = make_cache(l.n_head_kv * l.head_dim, f16, n_ctx, rng);
+      Rows rows;
+      for (int32_t p : {0, 1, 15, 16, 255, 256, 257, 700, 1099}) {
+        rows.seq_ids.push_back(static_cast<int32_t>(rows.seq_ids.size() % 2));
+        rows.positions.push_back(p);
+      }
+      rows.seq_ids.push_back(backend::kPaddingSeq);
+      rows.positions.push_back(0);
+      const int64_t width = l.n_head * l.head_dim;
+      const std::vector<float> q = random_floats(rows.seq_ids.size() * static_cast<size_t>(width), rng);
+      const cuda::AttentionShape shape{.n_head = l.n_head, .n_head_kv = l.n_head_kv, .head_dim = l.head_dim,
+                                       .scale = 1.0f / std::sqrt(static_cast<float>(l.head_dim))};
+      const std::vector<float> got = gpu_attention(cache, rows, shape, q);
+      std::vector<float> want(got.size(), 0.0f);
+      for (size_t r = 0; r + 1 < rows.seq_ids.size(); ++r) {
+        std::vector<float> scratch(static_cast<size_t>(l.n_head * (rows.positions[r] + 1)));
+        cpu::attend(cache.host_view(rows.seq_ids[r]), {l.n_head, l.n_head_kv, l.head_dim, shape.scale},
+                    q.data() + r * width, rows.positions[r], scratch.data(), want.data() + r * width);
+      }
+      // NOTE(attention_test): softmax-weighted sums of up to 1100 values in another order
+      // (tiles, splits, expf): differences of a few 1e-7 on outputs of order 1.
+      const Difference d = compare(got, want, 1.0);
+      EXPECT_LT(d.max_abs, 2e-5) << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim << " f16=" << f16;
+      EXPECT_FALSE(d.nan);
+      ++cases;
+    }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CudaAttention, ARowIsTheSameAloneAndInALongBatch) {
+  GUFO_REQUIRE_GPU();
+  std::mt19937 rng(10);
+  const cuda::AttentionShape shape{.n_head = 32, .n_head_kv = 8, .head_dim = 128, .scale = 0.088f};
+  Cache cache = make_cache(8 * 128, true, 2048, rng);
+  Rows batch;
+  for (int32_t i = 0; i < 40; ++i) {
+    batch.seq_ids.push_back(i % 2);
+    batch.positions.push_back(50 * i + 3);
+  }
+  const int64_t width = 32 * 128;
+  const std::vector<float> q = random_floats(batch.seq_ids.size() * static_cast<size_t>(width), rng);
+  const std::vector<float> all = gpu_attention(cache, batch, shape, q);
+  int cases = 0;
+  for (size_t r : {0, 7, 20, 39}) {
+    const Rows one{{batch.seq_ids[r]}, {batch.positions[r]}};
+    const std::vector<float> q_one(q.begin() + r * width, q.begin() + (r + 1) * width);
+    const std::vector<float> alone = gpu_attention(cache, one, shape, q_one);
+    EXPECT_EQ(compare(alone, std::vector<float>(all.begin() + r * width, all.begin() + (r + 1) * width)).mismatches, 0u)
+        << "row " << r << " at position " << batch.positions[r];
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CudaAttention, KvStoreWritesTheCpuBytes) {
+  GUFO_REQUIRE_GPU();
+  std::mt19937 rng(12);
+  int cases = 0;
+  for (bool f16 : {true, false}) {
+    Cache cache = make_cache(64, f16, 64, rng);
+    Rows rows{{0, 1, backend::kPaddingSeq, 1}, {3, 40, 0, 63}};
+    const std::vector<float> k = random_floats(4 * 64, rng), v = random_floats(4 * 64, rng);
+    for (size_t r = 0; r < 4; ++r) {
+      if (rows.seq_ids[r] == backend::kPaddingSeq) continue;
+      cpu::kv_store(cache.host_view(rows.seq_ids[r]), rows.positions[r], k.data() + r * 64, v.data() + r * 64);
+    }
+    DeviceArray<int32_t> seqs(rows.seq_ids), positions(rows.positions);
+    DeviceArray<float> dk(k), dv(v);
+    const cuda::BatchRows batch{.positions = positions.get(), .seq_ids = seqs.get(), .n_rows = 4};
+    ASSERT_TRUE(cuda::kv_store(cache.device_layer(), batch, dk.get(), 64, dv.get(), 64, nullptr).ok());
+    EXPECT_TRUE(cache.dk->download() == cache.k) << "f16=" << f16;
+    EXPECT_TRUE(cache.dv->download() == cache.v) << "f16=" << f16;
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
+}  // namespace
+}  // namespace gufo::ops_test

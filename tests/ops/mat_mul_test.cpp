@@ -1,0 +1,263 @@
+// mat_mul on CUDA against the CPU: the quantized types (Q8_0, Q4_K, Q5_K, Q6_K) must give
+// the CPU scalar kernels' bits exactly (the shared accumulation order, quant_traits.cuh),
+// for every tiling (1..8 rows, 9..32, more) and in expert mode; F32/F16/BF16 within NMSE
+// 1e-10 (fp32 sums in another order: error ~ k * 2^-24 relative per element, far below).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "backend/cpu/ops/ops.h"
+#include "backend/cpu/quant/dot_kernels.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cuda/device_weights.h"
+#include "backend/cuda/ops/mat_vec_q.cuh"
+#include "backend/cuda/ops/ops.h"
+#include "tests/ops/ops_harness.h"
+
+namespace gufo::ops_test {
+namespace {
+
+constexpr DType kQuantTypes[] = {DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
+
+// The CPU's product with the scalar kernel set (every set gives its bits, cpu_matmul_test).
+std::vector<float> cpu_product(cpu::ThreadPool& pool, const model::Weight& w, const std::vector<float>& x, int64_t m) {
+  std::vector<float> out(static_cast<size_t>(m * w.rows));
+  const Status s = cpu::mat_mul_fast(pool, cpu::fast::scalar_dot_kernels(), x.data(), m, w.cols, w, out.data());
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return out;
+}
+
+std::vector<float> gpu_product(const model::Weight& w, const std::vector<float>& x, int64_t m) {
+  cuda::DeviceWeights weights;
+  const Status up = weights.upload_matrix(w, nullptr);
+  EXPECT_TRUE(up.ok()) << up.error().message;
+  const cuda::WeightView& view = *weights.matrix(&w);
+  DeviceArray<float> dx(x);
+  DeviceArray<float> out(static_cast<size_t>(m * w.rows));
+  if (cuda::is_quantized_matmul_type(w.type)) {
+    const bool q8k = cuda::wants_q8k(w.type);
+    DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(m, w.cols, q8k));
+    const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), m, w.cols, q8k);
+    EXPECT_TRUE(cuda::quantize_acts(dx.get(), w.cols, acts, nullptr).ok());
+    const Status s = cuda::mat_mul_q(view, acts, out.get(), w.rows, nullptr, nullptr);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return out.download();
+  }
+  const Status s = cuda::mat_mul_float(view, dx.get(), m, w.cols, out.get(), w.rows, nullptr, nullptr);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return out.download();
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// What expert mode must give: expert e's product over the activation rows x_rows[offsets[e]..
+// offsets[e+1]), each expert's rows in order, on the CPU.
+std::vector<float> cpu_expert_products(cpu::ThreadPool& pool, const model::Weight& stack, const std::vector<float>& x,
+                                       const std::vector<int32_t>& offsets, const std::vector<int32_t>& x_rows) {
+  const int64_t k = stack.cols;
+  std::vector<float> want;
+  for (int64_t e = 0; e + 1 < static_cast<int64_t>(offsets.size()); ++e) {
+    std::vector<float> xe;
+    for (int32_t j = offsets[e]; j < offsets[e + 1]; ++j) {
+      xe.insert(xe.end(), x.begin() + x_rows[j] * k, x.begin() + (x_rows[j] + 1) * k);
+    }
+    const std::vector<float> part = cpu_product(pool, model::expert(stack, e), xe, offsets[e + 1] - offsets[e]);
+    want.insert(want.end(), part.begin(), part.end());
+  }
+  return want;
+}
+
+TEST(CudaMatMul, QuantizedTypesGiveTheCpuBitsInEveryTiling) {
+  GUFO_REQUIRE_GPU();
+  cpu::ThreadPool pool(4);
+  std::mt19937 rng(7);
+  int cases = 0;
+  // m covers each tiling and its edges (8 | 9, 32 | 33), n odd and past a tile, k several blocks.
+  const Shape shapes[] = {{1, 16, 256},  {1, 4096, 1024}, {2, 17, 512},  {7, 33, 256},   {8, 64, 768},
+                          {9, 100, 256}, {31, 48, 512},   {32, 1, 256},  {33, 65, 256},  {64, 128, 512},
+                          {100, 77, 1024}, {256, 256, 256}, {5, 1000, 2048}};
+  for (DType type : kQuantTypes) {
+    for (const Shape& s : shapes) {
+      SCOPED_TRACE(std::string(dtype_name(type)) + " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
+                   " k=" + std::to_string(s.k));
+      const HostWeight w = random_weight(type, s.n, s.k, rng);
+      const std::vector<float> x = random_floats(static_cast<size_t>(s.m * s.k), rng);
+      const Difference d = compare(gpu_product(w.weight, x, s.m), cpu_product(pool, w.weight, x, s.m));
+      EXPECT_EQ(d.mismatches, 0u) << "max |diff| " << d.max_abs;
+      ++cases;
+    }
+  }
+  // Q8_0 rows of an odd number of 32-blocks.
+  for (int64_t k : {32, 96, 800}) {
+    const HostWeight w = random_weight(DType::Q8_0, 40, k, rng);
+    const std::vector<float> x = random_floats(static_cast<size_t>(3 * k), rng);
+    EXPECT_EQ(compare(gpu_product(w.weight, x, 3), cpu_product(pool, w.weight, x, 3)).mismatches, 0u) << "k=" << k;
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CudaMatMul, ARowGivesTheSameBitsInAnyBatch) {
+  GUFO_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  int cases = 0;
+  for (DType type : kQuantTypes) {
+    const HostWeight w = random_weight(type, 96, 512, rng);
+    const std::vector<float> x = random_floats(static_cast<size_t>(300 * 512), rng);
+    const std::vector<float> all = gpu_product(w.weight, x, 300);
+    for (int64_t m : {1, 5, 8, 20, 32, 64}) {
+      const std::vector<float> head(x.begin(), x.begin() + m * 512);
+      const std::vector<float> part = gpu_product(w.weight, head, m);
+      EXPECT_EQ(compare(part, std::vector<float>(all.begin(), all.begin() + m * 96)).mismatches, 0u)
+          << dtype_name(type) << " m=" << m;
+      ++cases;
+    }
+  }
+  for (DType type : kFloatTypes) {
+    const HostWeight w = random_weight(type, 40, 300, rng);
+    const std::vector<float> x = random_floats(static_cast<size_t>(50 * 300), rng);
+    const std::vector<float> all = gpu_product(w.weight, x, 50);
+    const std::vector<float> one = gpu_product(w.weight, std::vector<float>(x.begin(), x.begin() + 300), 1);
+    EXPECT_EQ(compare(one, std::vector<float>(all.begin(), all.begin() + 40)).mismatches, 0u) << dtype_name(type);
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CudaMatMul, FloatTypesMatchTheCpu) {
+  GUFO_REQUIRE_GPU();
+  cpu::ThreadPool pool(4);
+  std::mt19937 rng(3);
+  int cases = 0;
+  const Shape shapes[] = {{1, 16, 64}, {3, 17, 100}, {9, 64, 769}, {64, 33, 512}, {1, 512, 4096}};
+  for (DType type : kFloatTypes) {
+    for (const Shape& s : shapes) {
+      const HostWeight w = random_weight(type, s.n, s.k, rng);
+      const std::vector<float> x = random_floats(static_cast<size_t>(s.m * s.k), rng);
+      // NOTE(mat_mul_test): fp32 sums of k terms in two orders differ by ~sqrt(k) * 2^-24
+      // relative; NMSE 1e-10 is far above that and far below any indexing mistake.
+      EXPECT_LT(nmse(gpu_product(w.weight, x, s.m), cpu_product(pool, w.weight, x, s.m)), 1e-10)
+          << dtype_name(type) << " m=" << s.m << " n=" << s.n << " k=" << s.k;
+      ++cases;
+    }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+// Expert mode: rows grouped by expert (offsets), activations picked through x_rows.
+TEST(CudaMatMul, ExpertModeGivesEachExpertsProduct) {
+  GUFO_REQUIRE_GPU();
+  cpu::ThreadPool pool(4);
+  std::mt19937 rng(5);
+  int cases = 0;
+  for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F32, DType::F16}) {
+    const int64_t n_expert = 6, n = 48, k = 512, tokens = 13;
+    const HostWeight w = random_weight(type, n, k, rng, n_expert);
+    const std::vector<float> x = random_floats(static_cast<size_t>(tokens * k), rng);
+    // Expert e takes tokens with (token + e) % 3 == 0, ascending; expert 4 takes none.
+    std::vector<int32_t> offsets = {0}, x_rows;
+    for (int64_t e = 0; e < n_expert; ++e) {
+      for (int64_t t = 0; t < tokens; ++t) {
+        if (e != 4 && (t + e) % 3 == 0) x_rows.push_back(static_cast<int32_t>(t));
+      }
+      offsets.push_back(static_cast<int32_t>(x_rows.size()));
+    }
+    const auto slots = static_cast<int64_t>(x_rows.size());
+    const std::vector<float> want = cpu_expert_products(pool, w.weight, x, offsets, x_rows);
+    cuda::DeviceWeights weights;
+    ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
+    DeviceArray<float> dx(x);
+    DeviceArray<int32_t> d_offsets(offsets), d_rows(x_rows);
+    DeviceArray<float> out(static_cast<size_t>(slots * n));
+    const cuda::ExpertRows experts{.offsets = d_offsets.get(), .x_rows = d_rows.get(), .n_expert = n_expert,
+                                   .max_rows = tokens};
+    if (cuda::is_quantized_matmul_type(type)) {
+      DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(tokens, k, cuda::wants_q8k(type)));
+      const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), tokens, k, cuda::wants_q8k(type));
+      ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
+      ASSERT_TRUE(cuda::mat_mul_q(*weights.matrix(&w.weight), acts, out.get(), n, &experts, nullptr).ok());
+      EXPECT_EQ(compare(out.download(), want).mismatches, 0u) << dtype_name(type);
+    } else {
+      ASSERT_TRUE(
+          cuda::mat_mul_float(*weights.matrix(&w.weight), dx.get(), tokens, k, out.get(), n, &experts, nullptr).ok());
+      EXPECT_LT(nmse(out.download(), want), 1e-10) << dtype_name(type);
+    }
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CudaMatMul, RefusesActivationsOfTheWrongFormat) {
+  GUFO_REQUIRE_GPU();
+  std::mt19937 rng(1);
+  const HostWeight w = random_weight(DType::Q4_K, 16, 256, rng);
+  cuda::DeviceWeights weights;
+  ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
+  DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(1, 256, false));
+  const cuda::QuantActs q8_0 = cuda::quant_acts_at(scratch.get(), 1, 256, false);
+  DeviceArray<float> out(16);
+  const Status s = cuda::mat_mul_q(*weights.matrix(&w.weight), q8_0, out.get(), 16, nullptr, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("do not fit"), std::string::npos) << s.error().message;
+}
+
+}  // namespace
+}  // namespace gufo::ops_test
+
+namespace gufo::ops_test {
+namespace {
+
+// The small-batch kernel (mat_vec_q.cu) on its own, plain and in expert mode, against the CPU
+// bit for bit (mat_mul_q routes to it with GUFO_CUDA_MATVEC=1, NOTE(mat_vec_q)).
+TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
+  GUFO_REQUIRE_GPU();
+  cpu::ThreadPool pool(4);
+  std::mt19937 rng(17);
+  int cases = 0;
+  for (DType type : kQuantTypes) {
+    for (int64_t k : {256, 512, 2048, 4096, 12288}) {
+      for (int64_t m : {1, 2, 3, 8}) {
+        const int64_t n = 77;
+        const HostWeight w = random_weight(type, n, k, rng);
+        const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng);
+        cuda::DeviceWeights weights;
+        ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
+        DeviceArray<float> dx(x), out(static_cast<size_t>(m * n));
+        DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(m, k, cuda::wants_q8k(type)));
+        const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), m, k, cuda::wants_q8k(type));
+        ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
+        const Status s = cuda::mat_vec_q({*weights.matrix(&w.weight), acts, out.get(), n, cuda::ExpertRows{}}, nullptr);
+        ASSERT_TRUE(s.ok()) << s.error().message;
+        EXPECT_EQ(compare(out.download(), cpu_product(pool, w.weight, x, m)).mismatches, 0u)
+            << dtype_name(type) << " k=" << k << " m=" << m;
+        ++cases;
+      }
+    }
+  }
+  // Expert mode: 3 tokens routed to experts 0 and 2 of a stack of 3.
+  for (DType type : kQuantTypes) {
+    const int64_t n = 40, k = 512;
+    const HostWeight w = random_weight(type, n, k, rng, 3);
+    const std::vector<float> x = random_floats(static_cast<size_t>(3 * k), rng);
+    const std::vector<int32_t> offsets = {0, 2, 2, 5}, x_rows = {0, 2, 0, 1, 2};
+    const std::vector<float> want = cpu_expert_products(pool, w.weight, x, offsets, x_rows);
+    cuda::DeviceWeights weights;
+    ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
+    DeviceArray<float> dx(x), out(5 * n);
+    DeviceArray<int32_t> d_offsets(offsets), d_rows(x_rows);
+    DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(3, k, cuda::wants_q8k(type)));
+    const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), 3, k, cuda::wants_q8k(type));
+    ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
+    const cuda::ExpertRows experts{.offsets = d_offsets.get(), .x_rows = d_rows.get(), .n_expert = 3, .max_rows = 3};
+    ASSERT_TRUE(cuda::mat_vec_q({*weights.matrix(&w.weight), acts, out.get(), n, experts}, nullptr).ok());
+    EXPECT_EQ(compare(out.download(), want).mismatches, 0u) << dtype_name(type) << " experts";
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
+}  // namespace
+}  // namespace gufo::ops_test

@@ -1,0 +1,138 @@
+// The operator harness of tests/ops: every CUDA op against its CPU twin (backend/cpu, the
+// oracle) over many shapes and every weight type. Helpers here: a device check that skips
+// without a GPU, device arrays, random inputs, weights in GGUF form, and comparisons with
+// declared tolerances. Each test counts its cases and fails when it ran none.
+// Run on a GPU machine: ctest --preset gpu-fast (scripts/gpu-check.sh does).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/compat.cuh"
+#include "backend/cuda/device_memory.h"
+#include "core/dtype.h"
+#include "model/weights.h"
+#include "quant/quant.h"
+
+namespace gufo::ops_test {
+
+// Skips the calling test when no CUDA device is usable.
+#define GUFO_REQUIRE_GPU()                                                  \
+  do {                                                                      \
+    int gufo_count_ = 0;                                                    \
+    if (::gufo::gpu::get_device_count(&gufo_count_) != ::gufo::gpu::success || gufo_count_ == 0) { \
+      ::gufo::gpu::get_last_error();                                        \
+      GTEST_SKIP() << "no CUDA device";                                     \
+    }                                                                       \
+  } while (0)
+
+// A device copy of a host vector, and back.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t n) {
+    auto memory = cuda::DeviceMemory::allocate(std::max<size_t>(n, 1) * sizeof(T), "test array");
+    EXPECT_TRUE(memory.ok()) << memory.error().message;
+    if (memory.ok()) memory_ = std::move(*memory);
+    n_ = n;
+    // NOTE(ops_harness): outputs start as NaN bytes so that an element a kernel never wrote
+    // cannot pass as a computed value.
+    if (memory_.get() != nullptr) {
+      EXPECT_EQ(gpu::memset_async(memory_.get(), 0xff, std::max<size_t>(n, 1) * sizeof(T), nullptr), gpu::success);
+    }
+  }
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+    if (!host.empty()) {
+      EXPECT_EQ(gpu::copy_to_device(memory_.get(), host.data(), host.size() * sizeof(T)), gpu::success);
+    }
+  }
+  T* get() const { return memory_.get<T>(); }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    EXPECT_EQ(gpu::device_synchronize(), gpu::success);
+    if (n_ > 0) {
+      EXPECT_EQ(gpu::copy_to_host(host.data(), memory_.get(), n_ * sizeof(T)), gpu::success);
+    }
+    return host;
+  }
+
+ private:
+  cuda::DeviceMemory memory_;
+  size_t n_ = 0;
+};
+
+inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// A weight [rows, cols] (or a stack of n_expert of them) of `type` from random values, with
+// its bytes, as a GGUF file holds it.
+struct HostWeight {
+  std::vector<std::byte> bytes;
+  model::Weight weight;
+};
+
+inline HostWeight random_weight(DType type, int64_t rows, int64_t cols, std::mt19937& rng, int64_t n_expert = 1,
+                                float scale = 0.05f) {
+  HostWeight w;
+  const size_t row_bytes = dtype_row_bytes(dtype_info(type), static_cast<uint64_t>(cols));
+  w.bytes.resize(row_bytes * static_cast<size_t>(rows * n_expert));
+  for (int64_t r = 0; r < rows * n_expert; ++r) {
+    const std::vector<float> values = random_floats(static_cast<size_t>(cols), rng, scale);
+    const Status s = quant::quantize_row(type, values.data(), cols, w.bytes.data() + r * row_bytes, row_bytes);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+  }
+  w.weight.name = "test." + std::string(dtype_name(type));
+  w.weight.type = type;
+  w.weight.rows = rows;
+  w.weight.cols = cols;
+  w.weight.row_bytes = row_bytes;
+  w.weight.data = w.bytes.data();
+  w.weight.n_expert = n_expert;
+  return w;
+}
+
+// Largest |got - want| and the worst |got - want| / max(|want|, floor) over the elements.
+struct Difference {
+  double max_abs = 0.0;
+  double max_rel = 0.0;
+  size_t mismatches = 0;  // elements not bit-identical
+  bool nan = false;       // got has a NaN where want has none
+};
+
+inline Difference compare(const std::vector<float>& got, const std::vector<float>& want, double floor = 1e-3) {
+  Difference d;
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    if (std::isnan(got[i]) && !std::isnan(want[i])) d.nan = true;
+    uint32_t a, b;
+    std::memcpy(&a, &got[i], 4);
+    std::memcpy(&b, &want[i], 4);
+    if (a != b) ++d.mismatches;
+    const double diff = std::abs(static_cast<double>(got[i]) - want[i]);
+    d.max_abs = std::max(d.max_abs, diff);
+    d.max_rel = std::max(d.max_rel, diff / std::max(std::abs(static_cast<double>(want[i])), floor));
+  }
+  return d;
+}
+
+// Normalized mean squared error sum((got - want)^2) / sum(want^2), as test-backend-ops uses.
+inline double nmse(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0.0, norm = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - want[i];
+    err += d * d;
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  return norm > 0.0 ? err / norm : err;
+}
+
+}  // namespace gufo::ops_test

@@ -1,0 +1,43 @@
+// --device parsing and backend creation (backend/registry.h).
+#include <gtest/gtest.h>
+
+#include "backend/registry.h"
+
+namespace gufo::backend {
+namespace {
+
+TEST(Registry, ParsesDevices) {
+  EXPECT_EQ(parse_device("cpu")->kind, DeviceChoice::Kind::Cpu);
+  EXPECT_EQ(parse_device("auto")->kind, DeviceChoice::Kind::Auto);
+  EXPECT_EQ(parse_device("cuda")->kind, DeviceChoice::Kind::Cuda);
+  auto two = parse_device("cuda:2");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->index, 2);
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "cuda:1x", "CPU", ""}) {
+    auto parsed = parse_device(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.error().message.find("expected cpu, cuda, cuda:N or auto"), std::string::npos);
+  }
+}
+
+TEST(Registry, CreatesTheCpuBackendAndFallsBackFromAuto) {
+  auto cpu = create_backend({.device = {.kind = DeviceChoice::Kind::Cpu, .index = 0}, .threads = 1});
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->backend->name(), "cpu");
+  EXPECT_TRUE(cpu->backend->capabilities().batch_invariant);
+  EXPECT_FALSE(cpu->backend->capabilities().device_memory);
+  auto any = create_backend({.device = {.kind = DeviceChoice::Kind::Auto, .index = 0}, .threads = 1});
+  ASSERT_TRUE(any.ok());
+  if (any->backend->name() == "cpu" && built_with_cuda()) {
+    EXPECT_NE(any->notice.find("using the CPU"), std::string::npos);  // a CUDA build on a machine without a GPU
+  }
+  auto cuda = create_backend({.device = {.kind = DeviceChoice::Kind::Cuda, .index = 0}, .threads = 1});
+  if (!built_with_cuda()) {
+    ASSERT_FALSE(cuda.ok());
+    EXPECT_NE(cuda.error().message.find("built without CUDA"), std::string::npos);
+    EXPECT_EQ(cuda.error().kind, ErrorKind::Unsupported);
+  }
+}
+
+}  // namespace
+}  // namespace gufo::backend
