@@ -56,8 +56,8 @@ Command register_synth(CLI::App& root) {
   auto options = std::make_shared<SynthCommandOptions>();
   CLI::App* app =
       root.add_subcommand("synth", "Write a random-weight model of a real shape, for benchmarks");
-  app->add_option("--arch", options->arch, "qwen3 or llama")->required();
-  app->add_option("--shape", options->shape, "qwen3: 0.6b, 1.7b, 8b, 32b; llama: 1b, 8b")
+  app->add_option("--arch", options->arch, "qwen3, qwen3moe or llama")->required();
+  app->add_option("--shape", options->shape, "qwen3: 0.6b, 1.7b, 8b, 32b; qwen3moe: 30b-a3b, small; llama: 1b, 8b")
       ->required();
   app->add_option("--type", options->type, "f32, f16, bf16, q8_0, q6_k, q5_k_m or q4_k_m")
       ->required();

@@ -61,7 +61,7 @@ struct SynthTensor {
   ValueKind kind = ValueKind::Weight;
 };
 
-// convert's tensor list for a dense qwen3/llama config (hf_convert.cpp Planner::plan).
+// convert's tensor list for a qwen3/qwen3moe/llama config (hf_convert.cpp Planner::plan).
 std::vector<SynthTensor> plan_tensors(const convert::HfConfig& c) {
   const uint64_t q_rows = static_cast<uint64_t>(c.n_head) * c.head_dim;
   const uint64_t kv_rows = static_cast<uint64_t>(c.n_head_kv) * c.head_dim;
@@ -77,11 +77,19 @@ std::vector<SynthTensor> plan_tensors(const convert::HfConfig& c) {
     tensors.push_back({blk + "attn_k.weight", {c.n_embd, kv_rows}, ValueKind::Weight});
     tensors.push_back({blk + "attn_v.weight", {c.n_embd, kv_rows}, ValueKind::Weight});
     tensors.push_back({blk + "attn_output.weight", {q_rows, c.n_embd}, ValueKind::Weight});
-    if (c.arch == convert::Arch::Qwen3) {
+    if (c.arch == convert::Arch::Qwen3 || c.arch == convert::Arch::Qwen3Moe) {
       tensors.push_back({blk + "attn_q_norm.weight", {c.head_dim}, ValueKind::Norm});
       tensors.push_back({blk + "attn_k_norm.weight", {c.head_dim}, ValueKind::Norm});
     }
     tensors.push_back({blk + "ffn_norm.weight", {c.n_embd}, ValueKind::Norm});
+    if (c.arch == convert::Arch::Qwen3Moe) {
+      // The router, then the experts stacked on the outermost axis (hf_convert.cpp plan_moe).
+      tensors.push_back({blk + "ffn_gate_inp.weight", {c.n_embd, c.n_expert}, ValueKind::Weight});
+      tensors.push_back({blk + "ffn_gate_exps.weight", {c.n_embd, c.n_ff_exp, c.n_expert}, ValueKind::Weight});
+      tensors.push_back({blk + "ffn_up_exps.weight", {c.n_embd, c.n_ff_exp, c.n_expert}, ValueKind::Weight});
+      tensors.push_back({blk + "ffn_down_exps.weight", {c.n_ff_exp, c.n_embd, c.n_expert}, ValueKind::Weight});
+      continue;
+    }
     tensors.push_back({blk + "ffn_gate.weight", {c.n_embd, c.n_ff}, ValueKind::Weight});
     tensors.push_back({blk + "ffn_up.weight", {c.n_embd, c.n_ff}, ValueKind::Weight});
     tensors.push_back({blk + "ffn_down.weight", {c.n_ff, c.n_embd}, ValueKind::Weight});
@@ -154,6 +162,7 @@ Status synth_model(const SynthOptions& options, const std::string& out_path) {
   const std::vector<SynthTensor> tensors = plan_tensors(config);
   ModelFacts facts;
   facts.n_layer = config.n_layer;
+  facts.n_expert = config.n_expert;
   facts.has_output = !config.tie_word_embeddings;
   facts.is_70b_class = is_70b_class(config.gguf_arch, config.n_layer, config.n_head, config.n_head_kv);
 

@@ -12,7 +12,7 @@
 namespace gufo::quantize {
 namespace {
 
-constexpr std::array<SynthShape, 6> kShapes = {{
+constexpr std::array<SynthShape, 8> kShapes = {{
     {"qwen3", "0.6b", "Qwen/Qwen3-0.6B", R"({
       "architectures": ["Qwen3ForCausalLM"], "hidden_size": 1024, "intermediate_size": 3072,
       "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
@@ -37,6 +37,22 @@ constexpr std::array<SynthShape, 6> kShapes = {{
       "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": false,
       "rope_theta": 1000000, "rms_norm_eps": 1e-06, "max_position_embeddings": 40960,
       "attention_bias": false})"},
+    {"qwen3moe", "30b-a3b", "Qwen/Qwen3-30B-A3B", R"({
+      "architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "intermediate_size": 6144,
+      "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+      "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": false,
+      "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "max_position_embeddings": 40960,
+      "attention_bias": false, "num_experts": 128, "num_experts_per_tok": 8,
+      "moe_intermediate_size": 768, "norm_topk_prob": true})"},
+    // NOTE(synth): no checkpoint has this shape: Qwen3-30B-A3B at half the width, half the
+    // layers and half the experts, for MoE measurements that fit small machines and CI.
+    {"qwen3moe", "small", "Qwen3-30B-A3B scaled down (synthetic)", R"({
+      "architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 1024, "intermediate_size": 3072,
+      "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 4,
+      "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": false,
+      "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "max_position_embeddings": 40960,
+      "attention_bias": false, "num_experts": 64, "num_experts_per_tok": 8,
+      "moe_intermediate_size": 384, "norm_topk_prob": true})"},
     {"llama", "1b", "meta-llama/Llama-3.2-1B", R"({
       "architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192,
       "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,

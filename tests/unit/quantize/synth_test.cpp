@@ -1,14 +1,18 @@
 // `gufo synth`: the shape table parses; a 2-layer qwen3 0.6B (4096-token vocab) in Q4_K_M is
-// byte-identical for
-// the same seed (whatever the thread count) and differs for another seed; its tensors, types,
-// metadata and tokenizer load as Gufo reads models; a llama 1B has rope_freqs; bad input fails.
+// byte-identical for the same seed (whatever the thread count) and differs for another seed;
+// its tensors, types, metadata and tokenizer load as Gufo reads models; a llama 1B has
+// rope_freqs; a Qwen3-MoE shape has its router and expert stacks and runs; bad input fails.
 // Run: ctest --preset unit -R quantize_test
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <random>
 
+#include "backend/cpu/cpu_backend.h"
+#include "engine/model.h"
 #include "gguf/file.h"
 #include "quant/quant.h"
 #include "quantize/fast_q4_k.h"
@@ -130,6 +134,51 @@ TEST(SynthShapes, AllParseWithTheirRealNumbers) {
   EXPECT_EQ(llama->rope_scaling.type, "llama3");
   EXPECT_FALSE(synth_config("qwen3", "7b").ok());
   EXPECT_FALSE(synth_config("mistral", "7b").ok());
+}
+
+// A Qwen3-MoE shape: the router and the three expert stacks per layer in convert's names and
+// layout, llama.cpp's type mix for an MoE, and a model Gufo runs (finite logits on the CPU).
+TEST_F(Synth, Qwen3MoeHasRouterAndExpertStacksAndRuns) {
+  auto big = synth_config("qwen3moe", "30b-a3b");
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(big->n_expert, 128u);
+  EXPECT_EQ(big->n_expert_used, 8u);
+  EXPECT_EQ(big->n_ff_exp, 768u);
+  EXPECT_EQ(big->n_layer, 48u);
+  SynthOptions options;
+  options.arch = "qwen3moe";
+  options.shape = "small";
+  options.type = *parse_output_type("q4_k_m");
+  options.n_layer = 1;
+  options.n_vocab = kTestVocab;
+  const std::filesystem::path path = dir_ / "moe.gguf";
+  const Status done = synth_model(options, path.string());
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  auto file = gguf::File::open(path.string());
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  EXPECT_EQ(*file->get_string("general.architecture"), "qwen3moe");
+  EXPECT_EQ(*file->get_u32("qwen3moe.expert_count"), 64u);
+  EXPECT_EQ(*file->get_u32("qwen3moe.expert_used_count"), 8u);
+  const gguf::TensorInfo* down = *file->get_tensor("blk.0.ffn_down_exps.weight");
+  EXPECT_EQ(down->n_dims, 3u);
+  EXPECT_EQ(down->ne[0], 384u);
+  EXPECT_EQ(down->ne[1], 1024u);
+  EXPECT_EQ(down->ne[2], 64u);
+  EXPECT_EQ((*file->get_tensor("blk.0.ffn_gate_inp.weight"))->ne[1], 64u);
+  EXPECT_EQ(file->find_tensor("blk.0.ffn_gate.weight"), nullptr);
+  const ModelFacts facts{.n_layer = 1, .n_expert = 64, .has_output = true, .is_70b_class = false};
+  for (const gguf::TensorInfo& tensor : file->tensors()) {
+    EXPECT_EQ(tensor.type, choose_tensor_type(QuantMix::Q4_K_M, facts, tensor.name, tensor.shape(), DType::F32))
+        << tensor.name;
+  }
+  cpu::CpuBackend cpu(2);
+  auto model = engine::Model::load(path.string(), cpu);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto session = engine::Session::create(**model, cpu, 8);
+  ASSERT_TRUE(session.ok());
+  auto logits = session->eval(std::vector<int32_t>{1, 2, 3}, false);
+  ASSERT_TRUE(logits.ok()) << logits.error().message;
+  EXPECT_TRUE(std::all_of(logits->begin(), logits->end(), [](float v) { return std::isfinite(v); }));
 }
 
 TEST_F(Synth, SameSeedSameBytesAnyThreads_OtherSeedDiffers) {
