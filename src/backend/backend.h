@@ -85,7 +85,9 @@ class KvCache {
 };
 
 struct Capabilities {
-  std::string device;            // what runs the graph, e.g. "cpu (AVX-512 VNNI, 16 threads)"
+  std::string backend;           // as llama-bench names it: "CPU", "CUDA"
+  int threads = 1;               // host threads the backend computes with
+  std::string device;            // what runs the graph, e.g. "cpu (avx512vnni kernels, 16 threads)"
   bool batch_invariant = false;  // a row's numbers do not depend on its batch-mates
   bool device_memory = false;    // weights and cache live outside host memory
 };

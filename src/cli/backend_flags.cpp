@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "backend/registry.h"
+#include "cli/default_model.h"
 #include "cli/generation_flags.h"
 
 namespace gufo::cli {
@@ -23,7 +24,24 @@ Result<ChosenBackend> make_backend(const BackendFlags& flags, const char* comman
                         backend::create_backend({.device = device, .threads = flags.threads}));
   if (!created.notice.empty()) std::fprintf(stderr, "gufo %s: %s\n", command, created.notice.c_str());
   chosen.backend = std::move(created.backend);
+  chosen.automatic = device.kind == backend::DeviceChoice::Kind::Auto;
+  chosen.threads = flags.threads;
+  chosen.command = command;
   return chosen;
+}
+
+Result<std::unique_ptr<engine::Model>> load_model(ChosenBackend& chosen, const std::string& model_path) {
+  GUFO_ASSIGN_OR_RETURN(const std::string path, model_or_default(model_path));
+  auto loaded = engine::Model::load(path, *chosen.backend);
+  const bool fall_back = !loaded.ok() && chosen.automatic && chosen.backend->name() != "cpu" &&
+                         (loaded.error().kind == ErrorKind::Unsupported || loaded.error().kind == ErrorKind::OutOfMemory);
+  if (!fall_back) return loaded;
+  std::fprintf(stderr, "gufo %s: using the CPU: %s\n", chosen.command.c_str(), loaded.error().message.c_str());
+  const backend::BackendOptions cpu{.device = {.kind = backend::DeviceChoice::Kind::Cpu, .index = 0},
+                                    .threads = chosen.threads};
+  GUFO_ASSIGN_OR_RETURN(backend::CreatedBackend created, backend::create_backend(cpu));
+  chosen.backend = std::move(created.backend);  // the GPU's memory goes with the old backend
+  return engine::Model::load(path, *chosen.backend);
 }
 
 }  // namespace gufo::cli

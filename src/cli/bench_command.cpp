@@ -115,9 +115,9 @@ int run_bench(const BenchOptions& options) {
   if (!depths.ok()) return report_error(depths.error());
   auto chosen = make_backend(o.backend, "bench");
   if (!chosen.ok()) return report_error(chosen.error());
-  backend::Backend& backend = *chosen->backend;
-  const std::string device = backend.capabilities().device;
-  auto model = engine::Model::load(o.model_path, backend);
+  auto model = load_model(*chosen, o.model_path);
+  backend::Backend& backend = *chosen->backend;  // after loading: auto may have fallen back
+  const backend::Capabilities caps = backend.capabilities();
   if (!model.ok()) return report_error(model.error());
   const model::HParams& hp = (*model)->hparams();
 
@@ -171,19 +171,20 @@ int run_bench(const BenchOptions& options) {
     nlohmann::json out = nlohmann::json::array();
     for (const TestResult& r : results) {
       out.push_back({{"model", o.model_path}, {"arch", hp.arch_name}, {"type", type}, {"size_bytes", n_bytes},
-                     {"n_params", n_params}, {"backend", backend.name()}, {"device", device},
+                     {"n_params", n_params}, {"backend", caps.backend}, {"threads", caps.threads},
+                     {"device", caps.device},
                      {"test", r.name}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"depth", r.depth},
                      {"tokens_per_s", r.tokens_per_s}, {"mean", r.mean()}, {"stdev", r.stdev()}});
     }
     std::cout << out.dump(2) << '\n';
     return 0;
   }
-  std::printf("| model | size | params | backend | device | test | t/s |\n");
-  std::printf("| --- | ---: | ---: | --- | --- | --- | ---: |\n");
+  std::printf("| model | size | params | backend | threads | device | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | ---: |\n");
   for (const TestResult& r : results) {
-    std::printf("| %s %s | %.2f MiB | %.2f M | %s | %s | %s | %.2f ± %.2f |\n", hp.arch_name.c_str(), type.c_str(),
-                static_cast<double>(n_bytes) / (1 << 20), static_cast<double>(n_params) / 1e6,
-                std::string(backend.name()).c_str(), device.c_str(), r.name.c_str(), r.mean(), r.stdev());
+    std::printf("| %s %s | %.2f MiB | %.2f M | %s | %d | %s | %s | %.2f ± %.2f |\n", hp.arch_name.c_str(), type.c_str(),
+                static_cast<double>(n_bytes) / (1 << 20), static_cast<double>(n_params) / 1e6, caps.backend.c_str(),
+                caps.threads, caps.device.c_str(), r.name.c_str(), r.mean(), r.stdev());
   }
   return 0;
 }

@@ -43,8 +43,8 @@ void write_out(std::string_view text) {
 int run_chat(const ChatCommandOptions& options) {
   auto chosen = make_backend(options.backend, "chat");
   if (!chosen.ok()) return report_error(chosen.error());
-  backend::Backend& backend = *chosen->backend;
-  auto loaded = load_generation_model(options.model_path, backend);
+  auto loaded = load_generation_model(options.model_path, *chosen);
+  backend::Backend& backend = *chosen->backend;  // after loading: auto may have fallen back
   if (!loaded.ok()) return report_error(loaded.error());
   const int64_t n_ctx = std::min<int64_t>(options.n_ctx, loaded->model->hparams().n_ctx_train);
   auto session = engine::Session::create(*loaded->model, backend, n_ctx, chosen->cache_type);

@@ -23,10 +23,10 @@ Result<DType> parse_cache_type(const std::string& name) {
   return Error{"--cache-type " + name + ": expected f16 or f32"};
 }
 
-Result<GenerationModel> load_generation_model(const std::string& model_path, backend::Backend& backend) {
+Result<GenerationModel> load_generation_model(const std::string& model_path, ChosenBackend& chosen) {
   GUFO_ASSIGN_OR_RETURN(const std::string path, model_or_default(model_path));
   GenerationModel loaded;
-  GUFO_ASSIGN_OR_RETURN(loaded.model, engine::Model::load(path, backend));
+  GUFO_ASSIGN_OR_RETURN(loaded.model, load_model(chosen, path));
   GUFO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::load(loaded.model->file()));
   if (tok.vocab().n_vocab() > loaded.model->hparams().n_vocab) {
     return Error{path + ": the tokenizer has " + std::to_string(tok.vocab().n_vocab()) + " tokens but the model only " +

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "cli/backend_flags.h"
 #include "core/dtype.h"
 #include "core/result.h"
 #include "engine/model.h"
@@ -27,8 +28,9 @@ struct GenerationModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-// Loads `path` (the default model when empty) for `backend` and its tokenizer; fails if the tokenizer has more tokens than
-// the model has embedding rows.
-Result<GenerationModel> load_generation_model(const std::string& path, backend::Backend& backend);
+// Loads `path` (the default model when empty) for the chosen backend (load_model: with
+// --device auto it may become the CPU) and its tokenizer; fails if the tokenizer has more
+// tokens than the model has embedding rows.
+Result<GenerationModel> load_generation_model(const std::string& path, ChosenBackend& chosen);
 
 }  // namespace gufo::cli

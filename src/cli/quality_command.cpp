@@ -89,8 +89,8 @@ int run_quality(const QualityOptions& options) {
   }
   auto chosen = make_backend(o.backend, "quality");
   if (!chosen.ok()) return report_error(chosen.error());
-  backend::Backend& backend = *chosen->backend;
-  auto model = engine::Model::load(o.model_path, backend);
+  auto model = load_model(*chosen, o.model_path);
+  backend::Backend& backend = *chosen->backend;  // after loading: auto may have fallen back
   if (!model.ok()) return report_error(model.error());
   auto tok = tokenizer::Tokenizer::load((*model)->file());
   if (!tok.ok()) return report_error(tok.error());

@@ -49,9 +49,9 @@ int report_prefill(const engine::PrefillReport& report) {
 int run_run(const RunOptions& options) {
   auto chosen = make_backend(options.backend, "run");
   if (!chosen.ok()) return report_error(chosen.error());
-  backend::Backend& backend = *chosen->backend;
+  auto loaded = load_generation_model(options.model_path, *chosen);
+  backend::Backend& backend = *chosen->backend;  // after loading: auto may have fallen back
   const DType cache_type = chosen->cache_type;
-  auto loaded = load_generation_model(options.model_path, backend);
   if (!loaded.ok()) return report_error(loaded.error());
   const engine::Model* model = loaded->model.get();
   const tokenizer::Tokenizer* tok = loaded->tokenizer.get();

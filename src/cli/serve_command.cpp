@@ -83,8 +83,8 @@ int run_serve(ServeOptions options) {
   };
   auto chosen = make_backend(options.backend, "serve");
   if (!chosen.ok()) return fail(chosen.error());
-  backend::Backend& backend = *chosen->backend;
-  auto loaded = load_generation_model(options.model_path, backend);
+  auto loaded = load_generation_model(options.model_path, *chosen);
+  backend::Backend& backend = *chosen->backend;  // after loading: auto may have fallen back
   if (!loaded.ok()) return fail(loaded.error());
   const engine::Model& model = *loaded->model;
   auto chat_prompt = engine::ChatPrompt::load(model, *loaded->tokenizer);

@@ -297,8 +297,10 @@ void Scheduler::preempt_newest() {
 
 void Scheduler::fail_after_device_loss(const std::string& message) {
   {
-    std::lock_guard lock(mutex_);
+    // From here submit() refuses; what was submitted before is failed with the rest.
+    std::unique_lock lock(mutex_);
     device_failure_ = message;
+    take_submissions(lock);
   }
   while (!running_.empty()) fail(*running_.back(), message);
   while (!waiting_.empty()) {

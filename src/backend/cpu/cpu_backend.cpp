@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -122,7 +123,9 @@ CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
 backend::Capabilities CpuBackend::capabilities() const {
   const fast::DotKernels& kernels = fast::best_dot_kernels(fast::detected_cpu_features());
-  return {.device = "cpu (" + std::string(kernels.name) + " kernels, " + std::to_string(pool_.n_threads()) +
+  return {.backend = "CPU",
+          .threads = pool_.n_threads(),
+          .device = "cpu (" + std::string(kernels.name) + " kernels, " + std::to_string(pool_.n_threads()) +
                     " threads)",
           .batch_invariant = true,
           .device_memory = false};
@@ -131,10 +134,12 @@ backend::Capabilities CpuBackend::capabilities() const {
 backend::MemoryInfo CpuBackend::memory() const {
   backend::MemoryInfo info;
   std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
+  std::string line;
+  while (std::getline(meminfo, line)) {  // "MemTotal:       24576000 kB"
+    std::istringstream fields(line);
+    std::string key;
+    uint64_t kib = 0;
+    if (!(fields >> key >> kib)) continue;
     if (key == "MemTotal:") info.total_bytes = kib * 1024;
     if (key == "MemAvailable:") info.free_bytes = kib * 1024;
   }

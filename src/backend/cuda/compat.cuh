@@ -86,6 +86,14 @@ inline error_t graph_launch(graph_exec_t exec, stream_t stream) { return hipGrap
 inline error_t graph_destroy(graph_t graph) { return hipGraphDestroy(graph); }
 inline error_t graph_exec_destroy(graph_exec_t exec) { return hipGraphExecDestroy(exec); }
 inline bool is_out_of_memory(error_t code) { return code == hipErrorOutOfMemory; }
+// The most dynamic shared memory one block may ask for on `device`, and the asking.
+inline error_t max_shared_per_block_optin(int* bytes, int device) {
+  return hipDeviceGetAttribute(bytes, hipDeviceAttributeSharedMemPerBlockOptin, device);
+}
+template <class Kernel>
+inline error_t set_max_dynamic_shared(Kernel* kernel, int bytes) {
+  return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
 // NOTE(hip): the errors after which the context is unusable (sticky), as HIP names them.
 inline bool is_device_lost(error_t code) {
   return code == hipErrorIllegalAddress || code == hipErrorLaunchFailure || code == hipErrorECCNotCorrectable ||
@@ -164,6 +172,14 @@ inline error_t graph_launch(graph_exec_t exec, stream_t stream) { return cudaGra
 inline error_t graph_destroy(graph_t graph) { return cudaGraphDestroy(graph); }
 inline error_t graph_exec_destroy(graph_exec_t exec) { return cudaGraphExecDestroy(exec); }
 inline bool is_out_of_memory(error_t code) { return code == cudaErrorMemoryAllocation; }
+// The most dynamic shared memory one block may ask for on `device`, and the asking.
+inline error_t max_shared_per_block_optin(int* bytes, int device) {
+  return cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+}
+template <class Kernel>
+inline error_t set_max_dynamic_shared(Kernel* kernel, int bytes) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
 // NOTE(cuda): the "sticky" errors after which the context is unusable and every later call
 // fails too (CUDA runtime API docs: cudaErrorIllegalAddress and the rest of this list).
 inline bool is_device_lost(error_t code) {

@@ -75,6 +75,7 @@ struct GraphKey {
 struct CapturedGraph {
   int uses = 0;
   gpu::graph_exec_t exec = nullptr;
+  bool failed = false;  // capture failed once: this shape runs eagerly
 };
 
 class CudaBackend final : public backend::Backend {
@@ -84,7 +85,9 @@ class CudaBackend final : public backend::Backend {
 
   std::string_view name() const override { return "cuda"; }
   backend::Capabilities capabilities() const override {
-    return {.device = "cuda:" + std::to_string(index_) + " (" + info_.name + ", sm_" + std::to_string(info_.cc_major) +
+    return {.backend = "CUDA",
+            .threads = 1,
+            .device = "cuda:" + std::to_string(index_) + " (" + info_.name + ", sm_" + std::to_string(info_.cc_major) +
                       std::to_string(info_.cc_minor) + ")",
             .batch_invariant = true,
             .device_memory = true};
@@ -108,6 +111,17 @@ class CudaBackend final : public backend::Backend {
   Status run_attention(const model::Graph& graph, const model::Node& node, const Plan& plan, CudaKvCache& cache,
                        float* out);
   Status run_moe(const model::Graph& graph, const model::Node& node, const Plan& plan, float* out);
+  // A weight's device form; an error (not a fault) if prepare_weights never saw it.
+  Result<const WeightView*> matrix_of(const model::Node& node) const {
+    const WeightView* view = weights_.matrix(node.weight);
+    if (view == nullptr) return Error{"cuda backend: tensor '" + node.name + "' was not prepared"};
+    return view;
+  }
+  Result<const float*> vector_of(const model::Node& node) const {
+    const float* values = weights_.vector(node.weight);
+    if (values == nullptr) return Error{"cuda backend: tensor '" + node.name + "' was not prepared"};
+    return values;
+  }
   float* value(const Plan& plan, model::NodeId id) const {
     return reinterpret_cast<float*>(arena_.get<std::byte>() + plan.activations.offsets[static_cast<size_t>(id)]);
   }
@@ -115,6 +129,9 @@ class CudaBackend final : public backend::Backend {
     return graph.nodes[static_cast<size_t>(node.src[slot])];
   }
   void drop_graphs();
+  void evict_graphs();
+  Status capture(const model::Graph& graph, const Plan& plan, CudaKvCache& cache,
+                 const backend::ForwardOutputs& outputs, CapturedGraph& captured);
 
  public:
   void set_graphs(bool enabled) { graphs_enabled_ = enabled; }
@@ -151,6 +168,40 @@ CudaBackend::~CudaBackend() {
   gpu::stream_destroy(stream_);
 }
 
+// Records the launches of one forward as a graph. A capture that fails leaves the stream as it
+// was and marks the shape to run eagerly from then on; only a lost device is an error.
+Status CudaBackend::capture(const model::Graph& graph, const Plan& plan, CudaKvCache& cache,
+                            const backend::ForwardOutputs& outputs, CapturedGraph& captured) {
+  if (gpu::stream_begin_capture(stream_) != gpu::success) {
+    gpu::get_last_error();
+    captured.failed = true;
+    return {};
+  }
+  const Status launched = launch_graph(graph, plan, cache, outputs, nullptr);
+  gpu::graph_t g = nullptr;
+  const gpu::error_t ended = gpu::stream_end_capture(stream_, &g);
+  gpu::error_t made = gpu::success;
+  if (launched.ok() && ended == gpu::success) made = gpu::graph_instantiate(&captured.exec, g);
+  if (g != nullptr) gpu::graph_destroy(g);
+  if (!launched.ok() || ended != gpu::success || made != gpu::success) {
+    gpu::get_last_error();
+    captured.exec = nullptr;
+    captured.failed = true;
+    if (!launched.ok() && launched.error().kind == ErrorKind::DeviceLost) return launched.error();
+    if (gpu::is_device_lost(ended)) GUFO_GPU_RETURN_IF_ERROR(ended, "capturing a CUDA graph");
+  }
+  return {};
+}
+
+// Shapes seen once and never captured go first; when captured graphs alone fill the table,
+// it is emptied (most of them belong to caches that are gone).
+void CudaBackend::evict_graphs() {
+  for (auto it = graphs_.begin(); it != graphs_.end();) {
+    it = it->second.exec == nullptr ? graphs_.erase(it) : std::next(it);
+  }
+  if (graphs_.size() >= kMaxGraphs) drop_graphs();
+}
+
 void CudaBackend::drop_graphs() {
   for (auto& [key, graph] : graphs_) {
     if (graph.exec != nullptr) gpu::graph_exec_destroy(graph.exec);
@@ -159,6 +210,9 @@ void CudaBackend::drop_graphs() {
 }
 
 backend::MemoryInfo CudaBackend::memory() const {
+  // NOTE(cuda_backend): the current device is per host thread, and the engine calls from a
+  // thread of its own: every entry point selects this backend's device first.
+  gpu::set_device(index_);
   size_t free_bytes = 0, total_bytes = 0;
   if (gpu::mem_get_info(&free_bytes, &total_bytes) != gpu::success) {
     gpu::get_last_error();
@@ -168,12 +222,28 @@ backend::MemoryInfo CudaBackend::memory() const {
 }
 
 bool CudaBackend::supports(const model::Node& node) const {
-  if (node.op == model::Op::Weight) return device_supports_type(node.weight->type) || node.weight->rows == 1;
-  return true;
+  switch (node.op) {
+    case model::Op::Weight:
+      return device_supports_type(node.weight->type) || node.weight->rows == 1;
+    case model::Op::Attention: {
+      const auto& p = std::get<model::AttentionParams>(node.params);
+      return attention_supports({.n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale});
+    }
+    case model::Op::MoeFfn: {
+      const auto& p = std::get<model::MoeParams>(node.params);
+      return moe_supports(p.n_expert, p.n_expert_used);
+    }
+    default:
+      return true;
+  }
 }
 
 Status CudaBackend::prepare_weights(const model::Graph& graph) {
-  // Matrices go in their kernel layout; vectors read by row-wise ops as f32.
+  GUFO_GPU_RETURN_IF_ERROR(gpu::set_device(index_), "cuda:" + std::to_string(index_));
+  // Matrices go in their kernel layout; vectors read by row-wise ops as f32. Everything is
+  // sized first, so a model too large for the device fails before any upload.
+  std::vector<std::pair<const model::Weight*, bool>> uploads;  // (weight, as matrix)
+  uint64_t needed = 0;
   for (const model::Node& node : graph.nodes) {
     for (size_t slot = 0; slot < model::kMaxSrc; ++slot) {
       if (node.src[slot] == model::kNoNode) continue;
@@ -181,15 +251,27 @@ Status CudaBackend::prepare_weights(const model::Graph& graph) {
       if (source.op != model::Op::Weight) continue;
       const bool as_matrix = node.op == model::Op::MatMul || node.op == model::Op::GetRows ||
                              node.op == model::Op::MoeFfn;
-      GUFO_RETURN_IF_ERROR(as_matrix ? weights_.upload_matrix(*source.weight, stream_)
-                                     : weights_.upload_vector(*source.weight, stream_));
+      const std::pair<const model::Weight*, bool> upload{source.weight, as_matrix};
+      if (std::find(uploads.begin(), uploads.end(), upload) != uploads.end()) continue;
+      uploads.push_back(upload);
+      needed += as_matrix ? DeviceWeights::matrix_bytes(*source.weight) : DeviceWeights::vector_bytes(*source.weight);
     }
+  }
+  const backend::MemoryInfo mem = memory();
+  if (needed > mem.free_bytes) {
+    return Error{"the weights need " + mib_text(needed) + " of device memory; cuda:" + std::to_string(index_) + " (" +
+                     info_.name + ") has " + mib_text(mem.free_bytes) + " free of " + mib_text(mem.total_bytes),
+                 ErrorKind::OutOfMemory};
+  }
+  for (const auto& [weight, as_matrix] : uploads) {
+    GUFO_RETURN_IF_ERROR(as_matrix ? weights_.upload_matrix(*weight, stream_) : weights_.upload_vector(*weight, stream_));
   }
   GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), "uploading weights");
   return {};
 }
 
 Result<std::unique_ptr<backend::KvCache>> CudaBackend::create_kv_cache(const backend::KvCacheSpec& spec) {
+  GUFO_GPU_RETURN_IF_ERROR(gpu::set_device(index_), "cuda:" + std::to_string(index_));
   GUFO_RETURN_IF_ERROR(backend::KvTable::validate(spec));
   GUFO_ASSIGN_OR_RETURN(std::unique_ptr<CudaKvCache> cache, CudaKvCache::create(spec, stream_));
   GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), "KV cache");
@@ -223,9 +305,8 @@ size_t node_scratch_bytes(const model::Graph& graph, const model::Node& node, co
       const auto& p = std::get<model::MoeParams>(node.params);
       const int64_t slots = node.rows * p.n_expert_used;
       const int64_t n_embd = node.cols;
-      const bool q8k = wants_q8k(src(2).weight->type);
       return aligned(moe_routing_bytes(node.rows, p.n_expert, p.n_expert_used)) +
-             aligned(quant_acts_bytes(node.rows, n_embd, q8k)) +
+             aligned(quant_acts_bytes(node.rows, n_embd, false)) + aligned(quant_acts_bytes(node.rows, n_embd, true)) +
              3 * aligned(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)) +
              aligned(quant_acts_bytes(slots, p.n_ff_exp, wants_q8k(src(4).weight->type))) +
              aligned(static_cast<size_t>(slots * n_embd) * sizeof(float));
@@ -307,9 +388,9 @@ Status CudaBackend::run_attention(const model::Graph& graph, const model::Node& 
 
 Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, const Plan& plan, float* out) {
   const auto& p = std::get<model::MoeParams>(node.params);
-  const WeightView& gate = *weights_.matrix(src(graph, node, 2).weight);
-  const WeightView& up = *weights_.matrix(src(graph, node, 3).weight);
-  const WeightView& down = *weights_.matrix(src(graph, node, 4).weight);
+  GUFO_ASSIGN_OR_RETURN(const WeightView* gate, matrix_of(src(graph, node, 2)));
+  GUFO_ASSIGN_OR_RETURN(const WeightView* up, matrix_of(src(graph, node, 3)));
+  GUFO_ASSIGN_OR_RETURN(const WeightView* down, matrix_of(src(graph, node, 4)));
   const int64_t rows = node.rows;
   const int64_t slots = rows * p.n_expert_used;
   const int64_t n_embd = node.cols;
@@ -321,14 +402,15 @@ Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, 
   };
   const MoeRouting routing =
       moe_routing_at(take(moe_routing_bytes(rows, p.n_expert, p.n_expert_used)), rows, p.n_expert, p.n_expert_used);
-  const bool quantized = is_quantized_matmul_type(gate.type);
-  const QuantActs x_q = quant_acts_at(take(quant_acts_bytes(rows, n_embd, wants_q8k(gate.type))), rows, n_embd,
-                                      wants_q8k(gate.type));
+  // Activations in each format the expert stacks need (gate and up may differ, as may down).
+  const QuantActs x_q8_0 = quant_acts_at(take(quant_acts_bytes(rows, n_embd, false)), rows, n_embd, false);
+  const QuantActs x_q8k = quant_acts_at(take(quant_acts_bytes(rows, n_embd, true)), rows, n_embd, true);
   auto* gate_out = reinterpret_cast<float*>(take(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)));
   auto* up_out = reinterpret_cast<float*>(take(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)));
   auto* act = reinterpret_cast<float*>(take(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)));
-  const QuantActs act_q = quant_acts_at(take(quant_acts_bytes(slots, p.n_ff_exp, wants_q8k(down.type))), slots,
-                                        p.n_ff_exp, wants_q8k(down.type));
+  const bool down_q8k = wants_q8k(down->type);
+  const QuantActs act_q = quant_acts_at(take(quant_acts_bytes(slots, p.n_ff_exp, down_q8k)), slots, p.n_ff_exp,
+                                        down_q8k);
   auto* down_out = reinterpret_cast<float*>(take(static_cast<size_t>(slots * n_embd) * sizeof(float)));
 
   const float* x = value(plan, node.src[0]);
@@ -337,20 +419,25 @@ Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, 
   const ExpertRows by_token{.offsets = routing.offsets, .x_rows = routing.slot_rows, .n_expert = p.n_expert,
                             .max_rows = rows};
   const ExpertRows by_slot{.offsets = routing.offsets, .x_rows = nullptr, .n_expert = p.n_expert, .max_rows = rows};
-  if (quantized) {
-    GUFO_RETURN_IF_ERROR(quantize_acts(x, n_embd, x_q, stream_));
-    GUFO_RETURN_IF_ERROR(mat_mul_q(gate, x_q, gate_out, p.n_ff_exp, &by_token, stream_));
-    GUFO_RETURN_IF_ERROR(mat_mul_q(up, x_q, up_out, p.n_ff_exp, &by_token, stream_));
-  } else {
-    GUFO_RETURN_IF_ERROR(mat_mul_float(gate, x, rows, n_embd, gate_out, p.n_ff_exp, &by_token, stream_));
-    GUFO_RETURN_IF_ERROR(mat_mul_float(up, x, rows, n_embd, up_out, p.n_ff_exp, &by_token, stream_));
-  }
+  bool have_q8_0 = false, have_q8k = false;
+  // out [slots, n_ff_exp] = each slot's token through its expert's rows of `w`.
+  const auto up_projection = [&](const WeightView& w, float* y) -> Status {
+    if (!is_quantized_matmul_type(w.type)) return mat_mul_float(w, x, rows, n_embd, y, p.n_ff_exp, &by_token, stream_);
+    const bool q8k = wants_q8k(w.type);
+    bool& have = q8k ? have_q8k : have_q8_0;
+    const QuantActs& acts = q8k ? x_q8k : x_q8_0;
+    if (!have) GUFO_RETURN_IF_ERROR(quantize_acts(x, n_embd, acts, stream_));
+    have = true;
+    return mat_mul_q(w, acts, y, p.n_ff_exp, &by_token, stream_);
+  };
+  GUFO_RETURN_IF_ERROR(up_projection(*gate, gate_out));
+  GUFO_RETURN_IF_ERROR(up_projection(*up, up_out));
   GUFO_RETURN_IF_ERROR(swiglu(gate_out, up_out, slots * p.n_ff_exp, act, stream_));
-  if (is_quantized_matmul_type(down.type)) {
+  if (is_quantized_matmul_type(down->type)) {
     GUFO_RETURN_IF_ERROR(quantize_acts(act, p.n_ff_exp, act_q, stream_));
-    GUFO_RETURN_IF_ERROR(mat_mul_q(down, act_q, down_out, n_embd, &by_slot, stream_));
+    GUFO_RETURN_IF_ERROR(mat_mul_q(*down, act_q, down_out, n_embd, &by_slot, stream_));
   } else {
-    GUFO_RETURN_IF_ERROR(mat_mul_float(down, act, slots, p.n_ff_exp, down_out, n_embd, &by_slot, stream_));
+    GUFO_RETURN_IF_ERROR(mat_mul_float(*down, act, slots, p.n_ff_exp, down_out, n_embd, &by_slot, stream_));
   }
   return moe_combine(down_out, n_embd, routing, rows, p.n_expert_used, out, stream_);
 }
@@ -361,15 +448,18 @@ Status CudaBackend::run_node(const model::Graph& graph, size_t id, const Plan& p
   const auto* ids = batch_.get<int32_t>();
   const auto input = [&](int slot) { return value(plan, node.src[slot]); };
   switch (node.op) {
-    case model::Op::GetRows:
-      return get_rows(*weights_.matrix(src(graph, node, 0).weight), ids, node.rows, out, stream_);
+    case model::Op::GetRows: {
+      GUFO_ASSIGN_OR_RETURN(const WeightView* table, matrix_of(src(graph, node, 0)));
+      return get_rows(*table, ids, node.rows, out, stream_);
+    }
     case model::Op::RmsNorm: {
       const auto& p = std::get<model::RmsNormParams>(node.params);
-      return rms_norm(input(0), node.rows, node.cols, weights_.vector(src(graph, node, 1).weight), p.group, p.eps, out,
-                      stream_);
+      GUFO_ASSIGN_OR_RETURN(const float* w, vector_of(src(graph, node, 1)));
+      return rms_norm(input(0), node.rows, node.cols, w, p.group, p.eps, out, stream_);
     }
     case model::Op::MatMul: {
-      const WeightView& w = *weights_.matrix(src(graph, node, 1).weight);
+      GUFO_ASSIGN_OR_RETURN(const WeightView* view, matrix_of(src(graph, node, 1)));
+      const WeightView& w = *view;
       const int64_t k = src(graph, node, 0).cols;
       if (!is_quantized_matmul_type(w.type)) {
         return mat_mul_float(w, input(0), node.rows, k, out, node.cols, nullptr, stream_);
@@ -385,12 +475,18 @@ Status CudaBackend::run_node(const model::Graph& graph, size_t id, const Plan& p
     }
     case model::Op::Add: {
       const model::Node& b = src(graph, node, 1);
-      const float* bv = b.op == model::Op::Weight ? weights_.vector(b.weight) : input(1);
+      const float* bv = input(1);
+      if (b.op == model::Op::Weight) {
+        GUFO_ASSIGN_OR_RETURN(bv, vector_of(b));
+      }
       return add(input(0), bv, node.rows, node.cols, b.rows, out, stream_);
     }
     case model::Op::Rope: {
       const auto& p = std::get<model::RopeParams>(node.params);
-      const float* factors = node.src[1] != model::kNoNode ? weights_.vector(src(graph, node, 1).weight) : nullptr;
+      const float* factors = nullptr;
+      if (node.src[1] != model::kNoNode) {
+        GUFO_ASSIGN_OR_RETURN(factors, vector_of(src(graph, node, 1)));
+      }
       return rope(input(0), out, node.rows, node.cols, ids + batch_capacity_, p.head_dim,
                   p.type == model::RopeType::Neox, p.theta, factors, stream_);
     }
@@ -459,6 +555,9 @@ Status CudaBackend::forward(const model::Graph& graph, const backend::Batch& bat
   GUFO_RETURN_IF_ERROR(backend::validate_batch(graph, batch, cache.spec()));
   GUFO_RETURN_IF_ERROR(backend::validate_outputs(graph, outputs));
   GUFO_ASSIGN_OR_RETURN(std::vector<int32_t> filled, cache.table().fill_after(batch));
+  GUFO_GPU_RETURN_IF_ERROR(gpu::set_device(index_), "cuda:" + std::to_string(index_));
+  // A forward that failed may have left copies from the pinned batch buffer in flight.
+  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), "forward");
   for (const model::Node& node : graph.nodes) {
     if (node.op != model::Op::GetRows) continue;
     const int64_t n_vocab = src(graph, node, 0).rows;
@@ -481,20 +580,12 @@ Status CudaBackend::forward(const model::Graph& graph, const backend::Batch& bat
   GUFO_RETURN_IF_ERROR(upload_batch(batch));
   GUFO_RETURN_IF_ERROR(cache.sync_tables(stream_));
 
-  if (graphs_.size() >= kMaxGraphs) drop_graphs();
+  if (graphs_.size() >= kMaxGraphs) evict_graphs();
   const GraphKey key{cache.id(), graph.n_tokens, graph.n_outputs, !outputs.logits.empty(), !outputs.argmax.empty()};
   const bool graphable = graphs_enabled_ && profile_ == nullptr && tap == nullptr && graph.n_tokens <= kGraphMaxTokens;
   CapturedGraph* captured = graphable ? &graphs_[key] : nullptr;
-  if (captured != nullptr && captured->exec == nullptr && ++captured->uses >= 2) {
-    GUFO_GPU_RETURN_IF_ERROR(gpu::stream_begin_capture(stream_), "capturing a CUDA graph");
-    const Status launched = launch_graph(graph, *plan, cache, outputs, nullptr);
-    gpu::graph_t g = nullptr;
-    const gpu::error_t ended = gpu::stream_end_capture(stream_, &g);
-    GUFO_RETURN_IF_ERROR(launched);
-    GUFO_GPU_RETURN_IF_ERROR(ended, "capturing a CUDA graph");
-    const gpu::error_t made = gpu::graph_instantiate(&captured->exec, g);
-    gpu::graph_destroy(g);
-    GUFO_GPU_RETURN_IF_ERROR(made, "instantiating a CUDA graph");
+  if (captured != nullptr && captured->exec == nullptr && !captured->failed && ++captured->uses >= 2) {
+    GUFO_RETURN_IF_ERROR(capture(graph, *plan, cache, outputs, *captured));
   }
   if (captured != nullptr && captured->exec != nullptr) {
     GUFO_GPU_RETURN_IF_ERROR(gpu::graph_launch(captured->exec, stream_), "replaying a CUDA graph");

@@ -55,6 +55,16 @@ void repack_row(DType type, const std::byte* src, int64_t cols, std::byte* q, st
 
 bool device_supports_type(DType type) { return device_row_bytes(type, 256) != 0; }
 
+uint64_t DeviceWeights::matrix_bytes(const model::Weight& w) {
+  const auto rows = static_cast<size_t>(w.rows * w.n_expert);
+  return aligned(device_row_bytes(w.type, w.cols) * rows) + aligned(d_bytes_per_row(w.type, w.cols) * rows) +
+         aligned(scale_bytes_per_row(w.type, w.cols) * rows);
+}
+
+uint64_t DeviceWeights::vector_bytes(const model::Weight& w) {
+  return aligned(static_cast<size_t>(w.rows * w.cols * w.n_expert) * sizeof(float));
+}
+
 Status DeviceWeights::stage_repacked(const model::Weight& w, Matrix& m, gpu::stream_t stream) {
   const std::string context = "uploading tensor '" + w.name + "'";
   if (staging_.get() == nullptr) {
@@ -105,7 +115,7 @@ Status DeviceWeights::upload_matrix(const model::Weight& w, gpu::stream_t stream
   const size_t q_bytes = aligned(m.view.q_row_bytes * static_cast<size_t>(rows));
   const size_t d_bytes = aligned(d_bytes_per_row(w.type, w.cols) * static_cast<size_t>(rows));
   const size_t sc_bytes = aligned(scale_bytes_per_row(w.type, w.cols) * static_cast<size_t>(rows));
-  GUFO_ASSIGN_OR_RETURN(m.memory, DeviceMemory::allocate(q_bytes + d_bytes + sc_bytes, "tensor '" + w.name + "'"));
+  GUFO_ASSIGN_OR_RETURN(m.memory, DeviceMemory::allocate(matrix_bytes(w), "tensor '" + w.name + "'"));
   auto* base = m.memory.get<std::byte>();
   m.view.q = base;
   if (d_bytes > 0) {

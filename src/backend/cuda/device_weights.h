@@ -24,6 +24,10 @@ class DeviceWeights {
   // `w` (any dequantizable type) as f32 [rows * cols].
   Status upload_vector(const model::Weight& w, gpu::stream_t stream);
 
+  // Device bytes upload_matrix / upload_vector will take for `w` (0 for a type without kernels).
+  static uint64_t matrix_bytes(const model::Weight& w);
+  static uint64_t vector_bytes(const model::Weight& w);
+
   const WeightView* matrix(const model::Weight* w) const;
   const float* vector(const model::Weight* w) const;
   uint64_t device_bytes() const { return device_bytes_; }

@@ -24,6 +24,8 @@ TEST(Registry, CreatesTheCpuBackendAndFallsBackFromAuto) {
   auto cpu = create_backend({.device = {.kind = DeviceChoice::Kind::Cpu, .index = 0}, .threads = 1});
   ASSERT_TRUE(cpu.ok());
   EXPECT_EQ(cpu->backend->name(), "cpu");
+  EXPECT_EQ(cpu->backend->capabilities().backend, "CPU");
+  EXPECT_EQ(cpu->backend->capabilities().threads, 1);
   EXPECT_TRUE(cpu->backend->capabilities().batch_invariant);
   EXPECT_FALSE(cpu->backend->capabilities().device_memory);
   auto any = create_backend({.device = {.kind = DeviceChoice::Kind::Auto, .index = 0}, .threads = 1});

@@ -1,7 +1,8 @@
-// `gufo run` and `gufo chat` as a user runs them: streamed output, same seed same text,
+// `gufo run`, `gufo chat` and `gufo bench` as a user runs them: streamed output, same seed same text,
 // --validate-prefill, one-line errors; chat over piped stdin, and Ctrl-C (SIGINT) stopping an
 // answer without ending the chat.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -121,6 +122,29 @@ TEST_F(GenerationCli, ChatAnswersEachLineAndKeepsTheConversation) {
   // A message continued with a backslash is one message.
   const Output joined = gufo(args, "hello\\\nthere\n");
   ASSERT_EQ(joined.exit_code, 0) << joined.err;
+}
+
+// gufo bench names the backend it ran on and reports each test's rates; --device is checked.
+TEST_F(GenerationCli, BenchReportsTheBackendAndEveryTest) {
+  const Output json = gufo("bench -m " + model("tiny-qwen3") + " --device cpu -t 2 -p 8,16 -n 4 -r 2 -o json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json tests = nlohmann::json::parse(json.out);
+  ASSERT_EQ(tests.size(), 3u);  // pp8, pp16, tg4
+  EXPECT_EQ(tests[0]["test"], "pp8");
+  EXPECT_EQ(tests[2]["test"], "tg4");
+  for (const auto& t : tests) {
+    EXPECT_EQ(t["backend"], "CPU");
+    EXPECT_EQ(t["threads"], 2);
+    EXPECT_NE(t["device"].get<std::string>().find("cpu ("), std::string::npos);
+    ASSERT_EQ(t["tokens_per_s"].size(), 2u);
+    for (const auto& rate : t["tokens_per_s"]) EXPECT_GT(rate.get<double>(), 0.0);
+  }
+  const Output md = gufo("bench -m " + model("tiny-qwen3") + " --device cpu -p 8 -n 0 -r 1");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| CPU |"), std::string::npos) << md.out;
+  const Output bad = gufo("bench -m " + model("tiny-qwen3") + " --device tpu -p 8 -n 0 -r 1");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err, "gufo: error: --device tpu: expected cpu, cuda, cuda:N or auto\n");
 }
 
 TEST_F(GenerationCli, ChatBadInputIsOneLine) {

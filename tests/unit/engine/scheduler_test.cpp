@@ -281,3 +281,79 @@ TEST_F(SchedulerTest, ChoicesStreamApartAndStopAtStopStrings) {
 
 }  // namespace
 }  // namespace gufo::engine
+
+namespace gufo::engine {
+namespace {
+
+// A backend that fails its forward calls from the `fail_from`-th on with an error of `kind`
+// (the CPU backend does the work otherwise), as a device that runs out of memory or is lost.
+class FailingBackend final : public backend::Backend {
+ public:
+  FailingBackend(backend::Backend& inner, int fail_from, ErrorKind kind)
+      : inner_(inner), fail_from_(fail_from), kind_(kind) {}
+  std::string_view name() const override { return "failing"; }
+  backend::Capabilities capabilities() const override { return inner_.capabilities(); }
+  backend::MemoryInfo memory() const override { return inner_.memory(); }
+  bool supports(const model::Node& node) const override { return inner_.supports(node); }
+  Status prepare_weights(const model::Graph& graph) override { return inner_.prepare_weights(graph); }
+  Result<std::unique_ptr<backend::KvCache>> create_kv_cache(const backend::KvCacheSpec& spec) override {
+    return inner_.create_kv_cache(spec);
+  }
+  Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,
+                 const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) override {
+    if (++calls_ >= fail_from_ && !recovered_) {
+      if (kind_ != ErrorKind::DeviceLost) recovered_ = true;  // a one-off failure
+      return Error{"injected failure", kind_};
+    }
+    return inner_.forward(graph, batch, cache, outputs, tap);
+  }
+
+ private:
+  backend::Backend& inner_;
+  int fail_from_;
+  ErrorKind kind_;
+  int calls_ = 0;
+  bool recovered_ = false;
+};
+
+TEST(SchedulerFailures, AFailedStepFailsItsSequencesAndTheEngineGoesOn) {
+  testing::TinyModel tiny("tiny-qwen3");
+  ASSERT_NE(tiny.model, nullptr);
+  FailingBackend failing(tiny.cpu, 3, ErrorKind::OutOfMemory);
+  auto s = Scheduler::create(*tiny.model, failing, *tiny.tokenizer, {.n_parallel = 2, .n_ctx = 64});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  Submission first = (*s)->submit(prompt_of(5, 1), {greedy(8)});
+  ASSERT_EQ(first.status, SubmitStatus::Accepted);
+  const Outcome failed = collect(first.handle);
+  EXPECT_NE(failed.error.find("injected failure"), std::string::npos) << failed.error;
+  // The next request runs normally.
+  Submission second = (*s)->submit(prompt_of(5, 2), {greedy(4)});
+  ASSERT_EQ(second.status, SubmitStatus::Accepted) << second.message;
+  const Outcome ok = collect(second.handle);
+  EXPECT_TRUE(ok.error.empty()) << ok.error;
+  ASSERT_EQ(ok.done.size(), 1u);
+  EXPECT_EQ(ok.done[0].completion_tokens, 4);
+}
+
+TEST(SchedulerFailures, ALostDeviceFailsEveryRequestAndRefusesNewOnes) {
+  testing::TinyModel tiny("tiny-qwen3");
+  ASSERT_NE(tiny.model, nullptr);
+  FailingBackend failing(tiny.cpu, 2, ErrorKind::DeviceLost);
+  auto s = Scheduler::create(*tiny.model, failing, *tiny.tokenizer,
+                             {.n_parallel = 1, .n_ctx = 64, .kv_tokens = 0, .block_size = 16, .step_tokens = 512,
+                              .max_queue = 8});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  // One runs, one waits for the single slot: the loss fails both.
+  Submission running = (*s)->submit(prompt_of(5, 1), {greedy(16)});
+  Submission waiting = (*s)->submit(prompt_of(5, 2), {greedy(16)});
+  ASSERT_EQ(running.status, SubmitStatus::Accepted);
+  ASSERT_EQ(waiting.status, SubmitStatus::Accepted);
+  EXPECT_NE(collect(running.handle).error.find("the device failed: injected failure"), std::string::npos);
+  EXPECT_NE(collect(waiting.handle).error.find("the device failed"), std::string::npos);
+  const Submission after = (*s)->submit(prompt_of(5, 3), {greedy(4)});
+  EXPECT_EQ(after.status, SubmitStatus::ShuttingDown);
+  EXPECT_NE(after.message.find("the device failed"), std::string::npos) << after.message;
+}
+
+}  // namespace
+}  // namespace gufo::engine

@@ -233,6 +233,11 @@ Status kv_store(const KvLayer& kv, const BatchRows& batch, const float* k, int64
   return {};
 }
 
+bool attention_supports(const AttentionShape& shape) {
+  return shape.n_head_kv >= 1 && shape.n_head % shape.n_head_kv == 0 && shape.head_dim >= 1 &&
+         shape.head_dim <= kMaxHeadDim && (shape.n_head / shape.n_head_kv) * 32 <= 1024;
+}
+
 size_t attention_scratch_bytes(const AttentionShape& shape, int64_t n_rows, int32_t max_position) {
   if (n_rows > kSplitBlocksMaxRows) return 0;
   const int64_t splits = max_position / kAttentionSplit + 1;
@@ -244,13 +249,12 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
   const std::string context = "attention(rows=" + std::to_string(batch.n_rows) + ", heads=" +
                               std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
                               std::to_string(shape.head_dim) + ")";
-  if (shape.n_head_kv < 1 || shape.n_head % shape.n_head_kv != 0 || shape.head_dim < 1 ||
-      shape.head_dim > kMaxHeadDim) {
-    return Error{context + ": unsupported head layout (head_dim up to " + std::to_string(kMaxHeadDim) + ")",
+  if (!attention_supports(shape)) {
+    return Error{context + ": unsupported head layout (head_dim up to " + std::to_string(kMaxHeadDim) +
+                     ", up to 32 query heads per KV head)",
                  ErrorKind::Unsupported};
   }
   const int64_t group = shape.n_head / shape.n_head_kv;
-  if (group * 32 > 1024) return Error{context + ": more than 32 query heads per KV head", ErrorKind::Unsupported};
   if (batch.n_rows == 0) return {};
   const int64_t max_splits = max_position / kAttentionSplit + 1;
   const bool split_blocks = batch.n_rows <= kSplitBlocksMaxRows;
@@ -258,12 +262,19 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
   AttentionArgs args{kv, batch, shape, q, ldq, out, ldo, split_blocks ? static_cast<float*>(scratch) : nullptr,
                      max_splits};
   const size_t smem = attention_shared_bytes(shape);
-  static bool raised = false;
-  if (!raised) {
-    // NOTE(attention): head_dim 256 with a large GQA group needs more than the default 48 KiB.
-    GUFO_GPU_RETURN_IF_ERROR(
-        cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 160 * 1024), context);
-    raised = true;
+  // NOTE(attention): past the default 48 KiB (head_dim 256 with a large GQA group) a block must
+  // ask for its shared memory, up to what the device allows; the common layouts never ask.
+  constexpr size_t kDefaultShared = 48 * 1024;
+  if (smem > kDefaultShared) {
+    int device = 0, optin = 0;
+    GUFO_GPU_RETURN_IF_ERROR(gpu::get_device(&device), context);
+    GUFO_GPU_RETURN_IF_ERROR(gpu::max_shared_per_block_optin(&optin, device), context);
+    if (smem > static_cast<size_t>(optin)) {
+      return Error{context + ": needs " + std::to_string(smem) + " bytes of shared memory per block, the device allows " +
+                       std::to_string(optin),
+                   ErrorKind::Unsupported};
+    }
+    GUFO_GPU_RETURN_IF_ERROR(gpu::set_max_dynamic_shared(attention_kernel, static_cast<int>(smem)), context);
   }
   const dim3 grid(static_cast<unsigned>(batch.n_rows), static_cast<unsigned>(shape.n_head_kv),
                   static_cast<unsigned>(split_blocks ? max_splits : 1));

@@ -325,17 +325,16 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
   if (!is_quantized_matmul_type(w.type)) return Error{context + ": not a quantized type"};
   if (x.k != w.cols || x.q8k != wants_q8k(w.type)) return Error{context + ": activations do not fit the weight"};
   if (w.cols % (wants_q8k(w.type) ? 256 : 32) != 0) return Error{context + ": width is not a multiple of the block"};
-  if (x.rows == 0 || w.rows == 0) return {};
+  const int64_t n_rows = experts != nullptr ? w.rows_per_expert : w.rows;
+  const int64_t n_tokens = experts != nullptr ? experts->max_rows : x.rows;
+  const int64_t n_expert = experts != nullptr ? experts->n_expert : 1;
+  if (x.rows == 0 || w.rows == 0 || n_tokens == 0) return {};
   if (mat_vec_q_enabled() && mat_vec_q_fits(x, experts)) {
     const Status s = mat_vec_q({w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}}, stream);
     if (!s.ok()) return Error{context + ": " + s.error().message, s.error().kind};
     return {};
   }
   Args args{w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}};
-  const int64_t n_rows = experts != nullptr ? w.rows_per_expert : w.rows;
-  const int64_t n_tokens = experts != nullptr ? experts->max_rows : x.rows;
-  const int64_t n_expert = experts != nullptr ? experts->n_expert : 1;
-  if (n_tokens == 0) return {};
   switch (w.type) {
     case DType::Q8_0: launch_for_type<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream); break;
     case DType::Q4_K: launch_for_type<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream); break;

@@ -136,11 +136,15 @@ MoeRouting moe_routing_at(void* memory, int64_t n_rows, int64_t n_expert, int64_
   return r;
 }
 
+bool moe_supports(int64_t n_expert, int64_t n_used) {
+  return n_expert >= 1 && n_expert <= kMaxExperts && n_used >= 1 && n_used <= n_expert && n_used <= kMaxUsed;
+}
+
 Status moe_route(const float* logits, int64_t n_rows, int64_t n_expert, int64_t n_used, bool normalize,
                  const MoeRouting& routing, gpu::stream_t stream) {
   const std::string context = "moe_route(rows=" + std::to_string(n_rows) + ", " + std::to_string(n_used) + " of " +
                               std::to_string(n_expert) + " experts)";
-  if (n_expert < 1 || n_expert > kMaxExperts || n_used < 1 || n_used > n_expert || n_used > kMaxUsed) {
+  if (!moe_supports(n_expert, n_used)) {
     return Error{context + ": the CUDA backend routes up to " + std::to_string(kMaxUsed) + " of " +
                      std::to_string(kMaxExperts) + " experts",
                  ErrorKind::Unsupported};

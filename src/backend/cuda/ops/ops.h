@@ -136,6 +136,8 @@ struct AttentionShape {
 // the batch. Changing this constant changes the numbers.
 inline constexpr int64_t kAttentionSplit = 256;
 
+// Whether attention() runs this head layout (head_dim up to 256, up to 32 query heads per KV head).
+bool attention_supports(const AttentionShape& shape);
 // Scratch bytes attention() needs for `n_rows` rows whose largest position is max_position.
 size_t attention_scratch_bytes(const AttentionShape& shape, int64_t n_rows, int32_t max_position);
 // Causal attention of q [n_rows, n_head * head_dim] (row stride ldq) over each row's cache
@@ -156,6 +158,8 @@ struct MoeRouting {
   float* row_weights = nullptr;      // [n_rows, n_used]: the weights of row_slots
 };
 size_t moe_routing_bytes(int64_t n_rows, int64_t n_expert, int64_t n_used);
+// Whether moe_route() routes n_used of n_expert experts (up to 32 of 512).
+bool moe_supports(int64_t n_expert, int64_t n_used);
 MoeRouting moe_routing_at(void* memory, int64_t n_rows, int64_t n_expert, int64_t n_used);
 
 // Per token: softmax over the router logits [n_rows, n_expert], the n_used most probable
