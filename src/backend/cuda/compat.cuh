@@ -39,8 +39,9 @@ inline error_t runtime_get_version(int* version) { return hipRuntimeGetVersion(v
 inline error_t pointer_get_attributes(pointer_attributes_t* attr, const void* ptr) {
   return hipPointerGetAttributes(attr, ptr);
 }
+// NOTE(hip): HIP 5.2 (Debian's) names the field memoryType and flags managed memory apart.
 inline bool is_device_memory(const pointer_attributes_t& attr) {
-  return attr.type == hipMemoryTypeDevice || attr.type == hipMemoryTypeManaged;
+  return attr.memoryType == hipMemoryTypeDevice || attr.isManaged != 0;
 }
 inline error_t malloc_device(void** ptr, size_t bytes) { return hipMalloc(ptr, bytes); }
 inline error_t free_device(void* ptr) { return hipFree(ptr); }
@@ -97,7 +98,7 @@ inline error_t set_max_dynamic_shared(Kernel* kernel, int bytes) {
 // NOTE(hip): the errors after which the context is unusable (sticky), as HIP names them.
 inline bool is_device_lost(error_t code) {
   return code == hipErrorIllegalAddress || code == hipErrorLaunchFailure || code == hipErrorECCNotCorrectable ||
-         code == hipErrorHardwareException || code == hipErrorNoDevice || code == hipErrorAssert;
+         code == hipErrorNoDevice || code == hipErrorAssert;
 }
 // NOTE(hip): hipBLAS and hipBLASLt only report versions through a handle; diagnose shows 0
 // until the HIP build creates one.
