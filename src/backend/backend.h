@@ -65,7 +65,9 @@ struct KvCacheSpec {
   int64_t block_size = 16;
   int64_t n_blocks = 0;
 
-  // Bytes of keys and values that one position of one sequence takes (all layers).
+  // Bytes of one key (or value) element, and of the keys and values that one position of one
+  // sequence takes over all layers.
+  size_t elem_bytes() const { return type == DType::F32 ? 4 : 2; }
   uint64_t bytes_per_token() const;
 };
 
@@ -123,14 +125,15 @@ class Backend {
                          const ForwardOutputs& outputs, const NodeTap* tap = nullptr) = 0;
 };
 
-// Checks a batch against its graph and cache before any work (positions in range, output
-// rows ascending and in range and never padding, sequence ids in range).
+// Checks a batch against its graph and cache before any work (token ids in the vocabulary,
+// positions in range, output rows ascending and in range and never padding, sequence ids in
+// range).
 Status validate_batch(const model::Graph& graph, const Batch& batch, const KvCacheSpec& cache);
 // Checks that `outputs` are sized for `graph`.
 Status validate_outputs(const model::Graph& graph, const ForwardOutputs& outputs);
 
 // Positions a paged pool can hold in `free_bytes` after `reserve_bytes` for everything else,
-// at `fraction` of what is left (NOTE(kv_pool) in batch.cpp), capped at `limit_tokens`.
+// at `fraction` of what is left (NOTE(kv_pool) in kv_table.cpp), capped at `limit_tokens`.
 int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes,
                        double fraction, int64_t limit_tokens);
 

@@ -1,5 +1,4 @@
 // Batch helpers and validation shared by every backend (see backend.h).
-#include <algorithm>
 #include <string>
 
 #include "backend/backend.h"
@@ -44,6 +43,16 @@ Status validate_batch(const model::Graph& graph, const Batch& batch, const KvCac
       return Error{"batch: sequence id " + std::to_string(batch.seq_ids[i]) + " out of range"};
     }
   }
+  for (const model::Node& node : graph.nodes) {  // the embedding lookup's table bounds the ids
+    if (node.op != model::Op::GetRows) continue;
+    const int64_t n_vocab = graph.nodes[static_cast<size_t>(node.src[0])].rows;
+    for (int32_t id : batch.tokens) {
+      if (id < 0 || id >= n_vocab) {
+        return Error{"token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(n_vocab) +
+                     " tokens"};
+      }
+    }
+  }
   for (size_t i = 0; i < batch.output_rows.size(); ++i) {
     const int32_t row = batch.output_rows[i];
     if (row < 0 || row >= n || (i > 0 && row <= batch.output_rows[i - 1])) {
@@ -68,18 +77,6 @@ Status validate_outputs(const model::Graph& graph, const ForwardOutputs& outputs
                  std::to_string(out.rows)};
   }
   return {};
-}
-
-// NOTE(kv_pool): a fraction below 1 of what is free leaves room for what the reserve does not
-// foresee (the allocator's granularity, a CUDA graph's private memory, other processes on the
-// same GPU); vLLM's gpu_memory_utilization plays the same part.
-int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes,
-                       double fraction, int64_t limit_tokens) {
-  if (memory.free_bytes <= reserve_bytes) return 0;
-  const double usable = static_cast<double>(memory.free_bytes - reserve_bytes) * fraction;
-  const auto per_token = static_cast<double>(std::max<uint64_t>(1, spec.bytes_per_token()));
-  const auto tokens = static_cast<int64_t>(usable / per_token);
-  return std::min(tokens, limit_tokens);
 }
 
 }  // namespace gufo::backend

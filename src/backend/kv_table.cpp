@@ -16,8 +16,7 @@ int64_t blocks_per_sequence(const KvCacheSpec& spec) {
 }  // namespace
 
 uint64_t KvCacheSpec::bytes_per_token() const {
-  const uint64_t elem_bytes = type == DType::F32 ? 4 : 2;
-  return 2 * static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(n_embd_kv) * elem_bytes;
+  return 2 * static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(n_embd_kv) * elem_bytes();
 }
 
 Status KvTable::validate(const KvCacheSpec& spec) {
@@ -102,6 +101,18 @@ Result<std::vector<int32_t>> KvTable::fill_after(const Batch& batch) const {
     next = position + 1;
   }
   return filled;
+}
+
+// NOTE(kv_pool): a fraction below 1 of what is free leaves room for what the reserve does not
+// foresee (the allocator's granularity, a CUDA graph's private memory, other processes on the
+// same GPU); vLLM's gpu_memory_utilization plays the same part.
+int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes,
+                       double fraction, int64_t limit_tokens) {
+  if (memory.free_bytes <= reserve_bytes) return 0;
+  const double usable = static_cast<double>(memory.free_bytes - reserve_bytes) * fraction;
+  const auto per_token = static_cast<double>(std::max<uint64_t>(1, spec.bytes_per_token()));
+  const auto tokens = static_cast<int64_t>(usable / per_token);
+  return std::min(tokens, limit_tokens);
 }
 
 }  // namespace gufo::backend

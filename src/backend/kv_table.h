@@ -27,6 +27,10 @@ class KvTable {
   const KvCacheSpec& spec() const { return spec_; }
   int64_t n_blocks() const { return n_blocks_; }  // the pool's blocks (every sequence's when unpaged)
   int32_t block_shift() const { return block_shift_; }
+  // Bytes of one layer's keys (or values) over the whole pool; layer l's start at l times this.
+  size_t layer_bytes() const {
+    return static_cast<size_t>(n_blocks_ * spec_.block_size * spec_.n_embd_kv) * spec_.elem_bytes();
+  }
   const std::vector<int32_t>& blocks(int32_t seq) const { return tables_[static_cast<size_t>(seq)]; }
   int32_t filled(int32_t seq) const { return filled_[static_cast<size_t>(seq)]; }
   // Positions sequence `seq` can hold with its current blocks.

@@ -5,7 +5,6 @@
 
 #include "backend/registry.h"
 #include "cli/default_model.h"
-#include "cli/generation_flags.h"
 
 namespace gufo::cli {
 
@@ -14,6 +13,12 @@ void add_backend_flags(CLI::App& app, BackendFlags& flags) {
                  "where the model runs: cpu, cuda, cuda:N or auto (CUDA when built with it and a GPU is present)");
   app.add_option("-t,--threads", flags.threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
   app.add_option("--cache-type", flags.cache_type, "KV cache type: f16 or f32");
+}
+
+Result<DType> parse_cache_type(const std::string& name) {
+  if (name == "f16") return DType::F16;
+  if (name == "f32") return DType::F32;
+  return Error{"--cache-type " + name + ": expected f16 or f32"};
 }
 
 Result<ChosenBackend> make_backend(const BackendFlags& flags, const char* command) {

@@ -25,6 +25,9 @@ struct BackendFlags {
 
 void add_backend_flags(CLI::App& app, BackendFlags& flags);
 
+// "f16" or "f32" (--cache-type).
+Result<DType> parse_cache_type(const std::string& name);
+
 struct ChosenBackend {
   std::unique_ptr<backend::Backend> backend;
   DType cache_type = DType::F16;

@@ -17,12 +17,6 @@ void add_sampler_flags(CLI::App& app, engine::SamplerParams& params) {
   app.add_option("-s,--seed", params.seed, "random seed (same seed, same output)");
 }
 
-Result<DType> parse_cache_type(const std::string& name) {
-  if (name == "f16") return DType::F16;
-  if (name == "f32") return DType::F32;
-  return Error{"--cache-type " + name + ": expected f16 or f32"};
-}
-
 Result<GenerationModel> load_generation_model(const std::string& model_path, ChosenBackend& chosen) {
   GUFO_ASSIGN_OR_RETURN(const std::string path, model_or_default(model_path));
   GenerationModel loaded;

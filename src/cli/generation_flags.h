@@ -1,5 +1,5 @@
-// What `gufo run` and `gufo chat` share: the sampling flags, the KV cache type flag, and
-// loading a model with its tokenizer (checked to fit the model) for generation.
+// What `gufo run`, `gufo chat` and `gufo serve` share: the sampling flags and loading a model
+// with its tokenizer (checked to fit the model) for generation.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,9 +19,6 @@ namespace gufo::cli {
 
 // --temp, --top-k, --top-p, --min-p, the penalties, --repeat-last-n and --seed.
 void add_sampler_flags(CLI::App& app, engine::SamplerParams& params);
-
-// "f16" or "f32" (--cache-type).
-Result<DType> parse_cache_type(const std::string& name);
 
 struct GenerationModel {
   std::unique_ptr<engine::Model> model;

@@ -27,8 +27,8 @@ struct Cache {
   int64_t table_stride = 0;
   std::vector<int32_t> tables;  // [2, table_stride]
   std::vector<std::byte> k, v;  // host pools
-  std::unique_ptr<DeviceArray<std::byte>> dk, dv;
-  std::unique_ptr<DeviceArray<int32_t>> dtables;
+  std::unique_ptr<DeviceBuffer<std::byte>> dk, dv;
+  std::unique_ptr<DeviceBuffer<int32_t>> dtables;
 
   cpu::KvView host_view(int32_t seq) {
     return {.type = f16 ? DType::F16 : DType::F32, .k = k.data(), .v = v.data(), .n_embd_kv = n_embd_kv,
@@ -68,9 +68,9 @@ Cache make_cache(int64_t n_embd_kv, bool f16, int64_t n_ctx, std::mt19937& rng) 
       reinterpret_cast<float*>(c.v.data())[i] = kv[n + i];
     }
   }
-  c.dk = std::make_unique<DeviceArray<std::byte>>(c.k);
-  c.dv = std::make_unique<DeviceArray<std::byte>>(c.v);
-  c.dtables = std::make_unique<DeviceArray<int32_t>>(c.tables);
+  c.dk = std::make_unique<DeviceBuffer<std::byte>>(c.k);
+  c.dv = std::make_unique<DeviceBuffer<std::byte>>(c.v);
+  c.dtables = std::make_unique<DeviceBuffer<int32_t>>(c.tables);
   return c;
 }
 
@@ -81,10 +81,10 @@ struct Rows {
 std::vector<float> gpu_attention(Cache& cache, const Rows& rows, const cuda::AttentionShape& shape,
                                  const std::vector<float>& q) {
   const auto n = static_cast<int64_t>(rows.seq_ids.size());
-  DeviceArray<int32_t> seqs(rows.seq_ids), positions(rows.positions);
-  DeviceArray<float> dq(q), out(q.size());
+  DeviceBuffer<int32_t> seqs(rows.seq_ids), positions(rows.positions);
+  DeviceBuffer<float> dq(q), out(q.size());
   const auto max_position = static_cast<int32_t>(cache.n_ctx - 1);
-  DeviceArray<std::byte> scratch(std::max<size_t>(cuda::attention_scratch_bytes(shape, n, max_position), 1));
+  DeviceBuffer<std::byte> scratch(std::max<size_t>(cuda::attention_scratch_bytes(shape, n, max_position), 1));
   const cuda::BatchRows batch{.positions = positions.get(), .seq_ids = seqs.get(), .n_rows = n};
   const int64_t width = shape.n_head * shape.head_dim;
   const Status s = cuda::attention(cache.device_layer(), batch, shape, dq.get(), width, max_position, scratch.get(),
@@ -173,8 +173,8 @@ TEST(CudaAttention, KvStoreWritesTheCpuBytes) {
       if (rows.seq_ids[r] == backend::kPaddingSeq) continue;
       cpu::kv_store(cache.host_view(rows.seq_ids[r]), rows.positions[r], k.data() + r * 64, v.data() + r * 64);
     }
-    DeviceArray<int32_t> seqs(rows.seq_ids), positions(rows.positions);
-    DeviceArray<float> dk(k), dv(v);
+    DeviceBuffer<int32_t> seqs(rows.seq_ids), positions(rows.positions);
+    DeviceBuffer<float> dk(k), dv(v);
     const cuda::BatchRows batch{.positions = positions.get(), .seq_ids = seqs.get(), .n_rows = 4};
     ASSERT_TRUE(cuda::kv_store(cache.device_layer(), batch, dk.get(), 64, dv.get(), 64, nullptr).ok());
     EXPECT_TRUE(cache.dk->download() == cache.k) << "f16=" << f16;

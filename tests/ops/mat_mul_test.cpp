@@ -28,23 +28,45 @@ std::vector<float> cpu_product(cpu::ThreadPool& pool, const model::Weight& w, co
   return out;
 }
 
-std::vector<float> gpu_product(const model::Weight& w, const std::vector<float>& x, int64_t m) {
+// Activation rows routed to experts, as the MoE's routing lays them out (ops.h, ExpertRows):
+// expert e takes output rows offsets[e]..offsets[e+1], whose activations are x rows x_rows[j].
+struct HostExperts {
+  std::vector<int32_t> offsets;
+  std::vector<int32_t> x_rows;
+  int64_t max_rows = 0;
+};
+
+// Which launcher runs: mat_mul_q / mat_mul_float as the backend calls them, or mat_vec_q alone.
+enum class Path { MatMul, MatVec };
+
+// The GPU's product of x [m, w.cols] with w (every output row; with `experts`, in expert mode).
+std::vector<float> gpu_product(const model::Weight& w, const std::vector<float>& x, int64_t m,
+                               const HostExperts* experts = nullptr, Path path = Path::MatMul) {
   cuda::DeviceWeights weights;
   const Status up = weights.upload_matrix(w, nullptr);
   EXPECT_TRUE(up.ok()) << up.error().message;
   const cuda::WeightView& view = *weights.matrix(&w);
-  DeviceArray<float> dx(x);
-  DeviceArray<float> out(static_cast<size_t>(m * w.rows));
-  if (cuda::is_quantized_matmul_type(w.type)) {
+  const int64_t out_rows = experts != nullptr ? experts->offsets.back() : m;
+  DeviceBuffer<float> dx(x), out(static_cast<size_t>(out_rows * w.rows));
+  DeviceBuffer<int32_t> d_offsets(experts != nullptr ? experts->offsets : std::vector<int32_t>{});
+  DeviceBuffer<int32_t> d_rows(experts != nullptr ? experts->x_rows : std::vector<int32_t>{});
+  cuda::ExpertRows routing;
+  if (experts != nullptr) {
+    routing = {.offsets = d_offsets.get(), .x_rows = d_rows.get(),
+               .n_expert = static_cast<int64_t>(experts->offsets.size()) - 1, .max_rows = experts->max_rows};
+  }
+  const cuda::ExpertRows* by_expert = experts != nullptr ? &routing : nullptr;
+  Status s;
+  if (!cuda::is_quantized_matmul_type(w.type)) {
+    s = cuda::mat_mul_float(view, dx.get(), m, w.cols, out.get(), w.rows, by_expert, nullptr);
+  } else {
     const bool q8k = cuda::wants_q8k(w.type);
-    DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(m, w.cols, q8k));
+    DeviceBuffer<std::byte> scratch(cuda::quant_acts_bytes(m, w.cols, q8k));
     const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), m, w.cols, q8k);
     EXPECT_TRUE(cuda::quantize_acts(dx.get(), w.cols, acts, nullptr).ok());
-    const Status s = cuda::mat_mul_q(view, acts, out.get(), w.rows, nullptr, nullptr);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    return out.download();
+    s = path == Path::MatVec ? cuda::mat_vec_q({view, acts, out.get(), w.rows, routing}, nullptr)
+                             : cuda::mat_mul_q(view, acts, out.get(), w.rows, by_expert, nullptr);
   }
-  const Status s = cuda::mat_mul_float(view, dx.get(), m, w.cols, out.get(), w.rows, nullptr, nullptr);
   EXPECT_TRUE(s.ok()) << s.error().message;
   return out.download();
 }
@@ -165,25 +187,13 @@ TEST(CudaMatMul, ExpertModeGivesEachExpertsProduct) {
       }
       offsets.push_back(static_cast<int32_t>(x_rows.size()));
     }
-    const auto slots = static_cast<int64_t>(x_rows.size());
     const std::vector<float> want = cpu_expert_products(pool, w.weight, x, offsets, x_rows);
-    cuda::DeviceWeights weights;
-    ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
-    DeviceArray<float> dx(x);
-    DeviceArray<int32_t> d_offsets(offsets), d_rows(x_rows);
-    DeviceArray<float> out(static_cast<size_t>(slots * n));
-    const cuda::ExpertRows experts{.offsets = d_offsets.get(), .x_rows = d_rows.get(), .n_expert = n_expert,
-                                   .max_rows = tokens};
+    const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = tokens};
+    const std::vector<float> got = gpu_product(w.weight, x, tokens, &experts);
     if (cuda::is_quantized_matmul_type(type)) {
-      DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(tokens, k, cuda::wants_q8k(type)));
-      const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), tokens, k, cuda::wants_q8k(type));
-      ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
-      ASSERT_TRUE(cuda::mat_mul_q(*weights.matrix(&w.weight), acts, out.get(), n, &experts, nullptr).ok());
-      EXPECT_EQ(compare(out.download(), want).mismatches, 0u) << dtype_name(type);
+      EXPECT_EQ(compare(got, want).mismatches, 0u) << dtype_name(type);
     } else {
-      ASSERT_TRUE(
-          cuda::mat_mul_float(*weights.matrix(&w.weight), dx.get(), tokens, k, out.get(), n, &experts, nullptr).ok());
-      EXPECT_LT(nmse(out.download(), want), 1e-10) << dtype_name(type);
+      EXPECT_LT(nmse(got, want), 1e-10) << dtype_name(type);
     }
     ++cases;
   }
@@ -196,19 +206,13 @@ TEST(CudaMatMul, RefusesActivationsOfTheWrongFormat) {
   const HostWeight w = random_weight(DType::Q4_K, 16, 256, rng);
   cuda::DeviceWeights weights;
   ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
-  DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(1, 256, false));
+  DeviceBuffer<std::byte> scratch(cuda::quant_acts_bytes(1, 256, false));
   const cuda::QuantActs q8_0 = cuda::quant_acts_at(scratch.get(), 1, 256, false);
-  DeviceArray<float> out(16);
+  DeviceBuffer<float> out(16);
   const Status s = cuda::mat_mul_q(*weights.matrix(&w.weight), q8_0, out.get(), 16, nullptr, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("do not fit"), std::string::npos) << s.error().message;
 }
-
-}  // namespace
-}  // namespace gufo::ops_test
-
-namespace gufo::ops_test {
-namespace {
 
 // The small-batch kernel (mat_vec_q.cu) on its own, plain and in expert mode, against the CPU
 // bit for bit (mat_mul_q routes to it with GUFO_CUDA_MATVEC=1, NOTE(mat_vec_q)).
@@ -223,15 +227,8 @@ TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
         const int64_t n = 77;
         const HostWeight w = random_weight(type, n, k, rng);
         const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng);
-        cuda::DeviceWeights weights;
-        ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
-        DeviceArray<float> dx(x), out(static_cast<size_t>(m * n));
-        DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(m, k, cuda::wants_q8k(type)));
-        const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), m, k, cuda::wants_q8k(type));
-        ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
-        const Status s = cuda::mat_vec_q({*weights.matrix(&w.weight), acts, out.get(), n, cuda::ExpertRows{}}, nullptr);
-        ASSERT_TRUE(s.ok()) << s.error().message;
-        EXPECT_EQ(compare(out.download(), cpu_product(pool, w.weight, x, m)).mismatches, 0u)
+        EXPECT_EQ(compare(gpu_product(w.weight, x, m, nullptr, Path::MatVec), cpu_product(pool, w.weight, x, m)).mismatches,
+                  0u)
             << dtype_name(type) << " k=" << k << " m=" << m;
         ++cases;
       }
@@ -243,17 +240,11 @@ TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
     const HostWeight w = random_weight(type, n, k, rng, 3);
     const std::vector<float> x = random_floats(static_cast<size_t>(3 * k), rng);
     const std::vector<int32_t> offsets = {0, 2, 2, 5}, x_rows = {0, 2, 0, 1, 2};
-    const std::vector<float> want = cpu_expert_products(pool, w.weight, x, offsets, x_rows);
-    cuda::DeviceWeights weights;
-    ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
-    DeviceArray<float> dx(x), out(5 * n);
-    DeviceArray<int32_t> d_offsets(offsets), d_rows(x_rows);
-    DeviceArray<std::byte> scratch(cuda::quant_acts_bytes(3, k, cuda::wants_q8k(type)));
-    const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), 3, k, cuda::wants_q8k(type));
-    ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
-    const cuda::ExpertRows experts{.offsets = d_offsets.get(), .x_rows = d_rows.get(), .n_expert = 3, .max_rows = 3};
-    ASSERT_TRUE(cuda::mat_vec_q({*weights.matrix(&w.weight), acts, out.get(), n, experts}, nullptr).ok());
-    EXPECT_EQ(compare(out.download(), want).mismatches, 0u) << dtype_name(type) << " experts";
+    const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = 3};
+    EXPECT_EQ(compare(gpu_product(w.weight, x, 3, &experts, Path::MatVec), cpu_expert_products(pool, w.weight, x, offsets, x_rows))
+                  .mismatches,
+              0u)
+        << dtype_name(type) << " experts";
     ++cases;
   }
   EXPECT_GT(cases, 0);

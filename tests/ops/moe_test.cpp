@@ -22,8 +22,8 @@ TEST(CudaMoe, RoutingMatchesRouteTokenAndGroupsSlotsByExpert) {
   for (const Case c : {Case{1, 8, 2, true}, Case{13, 8, 2, false}, Case{64, 128, 8, true}, Case{5, 60, 4, true}}) {
     std::vector<float> logits = random_floats(static_cast<size_t>(c.rows * c.n_expert), rng, 2.0f);
     logits[3] = logits[4];  // a tie: the lower index must win
-    DeviceArray<float> dlogits(logits);
-    DeviceArray<std::byte> memory(cuda::moe_routing_bytes(c.rows, c.n_expert, c.n_used));
+    DeviceBuffer<float> dlogits(logits);
+    DeviceBuffer<std::byte> memory(cuda::moe_routing_bytes(c.rows, c.n_expert, c.n_used));
     const cuda::MoeRouting r = cuda::moe_routing_at(memory.get(), c.rows, c.n_expert, c.n_used);
     ASSERT_TRUE(cuda::moe_route(dlogits.get(), c.rows, c.n_expert, c.n_used, c.normalize, r, nullptr).ok());
     ASSERT_EQ(gpu::device_synchronize(), gpu::success);
@@ -62,7 +62,7 @@ TEST(CudaMoe, RoutingMatchesRouteTokenAndGroupsSlotsByExpert) {
     // Combine: the CPU's ascending-expert sum, w * y added to an accumulator from 0.
     const int64_t cols = 70;
     const std::vector<float> y = random_floats(n_choices * cols, rng);
-    DeviceArray<float> dy(y), out(static_cast<size_t>(c.rows * cols));
+    DeviceBuffer<float> dy(y), out(static_cast<size_t>(c.rows * cols));
     ASSERT_TRUE(cuda::moe_combine(dy.get(), cols, r, c.rows, c.n_used, out.get(), nullptr).ok());
     std::vector<float> want_out(static_cast<size_t>(c.rows * cols), 0.0f);
     for (int64_t row = 0; row < c.rows; ++row) {

@@ -1,7 +1,8 @@
 // The operator harness of tests/ops: every CUDA op against its CPU twin (backend/cpu, the
-// oracle) over many shapes and every weight type. Helpers here: a device check that skips
-// without a GPU, device arrays, random inputs, weights in GGUF form, and comparisons with
-// declared tolerances. Each test counts its cases and fails when it ran none.
+// oracle) over many shapes and every weight type. Helpers here: random inputs, weights in
+// GGUF form, and comparisons with declared tolerances (device buffers and the skip without a
+// GPU come from tests/gpu/device_buffer.h). Each test counts its cases and fails when it ran
+// none.
 // Run on a GPU machine: ctest --preset gpu-fast (scripts/gpu-check.sh does).
 #pragma once
 
@@ -14,57 +15,15 @@
 #include <vector>
 
 #include "backend/cuda/compat.cuh"
-#include "backend/cuda/device_memory.h"
 #include "core/dtype.h"
 #include "model/weights.h"
 #include "quant/quant.h"
+#include "tests/gpu/device_buffer.h"
 
 namespace gufo::ops_test {
 
-// Skips the calling test when no CUDA device is usable.
-#define GUFO_REQUIRE_GPU()                                                  \
-  do {                                                                      \
-    int gufo_count_ = 0;                                                    \
-    if (::gufo::gpu::get_device_count(&gufo_count_) != ::gufo::gpu::success || gufo_count_ == 0) { \
-      ::gufo::gpu::get_last_error();                                        \
-      GTEST_SKIP() << "no CUDA device";                                     \
-    }                                                                       \
-  } while (0)
-
-// A device copy of a host vector, and back.
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t n) {
-    auto memory = cuda::DeviceMemory::allocate(std::max<size_t>(n, 1) * sizeof(T), "test array");
-    EXPECT_TRUE(memory.ok()) << memory.error().message;
-    if (memory.ok()) memory_ = std::move(*memory);
-    n_ = n;
-    // NOTE(ops_harness): outputs start as NaN bytes so that an element a kernel never wrote
-    // cannot pass as a computed value.
-    if (memory_.get() != nullptr) {
-      EXPECT_EQ(gpu::memset_async(memory_.get(), 0xff, std::max<size_t>(n, 1) * sizeof(T), nullptr), gpu::success);
-    }
-  }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    if (!host.empty()) {
-      EXPECT_EQ(gpu::copy_to_device(memory_.get(), host.data(), host.size() * sizeof(T)), gpu::success);
-    }
-  }
-  T* get() const { return memory_.get<T>(); }
-  std::vector<T> download() const {
-    std::vector<T> host(n_);
-    EXPECT_EQ(gpu::device_synchronize(), gpu::success);
-    if (n_ > 0) {
-      EXPECT_EQ(gpu::copy_to_host(host.data(), memory_.get(), n_ * sizeof(T)), gpu::success);
-    }
-    return host;
-  }
-
- private:
-  cuda::DeviceMemory memory_;
-  size_t n_ = 0;
-};
+// The device helpers are tests/gpu's (have_device, GUFO_REQUIRE_GPU, DeviceBuffer).
+using gpu_test::DeviceBuffer;
 
 inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
   std::normal_distribution<float> normal(0.0f, scale);

@@ -25,8 +25,8 @@ TEST(CudaRowOps, GetRowsGivesTheCpuDequantizedBits) {
       ASSERT_TRUE(cpu::get_rows(table.weight, ids, want.data()).ok());
       cuda::DeviceWeights weights;
       ASSERT_TRUE(weights.upload_matrix(table.weight, nullptr).ok());
-      DeviceArray<int32_t> d_ids(ids);
-      DeviceArray<float> out(want.size());
+      DeviceBuffer<int32_t> d_ids(ids);
+      DeviceBuffer<float> out(want.size());
       ASSERT_TRUE(cuda::get_rows(*weights.matrix(&table.weight), d_ids.get(), static_cast<int64_t>(ids.size()),
                                  out.get(), nullptr)
                       .ok());
@@ -49,7 +49,7 @@ TEST(CudaRowOps, RmsNormMatchesTheCpu) {
     const std::vector<float> w = random_floats(static_cast<size_t>(c.group), rng);
     std::vector<float> want(x.size());
     cpu::rms_norm(x.data(), c.rows, c.cols, w.data(), c.group, 1e-6f, want.data());
-    DeviceArray<float> dx(x), dw(w), out(x.size());
+    DeviceBuffer<float> dx(x), dw(w), out(x.size());
     ASSERT_TRUE(cuda::rms_norm(dx.get(), c.rows, c.cols, dw.get(), c.group, 1e-6f, out.get(), nullptr).ok());
     // NOTE(row_ops_test): the sum of squares is summed in another order (a butterfly): a few
     // ulp of the result, relative 1e-6 with room.
@@ -70,7 +70,7 @@ TEST(CudaRowOps, AddSwigluAndGatherMatchTheCpu) {
     const std::vector<float> a = random_floats(static_cast<size_t>(rows * cols), rng);
     const std::vector<float> b = random_floats(static_cast<size_t>(rows * cols), rng);
     const std::vector<float> bias = random_floats(static_cast<size_t>(cols), rng);
-    DeviceArray<float> da(a), db(b), dbias(bias), out(a.size());
+    DeviceBuffer<float> da(a), db(b), dbias(bias), out(a.size());
     std::vector<float> want(a.size());
     for (size_t i = 0; i < a.size(); ++i) want[i] = a[i] + b[i];
     ASSERT_TRUE(cuda::add(da.get(), db.get(), rows, cols, rows, out.get(), nullptr).ok());
@@ -83,8 +83,8 @@ TEST(CudaRowOps, AddSwigluAndGatherMatchTheCpu) {
     // NOTE(row_ops_test): expf on the GPU is within 2 ulp of the libm one.
     EXPECT_LT(compare(out.download(), want).max_rel, 1e-6);
     const std::vector<int32_t> pick = {static_cast<int32_t>(rows - 1), 0};
-    DeviceArray<int32_t> dpick(pick);
-    DeviceArray<float> gathered(2 * cols);
+    DeviceBuffer<int32_t> dpick(pick);
+    DeviceBuffer<float> gathered(2 * cols);
     ASSERT_TRUE(cuda::gather_rows(da.get(), cols, dpick.get(), 2, gathered.get(), nullptr).ok());
     std::vector<float> rows_wanted(a.begin() + (rows - 1) * cols, a.begin() + rows * cols);
     rows_wanted.insert(rows_wanted.end(), a.begin(), a.begin() + cols);
@@ -106,8 +106,8 @@ TEST(CudaRowOps, RopeMatchesTheCpu) {
         const std::vector<int32_t> positions = {0, 1, 2, 17, 255, 1000, 4095, 32767, 131071};
         std::vector<float> ff(static_cast<size_t>(head_dim / 2));
         for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + static_cast<float>(i % 7);
-        DeviceArray<float> dx(x), dff(ff), dout(x.size());
-        DeviceArray<int32_t> dpos(positions);
+        DeviceBuffer<float> dx(x), dff(ff), dout(x.size());
+        DeviceBuffer<int32_t> dpos(positions);
         ASSERT_TRUE(cuda::rope(dx.get(), dout.get(), rows, cols, dpos.get(), head_dim, type == model::RopeType::Neox,
                                1e6f, factors ? dff.get() : nullptr, nullptr)
                         .ok());
@@ -141,8 +141,8 @@ TEST(CudaRowOps, ArgmaxTakesTheLowerIndexOnTies) {
       const float* row = x.data() + r * cols;
       want[r] = static_cast<int32_t>(std::max_element(row, row + cols) - row);
     }
-    DeviceArray<float> dx(x);
-    DeviceArray<int32_t> out(4);
+    DeviceBuffer<float> dx(x);
+    DeviceBuffer<int32_t> out(4);
     ASSERT_TRUE(cuda::argmax_rows(dx.get(), 4, cols, out.get(), nullptr).ok());
     EXPECT_EQ(out.download(), want) << "cols=" << cols;
     ++cases;

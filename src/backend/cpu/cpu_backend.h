@@ -23,7 +23,8 @@ class CpuBackend final : public backend::Backend {
   // Host RAM (MemAvailable of /proc/meminfo); zeros where the system does not say.
   backend::MemoryInfo memory() const override;
   bool supports(const model::Node& node) const override;
-  // Weights are read in place from the mmap'd file: nothing to prepare but a type check.
+  // Weights are read in place from the mmap'd file: nothing to prepare (Model::load has
+  // checked supports() for every node).
   Status prepare_weights(const model::Graph& graph) override;
   Result<std::unique_ptr<backend::KvCache>> create_kv_cache(const backend::KvCacheSpec& spec) override;
   Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,

@@ -31,7 +31,6 @@ class CpuKvCache final : public backend::KvCache {
 
  private:
   backend::KvTable table_;
-  size_t elem_bytes_;
   std::vector<std::byte> k_;
   std::vector<std::byte> v_;
 };

@@ -5,13 +5,12 @@
 #include <iterator>
 #include <map>
 
+#include "backend/cuda/alignment.h"
+
 namespace gufo::cuda {
 
 namespace {
 
-// NOTE(activation_plan): 256-byte alignment keeps every buffer aligned for 16-byte vector
-// loads and matches what cudaMalloc guarantees.
-constexpr size_t kAlign = 256;
 
 // Free ranges of the arena, by offset; the arena grows at its end when nothing fits.
 class FirstFit {
@@ -79,7 +78,7 @@ ActivationPlan plan_activations(const model::Graph& graph) {
   for (size_t id = 0; id < n; ++id) {
     const model::Node& node = graph.nodes[id];
     if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
-    sizes[id] = (static_cast<size_t>(node.rows * node.cols) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+    sizes[id] = aligned_bytes(static_cast<size_t>(node.rows * node.cols) * sizeof(float));
     plan.offsets[id] = arena.take(sizes[id]);
     for (model::NodeId src : node.src) {
       if (src == model::kNoNode || src == graph.output) continue;
@@ -90,7 +89,7 @@ ActivationPlan plan_activations(const model::Graph& graph) {
       }
     }
   }
-  plan.arena_bytes = std::max<size_t>(arena.end(), kAlign);
+  plan.arena_bytes = std::max<size_t>(arena.end(), kDeviceAlign);
   return plan;
 }
 

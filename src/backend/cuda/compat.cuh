@@ -244,10 +244,6 @@ __device__ inline float group_sum(float value) {
   for (int mask = group_lanes / 2; mask > 0; mask /= 2) value += shfl_xor(value, mask);
   return value;
 }
-__device__ inline int group_sum(int value) {
-  for (int mask = group_lanes / 2; mask > 0; mask /= 2) value += shfl_xor(value, mask);
-  return value;
-}
 __device__ inline float group_max(float value) {
   for (int mask = group_lanes / 2; mask > 0; mask /= 2) value = fmaxf(value, shfl_xor(value, mask));
   return value;

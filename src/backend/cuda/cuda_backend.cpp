@@ -11,11 +11,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "backend/cuda/activation_plan.h"
+#include "backend/cuda/alignment.h"
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/device_memory.h"
@@ -31,17 +32,44 @@ static_assert(kPaddingSeq == backend::kPaddingSeq, "the kernels' padding id must
 
 namespace {
 
-size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // The profile's name for a node: its op, the weight type of a matmul and the batch bucket.
 std::string profile_kind(const model::Graph& graph, const model::Node& node) {
   std::string kind(model::op_name(node.op));
   if (node.op == model::Op::MatMul) {
     kind += " " + std::string(dtype_name(graph.nodes[static_cast<size_t>(node.src[1])].weight->type));
-    kind += node.cols > 100000 ? " (output)" : "";
+    kind += node.name == "logits" ? " (output)" : "";
   }
   kind += node.rows <= 8 ? " x" + std::to_string(node.rows) : node.rows <= 64 ? " x<=64" : " x>64";
   return kind;
+}
+
+AttentionShape attention_shape(const model::Node& node) {
+  const auto& p = std::get<model::AttentionParams>(node.params);
+  return {.n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale};
+}
+
+// Scratch a node needs besides its output (quantized activations, the MoE's routing and
+// expert outputs); attention's is sized per cache (Plan::attention).
+size_t node_scratch_bytes(const model::Graph& graph, const model::Node& node) {
+  const auto src = [&](int slot) -> const model::Node& { return graph.nodes[static_cast<size_t>(node.src[slot])]; };
+  switch (node.op) {
+    case model::Op::MatMul: {
+      const DType type = src(1).weight->type;
+      return is_quantized_matmul_type(type) ? quant_acts_bytes(node.rows, src(0).cols, wants_q8k(type)) : 0;
+    }
+    case model::Op::MoeFfn: {
+      const auto& p = std::get<model::MoeParams>(node.params);
+      const int64_t slots = node.rows * p.n_expert_used;
+      const int64_t n_embd = node.cols;
+      return aligned_bytes(moe_routing_bytes(node.rows, p.n_expert, p.n_expert_used)) +
+             aligned_bytes(quant_acts_bytes(node.rows, n_embd, false)) + aligned_bytes(quant_acts_bytes(node.rows, n_embd, true)) +
+             3 * aligned_bytes(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)) +
+             aligned_bytes(quant_acts_bytes(slots, p.n_ff_exp, wants_q8k(src(4).weight->type))) +
+             aligned_bytes(static_cast<size_t>(slots * n_embd) * sizeof(float));
+    }
+    default:
+      return 0;
+  }
 }
 
 // NOTE(cuda_graphs): decode steps and small continuous batches are where launch overhead
@@ -60,7 +88,9 @@ struct PlanKey {
 
 struct Plan {
   ActivationPlan activations;
-  size_t scratch_bytes = 0;
+  size_t scratch_bytes = 0;  // what every node but attention needs (node_scratch_bytes)
+  // Attention's split partials follow the cache's context, so they are sized per forward.
+  std::optional<AttentionShape> attention;
 };
 
 struct GraphKey {
@@ -98,11 +128,13 @@ class CudaBackend final : public backend::Backend {
   Result<std::unique_ptr<backend::KvCache>> create_kv_cache(const backend::KvCacheSpec& spec) override;
   Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,
                  const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) override;
+  void set_graphs(bool enabled) { graphs_enabled_ = enabled; }
+  void set_profile(bool enabled) { profile_ = enabled ? std::make_unique<NodeProfile>() : nullptr; }
 
  private:
   Result<const Plan*> plan_for(const model::Graph& graph, const CudaKvCache& cache);
-  Status reserve(DeviceMemory& memory, size_t bytes, const char* what);
-  Status reserve_host(PinnedMemory& memory, size_t bytes, const char* what);
+  template <class Kind>
+  Status reserve(OwnedMemory<Kind>& memory, size_t bytes, const char* what);
   Status upload_batch(const backend::Batch& batch);
   Status launch_graph(const model::Graph& graph, const Plan& plan, CudaKvCache& cache,
                       const backend::ForwardOutputs& outputs, const backend::NodeTap* tap);
@@ -132,12 +164,6 @@ class CudaBackend final : public backend::Backend {
   void evict_graphs();
   Status capture(const model::Graph& graph, const Plan& plan, CudaKvCache& cache,
                  const backend::ForwardOutputs& outputs, CapturedGraph& captured);
-
- public:
-  void set_graphs(bool enabled) { graphs_enabled_ = enabled; }
-  void set_profile(bool enabled) { profile_ = enabled ? std::make_unique<NodeProfile>() : nullptr; }
-
- private:
 
   int index_;
   DeviceInfo info_;
@@ -225,10 +251,8 @@ bool CudaBackend::supports(const model::Node& node) const {
   switch (node.op) {
     case model::Op::Weight:
       return device_supports_type(node.weight->type) || node.weight->rows == 1;
-    case model::Op::Attention: {
-      const auto& p = std::get<model::AttentionParams>(node.params);
-      return attention_supports({.n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale});
-    }
+    case model::Op::Attention:
+      return attention_supports(attention_shape(node));
     case model::Op::MoeFfn: {
       const auto& p = std::get<model::MoeParams>(node.params);
       return moe_supports(p.n_expert, p.n_expert_used);
@@ -278,50 +302,15 @@ Result<std::unique_ptr<backend::KvCache>> CudaBackend::create_kv_cache(const bac
   return std::unique_ptr<backend::KvCache>(std::move(cache));
 }
 
-Status CudaBackend::reserve(DeviceMemory& memory, size_t bytes, const char* what) {
+// Grows `memory` to `bytes`. Captured graphs hold the old addresses (device buffers, and the
+// pinned buffers their copies write to), so they go too.
+template <class Kind>
+Status CudaBackend::reserve(OwnedMemory<Kind>& memory, size_t bytes, const char* what) {
   if (memory.bytes() >= bytes) return {};
   GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), what);
-  drop_graphs();  // captured graphs hold the old addresses
+  drop_graphs();
   memory.reset();
-  GUFO_ASSIGN_OR_RETURN(memory, DeviceMemory::allocate(bytes, what));
-  return {};
-}
-
-// Scratch a node needs besides its output (quantized activations, attention partials, the
-// MoE's routing and expert outputs).
-size_t node_scratch_bytes(const model::Graph& graph, const model::Node& node, const backend::KvCacheSpec& cache) {
-  const auto src = [&](int slot) -> const model::Node& { return graph.nodes[static_cast<size_t>(node.src[slot])]; };
-  switch (node.op) {
-    case model::Op::MatMul: {
-      const DType type = src(1).weight->type;
-      return is_quantized_matmul_type(type) ? quant_acts_bytes(node.rows, src(0).cols, wants_q8k(type)) : 0;
-    }
-    case model::Op::Attention: {
-      const auto& p = std::get<model::AttentionParams>(node.params);
-      const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale};
-      return attention_scratch_bytes(shape, node.rows, static_cast<int32_t>(cache.n_ctx - 1));
-    }
-    case model::Op::MoeFfn: {
-      const auto& p = std::get<model::MoeParams>(node.params);
-      const int64_t slots = node.rows * p.n_expert_used;
-      const int64_t n_embd = node.cols;
-      return aligned(moe_routing_bytes(node.rows, p.n_expert, p.n_expert_used)) +
-             aligned(quant_acts_bytes(node.rows, n_embd, false)) + aligned(quant_acts_bytes(node.rows, n_embd, true)) +
-             3 * aligned(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)) +
-             aligned(quant_acts_bytes(slots, p.n_ff_exp, wants_q8k(src(4).weight->type))) +
-             aligned(static_cast<size_t>(slots * n_embd) * sizeof(float));
-    }
-    default:
-      return 0;
-  }
-}
-
-Status CudaBackend::reserve_host(PinnedMemory& memory, size_t bytes, const char* what) {
-  if (memory.bytes() >= bytes) return {};
-  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), what);
-  drop_graphs();  // captured graphs copy into the old buffer
-  memory.reset();
-  GUFO_ASSIGN_OR_RETURN(memory, PinnedMemory::allocate(bytes, what));
+  GUFO_ASSIGN_OR_RETURN(memory, OwnedMemory<Kind>::allocate(bytes, what));
   return {};
 }
 
@@ -332,19 +321,20 @@ Result<const Plan*> CudaBackend::plan_for(const model::Graph& graph, const CudaK
     Plan plan;
     plan.activations = plan_activations(graph);
     for (const model::Node& node : graph.nodes) {
-      plan.scratch_bytes = std::max(plan.scratch_bytes, node_scratch_bytes(graph, node, cache.spec()));
+      plan.scratch_bytes = std::max(plan.scratch_bytes, node_scratch_bytes(graph, node));
+      if (node.op == model::Op::Attention) plan.attention = attention_shape(node);
     }
     it = plans_.emplace(key, std::move(plan)).first;
   }
-  // The cache's context can differ between caches: scratch is checked every time.
-  size_t scratch = it->second.scratch_bytes;
-  for (const model::Node& node : graph.nodes) {
-    if (node.op == model::Op::Attention) scratch = std::max(scratch, node_scratch_bytes(graph, node, cache.spec()));
+  const Plan& plan = it->second;
+  size_t scratch = plan.scratch_bytes;
+  if (plan.attention) {
+    scratch = std::max(scratch, attention_scratch_bytes(*plan.attention, graph.n_tokens,
+                                                        static_cast<int32_t>(cache.spec().n_ctx - 1)));
   }
-  it->second.scratch_bytes = scratch;
-  GUFO_RETURN_IF_ERROR(reserve(arena_, it->second.activations.arena_bytes, "activations"));
-  GUFO_RETURN_IF_ERROR(reserve(scratch_, std::max<size_t>(scratch, 256), "scratch"));
-  return &it->second;
+  GUFO_RETURN_IF_ERROR(reserve(arena_, plan.activations.arena_bytes, "activations"));
+  GUFO_RETURN_IF_ERROR(reserve(scratch_, std::max(scratch, kDeviceAlign), "scratch"));
+  return &plan;
 }
 
 Status CudaBackend::upload_batch(const backend::Batch& batch) {
@@ -352,7 +342,7 @@ Status CudaBackend::upload_batch(const backend::Batch& batch) {
   if (n > batch_capacity_) {
     const int64_t capacity = std::max<int64_t>(n, 512);
     GUFO_RETURN_IF_ERROR(reserve(batch_, static_cast<size_t>(4 * capacity) * sizeof(int32_t), "batch"));
-    GUFO_ASSIGN_OR_RETURN(batch_host_, PinnedMemory::allocate(static_cast<size_t>(4 * capacity) * sizeof(int32_t), "batch"));
+    GUFO_RETURN_IF_ERROR(reserve(batch_host_, static_cast<size_t>(4 * capacity) * sizeof(int32_t), "batch"));
     batch_capacity_ = capacity;
   }
   auto* host = batch_host_.get<int32_t>();
@@ -380,9 +370,8 @@ Status CudaBackend::run_attention(const model::Graph& graph, const model::Node& 
   const model::Node& k = src(graph, node, 1);
   const model::Node& v = src(graph, node, 2);
   GUFO_RETURN_IF_ERROR(kv_store(kv, rows, value(plan, node.src[1]), k.cols, value(plan, node.src[2]), v.cols, stream_));
-  const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale};
   // NOTE(cuda_graphs): the split count follows the cache's context, never the batch's positions.
-  return attention(kv, rows, shape, value(plan, node.src[0]), src(graph, node, 0).cols,
+  return attention(kv, rows, attention_shape(node), value(plan, node.src[0]), src(graph, node, 0).cols,
                    static_cast<int32_t>(cache.spec().n_ctx - 1), scratch_.get(), out, node.cols, stream_);
 }
 
@@ -397,7 +386,7 @@ Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, 
   auto* base = scratch_.get<std::byte>();
   const auto take = [&](size_t bytes) {
     std::byte* at = base;
-    base += aligned(bytes);
+    base += aligned_bytes(bytes);
     return at;
   };
   const MoeRouting routing =
@@ -558,24 +547,14 @@ Status CudaBackend::forward(const model::Graph& graph, const backend::Batch& bat
   GUFO_GPU_RETURN_IF_ERROR(gpu::set_device(index_), "cuda:" + std::to_string(index_));
   // A forward that failed may have left copies from the pinned batch buffer in flight.
   GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), "forward");
-  for (const model::Node& node : graph.nodes) {
-    if (node.op != model::Op::GetRows) continue;
-    const int64_t n_vocab = src(graph, node, 0).rows;
-    for (int32_t id : batch.tokens) {
-      if (id < 0 || id >= n_vocab) {
-        return Error{"token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(n_vocab) +
-                     " tokens"};
-      }
-    }
-  }
   GUFO_ASSIGN_OR_RETURN(const Plan* plan, plan_for(graph, cache));
   // Every buffer a launch touches is in place before any capture (no allocation inside one).
   const model::Node& out = graph.nodes[static_cast<size_t>(graph.output)];
   const auto n_out = static_cast<size_t>(std::max<int64_t>(graph.n_outputs, 256));
   GUFO_RETURN_IF_ERROR(reserve(outputs_, n_out * sizeof(int32_t), "argmax"));
-  GUFO_RETURN_IF_ERROR(reserve_host(argmax_host_, n_out * sizeof(int32_t), "argmax"));
+  GUFO_RETURN_IF_ERROR(reserve(argmax_host_, n_out * sizeof(int32_t), "argmax"));
   if (!outputs.logits.empty()) {
-    GUFO_RETURN_IF_ERROR(reserve_host(logits_host_, static_cast<size_t>(out.rows * out.cols) * sizeof(float), "logits"));
+    GUFO_RETURN_IF_ERROR(reserve(logits_host_, static_cast<size_t>(out.rows * out.cols) * sizeof(float), "logits"));
   }
   GUFO_RETURN_IF_ERROR(upload_batch(batch));
   GUFO_RETURN_IF_ERROR(cache.sync_tables(stream_));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/alignment.h"
 #include "backend/cuda/check.cuh"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -17,9 +18,6 @@ namespace {
 // NOTE(device_weights): 64 MiB of staging keeps host memory small and is far past the size
 // where a host-to-device copy reaches full speed.
 constexpr size_t kStagingBytes = size_t{64} << 20;
-constexpr size_t kAlign = 256;
-
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // Bytes of the d and scales arrays per row in the split layouts.
 size_t d_bytes_per_row(DType type, int64_t cols) {
@@ -29,6 +27,21 @@ size_t d_bytes_per_row(DType type, int64_t cols) {
 }
 size_t scale_bytes_per_row(DType type, int64_t cols) {
   return type == DType::Q6_K ? static_cast<size_t>(cols / 16) : 0;
+}
+
+// Where the q, d and scales arrays of a weight start in its one allocation.
+struct MatrixLayout {
+  size_t q_bytes = 0;
+  size_t d_bytes = 0;
+  size_t sc_bytes = 0;
+  size_t total() const { return q_bytes + d_bytes + sc_bytes; }
+};
+
+MatrixLayout layout_of(const model::Weight& w) {
+  const auto rows = static_cast<size_t>(w.rows * w.n_expert);
+  return {.q_bytes = aligned_bytes(device_row_bytes(w.type, w.cols) * rows),
+          .d_bytes = aligned_bytes(d_bytes_per_row(w.type, w.cols) * rows),
+          .sc_bytes = aligned_bytes(scale_bytes_per_row(w.type, w.cols) * rows)};
 }
 
 // One row of GGUF blocks into the split layout: quants to q, fp16 scales to d, Q6_K's 8-bit
@@ -55,14 +68,10 @@ void repack_row(DType type, const std::byte* src, int64_t cols, std::byte* q, st
 
 bool device_supports_type(DType type) { return device_row_bytes(type, 256) != 0; }
 
-uint64_t DeviceWeights::matrix_bytes(const model::Weight& w) {
-  const auto rows = static_cast<size_t>(w.rows * w.n_expert);
-  return aligned(device_row_bytes(w.type, w.cols) * rows) + aligned(d_bytes_per_row(w.type, w.cols) * rows) +
-         aligned(scale_bytes_per_row(w.type, w.cols) * rows);
-}
+uint64_t DeviceWeights::matrix_bytes(const model::Weight& w) { return layout_of(w).total(); }
 
-uint64_t DeviceWeights::vector_bytes(const model::Weight& w) {
-  return aligned(static_cast<size_t>(w.rows * w.cols * w.n_expert) * sizeof(float));
+uint64_t DeviceWeights::vector_bytes(const model::Weight& w) {  // f32 values
+  return aligned_bytes(static_cast<size_t>(w.rows * w.cols * w.n_expert) * sizeof(float));
 }
 
 Status DeviceWeights::stage_repacked(const model::Weight& w, Matrix& m, gpu::stream_t stream) {
@@ -112,17 +121,15 @@ Status DeviceWeights::upload_matrix(const model::Weight& w, gpu::stream_t stream
   m.view.cols = w.cols;
   m.view.rows_per_expert = w.rows;
   m.view.q_row_bytes = device_row_bytes(w.type, w.cols);
-  const size_t q_bytes = aligned(m.view.q_row_bytes * static_cast<size_t>(rows));
-  const size_t d_bytes = aligned(d_bytes_per_row(w.type, w.cols) * static_cast<size_t>(rows));
-  const size_t sc_bytes = aligned(scale_bytes_per_row(w.type, w.cols) * static_cast<size_t>(rows));
-  GUFO_ASSIGN_OR_RETURN(m.memory, DeviceMemory::allocate(matrix_bytes(w), "tensor '" + w.name + "'"));
+  const MatrixLayout layout = layout_of(w);
+  GUFO_ASSIGN_OR_RETURN(m.memory, DeviceMemory::allocate(layout.total(), "tensor '" + w.name + "'"));
   auto* base = m.memory.get<std::byte>();
   m.view.q = base;
-  if (d_bytes > 0) {
-    m.view.d = reinterpret_cast<const uint16_t*>(base + q_bytes);
+  if (layout.d_bytes > 0) {
+    m.view.d = reinterpret_cast<const uint16_t*>(base + layout.q_bytes);
     m.view.d_per_row = w.type == DType::Q8_0 ? w.cols / 32 : w.cols / 256;
   }
-  if (sc_bytes > 0) m.view.scales = reinterpret_cast<const int8_t*>(base + q_bytes + d_bytes);
+  if (layout.sc_bytes > 0) m.view.scales = reinterpret_cast<const int8_t*>(base + layout.q_bytes + layout.d_bytes);
   if (w.type == DType::Q8_0 || w.type == DType::Q6_K) {
     GUFO_RETURN_IF_ERROR(stage_repacked(w, m, stream));
   } else {
@@ -130,7 +137,6 @@ Status DeviceWeights::upload_matrix(const model::Weight& w, gpu::stream_t stream
     GUFO_GPU_RETURN_IF_ERROR(
         gpu::copy_to_device(base, w.data, w.row_bytes * static_cast<size_t>(rows)), context);
   }
-  device_bytes_ += m.memory.bytes();
   matrices_.emplace(&w, std::move(m));
   return {};
 }
@@ -147,7 +153,6 @@ Status DeviceWeights::upload_vector(const model::Weight& w, gpu::stream_t stream
   GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_device_async(memory.get(), values.data(), values.size() * sizeof(float), stream),
                            "uploading tensor '" + w.name + "'");
   GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream), "uploading tensor '" + w.name + "'");
-  device_bytes_ += memory.bytes();
   vectors_.emplace(&w, std::move(memory));
   return {};
 }

@@ -30,7 +30,6 @@ class DeviceWeights {
 
   const WeightView* matrix(const model::Weight* w) const;
   const float* vector(const model::Weight* w) const;
-  uint64_t device_bytes() const { return device_bytes_; }
 
  private:
   struct Matrix {
@@ -42,7 +41,6 @@ class DeviceWeights {
   std::unordered_map<const model::Weight*, Matrix> matrices_;
   std::unordered_map<const model::Weight*, DeviceMemory> vectors_;
   PinnedMemory staging_;
-  uint64_t device_bytes_ = 0;
 };
 
 // Whether the CUDA backend has kernels for weights of this type.

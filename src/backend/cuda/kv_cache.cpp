@@ -15,9 +15,7 @@ CudaKvCache::CudaKvCache(const backend::KvCacheSpec& spec) : table_(spec) {
 
 Result<std::unique_ptr<CudaKvCache>> CudaKvCache::create(const backend::KvCacheSpec& spec, gpu::stream_t stream) {
   std::unique_ptr<CudaKvCache> cache(new CudaKvCache(spec));
-  const size_t elem_bytes = spec.type == DType::F32 ? 4 : 2;
-  const size_t pool_bytes = static_cast<size_t>(spec.n_layer * cache->table_.n_blocks() * spec.block_size *
-                                                spec.n_embd_kv) * elem_bytes;
+  const size_t pool_bytes = static_cast<size_t>(spec.n_layer) * cache->table_.layer_bytes();
   GUFO_ASSIGN_OR_RETURN(cache->k_, DeviceMemory::allocate(pool_bytes, "KV cache (keys)"));
   GUFO_ASSIGN_OR_RETURN(cache->v_, DeviceMemory::allocate(pool_bytes, "KV cache (values)"));
   cache->table_stride_ = (spec.n_ctx + spec.block_size - 1) / spec.block_size;
@@ -51,8 +49,7 @@ Status CudaKvCache::sync_tables(gpu::stream_t stream) {
 
 KvLayer CudaKvCache::layer(int64_t layer) const {
   const backend::KvCacheSpec& s = table_.spec();
-  const size_t elem_bytes = s.type == DType::F32 ? 4 : 2;
-  const size_t offset = static_cast<size_t>(layer * table_.n_blocks() * s.block_size * s.n_embd_kv) * elem_bytes;
+  const size_t offset = static_cast<size_t>(layer) * table_.layer_bytes();
   KvLayer kv;
   kv.k = k_.get<std::byte>() + offset;
   kv.v = v_.get<std::byte>() + offset;

@@ -5,7 +5,8 @@
 //   - quad(): 4 consecutive int8 weights of a 32-element chunk of a super-block (the unit of
 //     the float chain: 32 elements for Q8_0, 256 for the K-quants), for the integer dots;
 //   - scale() and the mins: the integer factors of each chunk (or 16-element half);
-//   - chain(): the float step per super-block, in the CPU's operand order.
+//   - chain(): the float step per super-block, in the CPU's operand order, from the block's
+//     d and dmin (every RowBlock has both; dmin is 0 where a type has no mins).
 // Tested by tests/ops (get_rows and mat_mul against the CPU, bit for bit).
 #pragma once
 
@@ -18,6 +19,16 @@
 namespace gufo::cuda {
 
 __device__ inline uint32_t load_u32(const std::byte* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// c + the dot product of the four int8 lanes of a and b (dp4a; a loop where there is none).
+__device__ inline int dot4(uint32_t a, uint32_t b, int c) {
+#if defined(GUFO_HIP)
+  for (int i = 0; i < 4; ++i) c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
+  return c;
+#else
+  return __dp4a(static_cast<int>(a), static_cast<int>(b), c);
+#endif
+}
 
 __device__ inline const std::byte* weight_row(const WeightView& w, int64_t row) {
   return w.q + static_cast<size_t>(row) * w.q_row_bytes;
@@ -34,9 +45,10 @@ struct TraitsQ8_0 {
   static constexpr bool kSplitHalves = false;
   struct RowBlock {
     float d;
+    float dmin;
   };
   __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
-    return {quant::fp16_to_fp32(w.d[row * w.d_per_row + sb])};
+    return {quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]), 0.0f};
   }
   __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int /*chunk*/, int kk) {
     return load_u32(weight_row(w, row) + sb * 32 + kk);
@@ -44,8 +56,8 @@ struct TraitsQ8_0 {
   __device__ static int scale(const RowBlock&, int, int) { return 1; }
   __device__ static int min(const RowBlock&, int) { return 0; }
   // CPU: acc = fma(d_w * d_x, float(S), acc)
-  __device__ static float chain(float acc, const RowBlock& rb, float dx, int s, int) {
-    return fmaf(rb.d * dx, static_cast<float>(s), acc);
+  __device__ static float chain(float acc, float d, float /*dmin*/, float dx, int s, int) {
+    return fmaf(d * dx, static_cast<float>(s), acc);
   }
   __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
     const float d = quant::fp16_to_fp32(w.d[row * w.d_per_row + col / 32]);
@@ -97,9 +109,9 @@ struct TraitsQ45K {
   __device__ static int scale(const RowBlock& rb, int chunk, int) { return rb.sc[chunk]; }
   __device__ static int min(const RowBlock& rb, int chunk) { return rb.mn[chunk]; }
   // CPU: acc = fma(d_x * d, float(S), acc); acc = fma(-(d_x * dmin), float(M), acc)
-  __device__ static float chain(float acc, const RowBlock& rb, float dx, int s, int m) {
-    acc = fmaf(dx * rb.d, static_cast<float>(s), acc);
-    return fmaf(-(dx * rb.dmin), static_cast<float>(m), acc);
+  __device__ static float chain(float acc, float d, float dmin, float dx, int s, int m) {
+    acc = fmaf(dx * d, static_cast<float>(s), acc);
+    return fmaf(-(dx * dmin), static_cast<float>(m), acc);
   }
   __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
     const Block* b = block(w, row, col / 256);
@@ -129,11 +141,13 @@ struct TraitsQ6K {
   static constexpr bool kSplitHalves = true;
   struct RowBlock {
     float d;
+    float dmin;
     int8_t sc[16];
   };
   __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
     RowBlock rb;
     rb.d = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
+    rb.dmin = 0.0f;
     const int8_t* sc = w.scales + row * (w.d_per_row * 16) + sb * 16;
 #pragma unroll
     for (int j = 0; j < 16; ++j) rb.sc[j] = sc[j];
@@ -150,8 +164,8 @@ struct TraitsQ6K {
   __device__ static int scale(const RowBlock& rb, int chunk, int half) { return rb.sc[2 * chunk + half]; }
   __device__ static int min(const RowBlock&, int) { return 0; }
   // CPU: acc = fma(d_x * d, float(S), acc)
-  __device__ static float chain(float acc, const RowBlock& rb, float dx, int s, int) {
-    return fmaf(dx * rb.d, static_cast<float>(s), acc);
+  __device__ static float chain(float acc, float d, float /*dmin*/, float dx, int s, int) {
+    return fmaf(dx * d, static_cast<float>(s), acc);
   }
   __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
     const int64_t sb = col / 256;

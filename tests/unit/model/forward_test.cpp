@@ -28,8 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using Reference = testing::ReferenceLogits;
-Reference load_reference(const fs::path& dir) { return testing::load_reference_logits(dir); }
 
 // Converts a Hugging Face folder with the real binary, as a user would.
 std::string convert(const fs::path& dir, const std::string& outtype) {
@@ -62,7 +60,7 @@ class ForwardTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(ForwardTest, F32LogitsMatchTransformers) {
-  const Reference ref = load_reference(dir());
+  const testing::ReferenceLogits ref = testing::load_reference_logits(dir());
   cpu::CpuBackend cpu(2);
   auto model = engine::Model::load(convert(dir(), "f32"), cpu);
   ASSERT_TRUE(model.ok()) << model.error().message;
@@ -81,7 +79,7 @@ TEST_P(ForwardTest, F32LogitsMatchTransformers) {
 }
 
 TEST_P(ForwardTest, OneBatchEqualsTokenByToken) {
-  const Reference ref = load_reference(dir());
+  const testing::ReferenceLogits ref = testing::load_reference_logits(dir());
   cpu::CpuBackend cpu(2);
   auto model = engine::Model::load(convert(dir(), "f32"), cpu);
   ASSERT_TRUE(model.ok()) << model.error().message;
@@ -102,7 +100,7 @@ TEST_P(ForwardTest, OneBatchEqualsTokenByToken) {
 }
 
 TEST_P(ForwardTest, RefusesBadInput) {
-  const Reference ref = load_reference(dir());
+  const testing::ReferenceLogits ref = testing::load_reference_logits(dir());
   cpu::CpuBackend cpu(1);
   auto model = engine::Model::load(convert(dir(), "f32"), cpu);
   ASSERT_TRUE(model.ok()) << model.error().message;
@@ -143,7 +141,7 @@ class QuantizedForwardTest : public ::testing::TestWithParam<QuantCase> {};
 TEST_P(QuantizedForwardTest, StaysCloseToTransformers) {
   const QuantCase& c = GetParam();
   const fs::path dir = fs::path(GUFO_TEST_DATA_DIR) / "models" / c.model;
-  const Reference ref = load_reference(dir);
+  const testing::ReferenceLogits ref = testing::load_reference_logits(dir);
   cpu::CpuBackend cpu(2);
   auto model = engine::Model::load(convert(dir, c.outtype), cpu);
   ASSERT_TRUE(model.ok()) << model.error().message;

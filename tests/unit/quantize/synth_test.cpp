@@ -145,15 +145,7 @@ TEST_F(Synth, Qwen3MoeHasRouterAndExpertStacksAndRuns) {
   EXPECT_EQ(big->n_expert_used, 8u);
   EXPECT_EQ(big->n_ff_exp, 768u);
   EXPECT_EQ(big->n_layer, 48u);
-  SynthOptions options;
-  options.arch = "qwen3moe";
-  options.shape = "small";
-  options.type = *parse_output_type("q4_k_m");
-  options.n_layer = 1;
-  options.n_vocab = kTestVocab;
-  const std::filesystem::path path = dir_ / "moe.gguf";
-  const Status done = synth_model(options, path.string());
-  ASSERT_TRUE(done.ok()) << done.error().message;
+  const std::filesystem::path path = write("qwen3moe", "small", "q4_k_m", 0, 0, "moe.gguf");
   auto file = gguf::File::open(path.string());
   ASSERT_TRUE(file.ok()) << file.error().message;
   EXPECT_EQ(*file->get_string("general.architecture"), "qwen3moe");
@@ -166,7 +158,7 @@ TEST_F(Synth, Qwen3MoeHasRouterAndExpertStacksAndRuns) {
   EXPECT_EQ(down->ne[2], 64u);
   EXPECT_EQ((*file->get_tensor("blk.0.ffn_gate_inp.weight"))->ne[1], 64u);
   EXPECT_EQ(file->find_tensor("blk.0.ffn_gate.weight"), nullptr);
-  const ModelFacts facts{.n_layer = 1, .n_expert = 64, .has_output = true, .is_70b_class = false};
+  const ModelFacts facts{.n_layer = 2, .n_expert = 64, .has_output = true, .is_70b_class = false};
   for (const gguf::TensorInfo& tensor : file->tensors()) {
     EXPECT_EQ(tensor.type, choose_tensor_type(QuantMix::Q4_K_M, facts, tensor.name, tensor.shape(), DType::F32))
         << tensor.name;

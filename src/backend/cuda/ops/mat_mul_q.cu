@@ -20,17 +20,6 @@
 namespace gufo::cuda {
 namespace {
 
-[[maybe_unused]] __device__ inline int dot4(uint32_t a, uint32_t b, int c) {
-#if defined(GUFO_HIP)
-  for (int i = 0; i < 4; ++i) {
-    c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
-  }
-  return c;
-#else
-  return __dp4a(static_cast<int>(a), static_cast<int>(b), c);
-#endif
-}
-
 // c = A (16 x 32, rows of int8) x B (32 x 8), exact int32. Fragment layout of PTX
 // mma.m16n8k32 .s8: a[0] row g cols 4t.., a[1] row g+8, a[2] row g cols 16+4t.., a[3] row
 // g+8 cols 16+4t..; b[0] rows 4t.. col g, b[1] rows 16+4t..; c[0..1] row g cols 2t, 2t+1,
@@ -176,7 +165,7 @@ __device__ __forceinline__ void chain(const Args& args, const LaneRows<kRm, kTn>
     // NOTE(mat_mul_q): a weight super-block is one activation block (32 for Q8_0, 256 for the
     // K-quants), so the activation scale of super-block sb is d[row][sb].
     const float dx = args.x.d[rows.c[tn][i % 2] * n_sb + sb];
-    acc[e] = T::chain(acc[e], rb[rm][i / 2], dx, s[e], m[e]);
+    acc[e] = T::chain(acc[e], rb[rm][i / 2].d, rb[rm][i / 2].dmin, dx, s[e], m[e]);
   });
 }
 

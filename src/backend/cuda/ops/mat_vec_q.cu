@@ -19,15 +19,6 @@ namespace {
 constexpr int kMaxRows = 8;
 constexpr int kWarps = 4;
 
-__device__ inline int dot4(uint32_t a, uint32_t b, int c) {
-#if defined(GUFO_HIP)
-  for (int i = 0; i < 4; ++i) c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
-  return c;
-#else
-  return __dp4a(static_cast<int>(a), static_cast<int>(b), c);
-#endif
-}
-
 struct Words8 {
   uint32_t w[8];
 };
@@ -71,8 +62,9 @@ struct UnitDot<TraitsQ8_0> {
       s[t] = dot32(q, load32(x.qs + xr[t] * x.k + sb * 32));
       m[t] = 0;
     }
-    dw = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
-    dmin = 0.0f;
+    const TraitsQ8_0::RowBlock rb = TraitsQ8_0::row_block(w, row, sb);
+    dw = rb.d;
+    dmin = rb.dmin;
   }
 };
 
@@ -122,7 +114,7 @@ struct UnitDot<TraitsQ6K> {
   __device__ static void run(const WeightView& w, int64_t row, int64_t sb, const QuantActs& x,
                              const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& dw, float& dmin) {
     const std::byte* base = weight_row(w, row) + sb * 192;
-    const int8_t* sc = w.scales + row * (w.d_per_row * 16) + sb * 16;
+    const TraitsQ6K::RowBlock rb = TraitsQ6K::row_block(w, row, sb);
 #pragma unroll
     for (int t = 0; t < kRows; ++t) s[t] = m[t] = 0;
 #pragma unroll
@@ -146,28 +138,15 @@ struct UnitDot<TraitsQ6K> {
           for (int t = 0; t < kRows; ++t) {
             int lo, hi;
             dot32_halves(q, load32(x.qs + xr[t] * x.k + sb * 256 + c * 32), lo, hi);
-            s[t] += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+            s[t] += rb.sc[2 * c] * lo + rb.sc[2 * c + 1] * hi;
           }
         }
       }
     }
-    dw = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
-    dmin = 0.0f;
+    dw = rb.d;
+    dmin = rb.dmin;
   }
 };
-
-// One chain step of super-block u (backend/cpu/quant/dot_kernels.h: the CPU's operand order).
-template <class T>
-__device__ inline void chain_step(float& acc, float dw, float dmin, float dx, int s, int m) {
-  if constexpr (T::kMins) {
-    acc = fmaf(dx * dw, static_cast<float>(s), acc);
-    acc = fmaf(-(dx * dmin), static_cast<float>(m), acc);
-  } else if constexpr (T::kActQ8K) {
-    acc = fmaf(dx * dw, static_cast<float>(s), acc);  // Q6_K: d_x * d
-  } else {
-    acc = fmaf(dw * dx, static_cast<float>(s), acc);  // Q8_0: d_w * d_x
-  }
-}
 
 // blockIdx: x = rows of kWarps * (32 / kLanes), z = expert (expert mode).
 template <class T, int kLanes, int kPerLane, int kRows>
@@ -217,7 +196,7 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecArgs a) {
         for (int t = 0; t < kRows; ++t) {
           const int s_j = gpu::shfl(s[k][t], leader + j);
           const int m_j = gpu::shfl(m[k][t], leader + j);
-          if (u < n_units) chain_step<T>(acc[t], dw_j, dmin_j, a.x.d[xr[t] * n_units + u], s_j, m_j);
+          if (u < n_units) acc[t] = T::chain(acc[t], dw_j, dmin_j, a.x.d[xr[t] * n_units + u], s_j, m_j);
         }
       }
     }

@@ -4,17 +4,16 @@
 // Tested by tests/ops/moe_test.cpp.
 #include <string>
 
+#include "backend/cuda/alignment.h"
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/ops/ops.h"
 
 namespace gufo::cuda {
 namespace {
 
-constexpr size_t kAlign = 256;
 constexpr int kMaxExperts = 512;
 constexpr int kMaxUsed = 32;
 
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // One thread per token, in the CPU's order: softmax (max, exp, sequential sum, divide), then
 // n_used rounds of "most probable unused expert, ties to the lower index", then renormalize.
@@ -115,7 +114,7 @@ __global__ void combine_kernel(const float* y, int64_t cols, MoeRouting r, int n
 
 size_t moe_routing_bytes(int64_t n_rows, int64_t n_expert, int64_t n_used) {
   const auto choices = static_cast<size_t>(n_rows * n_used);
-  return 2 * aligned(choices * 4) + aligned(static_cast<size_t>(n_expert + 1) * 4) + 3 * aligned(choices * 4);
+  return 2 * aligned_bytes(choices * 4) + aligned_bytes(static_cast<size_t>(n_expert + 1) * 4) + 3 * aligned_bytes(choices * 4);
 }
 
 MoeRouting moe_routing_at(void* memory, int64_t n_rows, int64_t n_expert, int64_t n_used) {
@@ -123,7 +122,7 @@ MoeRouting moe_routing_at(void* memory, int64_t n_rows, int64_t n_expert, int64_
   const auto choices = static_cast<size_t>(n_rows * n_used);
   const auto take = [&](size_t bytes) {
     std::byte* p = base;
-    base += aligned(bytes);
+    base += aligned_bytes(bytes);
     return p;
   };
   MoeRouting r;

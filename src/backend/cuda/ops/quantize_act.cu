@@ -4,15 +4,14 @@
 // Tested by tests/ops/mat_mul_test.cpp (through the matmul, bit for bit).
 #include <string>
 
+#include "backend/cuda/alignment.h"
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/ops/ops.h"
 
 namespace gufo::cuda {
 namespace {
 
-constexpr size_t kAlign = 256;
 
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // Rounds to the nearest integer in [-127, 127], halves away from zero; NaN becomes 0.
 __device__ int8_t to_q8(float v) {
@@ -65,8 +64,8 @@ __global__ void quantize_kernel(const float* x, int64_t ldx, QuantActs out) {
 size_t quant_acts_bytes(int64_t rows, int64_t k, bool q8k) {
   const auto r = static_cast<size_t>(rows);
   const auto kk = static_cast<size_t>(k);
-  return aligned(r * kk) + aligned(r * (kk / (q8k ? 256 : 32)) * sizeof(float)) +
-         (q8k ? aligned(r * (kk / 32) * sizeof(int32_t)) : 0);
+  return aligned_bytes(r * kk) + aligned_bytes(r * (kk / (q8k ? 256 : 32)) * sizeof(float)) +
+         (q8k ? aligned_bytes(r * (kk / 32) * sizeof(int32_t)) : 0);
 }
 
 QuantActs quant_acts_at(void* memory, int64_t rows, int64_t k, bool q8k) {
@@ -78,9 +77,9 @@ QuantActs quant_acts_at(void* memory, int64_t rows, int64_t k, bool q8k) {
   acts.k = k;
   acts.q8k = q8k;
   acts.qs = reinterpret_cast<int8_t*>(base);
-  base += aligned(r * kk);
+  base += aligned_bytes(r * kk);
   acts.d = reinterpret_cast<float*>(base);
-  base += aligned(r * (kk / (q8k ? 256 : 32)) * sizeof(float));
+  base += aligned_bytes(r * (kk / (q8k ? 256 : 32)) * sizeof(float));
   acts.sum32 = q8k ? reinterpret_cast<int32_t*>(base) : nullptr;
   return acts;
 }
