@@ -6,6 +6,7 @@
 // Tested by tests/unit/engine/cli_test.cpp (and chat_test.cpp for the conversation logic).
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,10 @@ struct ChatCommandOptions {
   std::string system_prompt;
   bool no_thinking = false;
   int32_t n_predict = -1;
-  int64_t n_ctx = 4096;
+  std::optional<int64_t> n_ctx;  // unset: min(4096, the model's)
   BackendFlags backend;
   std::vector<std::string> stop;
-  engine::SamplerParams sampler;
+  SamplerFlags sampler;
 };
 
 constexpr const char* kHelp =
@@ -46,15 +47,16 @@ int run_chat(const ChatCommandOptions& options) {
   auto loaded = load_generation_model(options.model_path, *chosen);
   backend::Backend& backend = *chosen->backend;  // after loading: auto may have fallen back
   if (!loaded.ok()) return report_error(loaded.error());
-  const int64_t n_ctx = std::min<int64_t>(options.n_ctx, loaded->model->hparams().n_ctx_train);
-  auto session = engine::Session::create(*loaded->model, backend, n_ctx, chosen->cache_type);
+  auto n_ctx = context_size(options.n_ctx, 4096, *loaded->model);
+  if (!n_ctx.ok()) return report_error(n_ctx.error());
+  auto session = engine::Session::create(*loaded->model, backend, *n_ctx, chosen->cache_type);
   if (!session.ok()) return report_error(session.error());
   engine::ChatOptions chat_options;
   chat_options.system_prompt = options.system_prompt;
   if (options.no_thinking) chat_options.enable_thinking = false;
   chat_options.generate.n_predict = options.n_predict;
   chat_options.generate.stop = options.stop;
-  chat_options.generate.sampler = options.sampler;
+  chat_options.generate.sampler = resolve_sampler(options.sampler, "gufo chat");
   auto chat = engine::Chat::create(*loaded->model, std::move(session).value(), *loaded->tokenizer, chat_options);
   if (!chat.ok()) return report_error(chat.error());
 
@@ -100,8 +102,10 @@ Command register_chat(CLI::App& root) {
   app->add_option("-m,--model", o->model_path, "a GGUF model with tokenizer.chat_template " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("--system", o->system_prompt, "a system prompt");
   app->add_flag("--no-thinking", o->no_thinking, "enable_thinking=false for templates that have it (Qwen3)");
-  app->add_option("-n,--n-predict", o->n_predict, "at most this many tokens per answer (-1: no limit)");
-  app->add_option("-c,--ctx", o->n_ctx, "context size in tokens (at most the model's)")->check(CLI::Range(1, 1 << 24));
+  app->add_option("-n,--n-predict", o->n_predict, "at most this many tokens per answer (-1: no limit)")
+      ->check(CLI::Range(-1, 1 << 30));
+  app->add_option("-c,--ctx", o->n_ctx, "context size in tokens, at most the model's (default: min(4096, the model's))")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   add_backend_flags(*app, o->backend);
   app->add_option("--stop", o->stop, "end an answer before this text (repeatable)");
   add_sampler_flags(*app, o->sampler);

@@ -1,20 +1,45 @@
 // Flags and model loading shared by `gufo run` and `gufo chat` (see generation_flags.h).
 #include "cli/generation_flags.h"
 
+#include <cstdio>
+#include <random>
+
 #include "cli/default_model.h"
 
 namespace gufo::cli {
 
-void add_sampler_flags(CLI::App& app, engine::SamplerParams& params) {
-  app.add_option("--temp", params.temperature, "temperature (0: greedy)");
-  app.add_option("--top-k", params.top_k, "top-k (0: off)");
-  app.add_option("--top-p", params.top_p, "top-p (1: off)");
-  app.add_option("--min-p", params.min_p, "min-p (0: off)");
-  app.add_option("--repeat-penalty", params.repeat_penalty, "repetition penalty (1: off)");
-  app.add_option("--presence-penalty", params.presence_penalty, "presence penalty (0: off)");
-  app.add_option("--frequency-penalty", params.frequency_penalty, "frequency penalty (0: off)");
-  app.add_option("--repeat-last-n", params.penalty_last_n, "tokens the penalties look back on");
-  app.add_option("-s,--seed", params.seed, "random seed (same seed, same output)");
+void add_sampler_flags(CLI::App& app, SamplerFlags& flags) {
+  engine::SamplerParams& p = flags.params;
+  app.add_option("--temp", p.temperature, "temperature (0: greedy)")->check(CLI::Range(0.0f, 1e6f));
+  app.add_option("--top-k", p.top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);
+  app.add_option("--top-p", p.top_p, "top-p (1: off)")->check(CLI::PositiveNumber & CLI::Range(0.0f, 1.0f));
+  app.add_option("--min-p", p.min_p, "min-p (0: off)")->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--repeat-penalty", p.repeat_penalty, "repetition penalty (1: off)")
+      ->check(CLI::PositiveNumber & CLI::Range(0.0f, 1e6f));
+  app.add_option("--presence-penalty", p.presence_penalty, "presence penalty (0: off)")->check(CLI::Range(-2.0f, 2.0f));
+  app.add_option("--frequency-penalty", p.frequency_penalty, "frequency penalty (0: off)")
+      ->check(CLI::Range(-2.0f, 2.0f));
+  app.add_option("--repeat-last-n", p.penalty_last_n, "tokens the penalties look back on")
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("-s,--seed", flags.seed, "random seed (same seed, same output; default: a new one each run)");
+  app.add_flag("-v,--verbose", flags.verbose, "print the seed and the backend on stderr");
+}
+
+engine::SamplerParams resolve_sampler(const SamplerFlags& flags, const char* command) {
+  engine::SamplerParams params = flags.params;
+  params.seed = flags.seed ? *flags.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  if (flags.verbose) std::fprintf(stderr, "%s: seed %llu\n", command, static_cast<unsigned long long>(params.seed));
+  return params;
+}
+
+Result<int64_t> context_size(std::optional<int64_t> flag, int64_t fallback, const engine::Model& model) {
+  const int64_t trained = model.hparams().n_ctx_train;
+  if (!flag) return std::min(fallback, trained);
+  if (*flag > trained) {
+    return Error{"-c/--ctx " + std::to_string(*flag) + " is beyond the model's training context (" +
+                 std::to_string(trained) + " tokens)"};
+  }
+  return *flag;
 }
 
 Result<GenerationModel> load_generation_model(const std::string& model_path, ChosenBackend& chosen) {

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/backend.h"
@@ -17,8 +18,25 @@
 
 namespace gufo::cli {
 
-// --temp, --top-k, --top-p, --min-p, the penalties, --repeat-last-n and --seed.
-void add_sampler_flags(CLI::App& app, engine::SamplerParams& params);
+// The sampling flags as given. Without --seed every run draws a new seed (as llama.cpp
+// does); --verbose prints it, so that --seed can repeat the run.
+struct SamplerFlags {
+  engine::SamplerParams params;
+  std::optional<uint64_t> seed;
+  bool verbose = false;
+};
+
+// --temp, --top-k, --top-p, --min-p, the penalties, --repeat-last-n, --seed and -v/--verbose,
+// each range-checked (an error names the flag).
+void add_sampler_flags(CLI::App& app, SamplerFlags& flags);
+
+// The parameters with the seed settled: --seed, or a fresh random one (printed on stderr
+// as "<command>: seed N" with --verbose).
+engine::SamplerParams resolve_sampler(const SamplerFlags& flags, const char* command);
+
+// -c/--ctx checked against the model: beyond its training context is an error naming the
+// flag; unset: min(fallback, training context).
+Result<int64_t> context_size(std::optional<int64_t> flag, int64_t fallback, const engine::Model& model);
 
 struct GenerationModel {
   std::unique_ptr<engine::Model> model;

@@ -26,6 +26,8 @@ namespace {
 int run_main(int argc, char** argv) {
   CLI::App app{"Gufo: local LLM inference engine and OpenAI-compatible server", "gufo"};
   app.require_subcommand(0, 1);
+  // --help shows each option's default; subcommands copy this setting when they are added.
+  app.option_defaults()->always_capture_default();
   const diagnose::BuildInfo& build = diagnose::build_info();
   app.set_version_flag("--version", std::string("gufo ") + std::string(build.version) +
                                         " (" + std::string(build.git_revision) + ")");

@@ -157,6 +157,7 @@ int run_quality(const QualityOptions& options) {
   }
   if (limits) {
     if (auto broken = engine::check_limits(*report, *limits)) return report_error(Error{o.limits + ": " + *broken});
+    std::fprintf(stderr, "gufo quality: limits: ok (%s)\n", o.limits.c_str());
   }
   return 0;
 }

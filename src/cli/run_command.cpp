@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,26 @@ struct RunOptions {
   std::string model_path;
   std::string prompt;
   int32_t n_predict = 128;
-  int64_t n_ctx = 4096;
+  std::optional<int64_t> n_ctx;  // unset: min(4096, the model's)
   BackendFlags backend;
   std::vector<std::string> stop;
   bool validate_prefill = false;
-  engine::SamplerParams sampler;
+  SamplerFlags sampler;
 };
+
+// After the text, as llama.cpp does: how fast the prompt was read and the answer written.
+void print_timings(const engine::GenerateResult& result) {
+  const engine::GenerateTimings& t = result.timings;
+  const auto per_second = [](double n, double seconds) { return seconds > 0 ? n / seconds : 0.0; };
+  const size_t generated = result.tokens.size();
+  std::fprintf(stderr,
+               "gufo run: prompt %lld tokens in %.1f ms (%.1f tokens/s); generated %zu tokens in %.1f ms "
+               "(%.1f tokens/s); stop: %s\n",
+               static_cast<long long>(t.prompt_tokens), t.prompt_seconds * 1e3,
+               per_second(static_cast<double>(t.prompt_tokens), t.prompt_seconds), generated,
+               t.generation_seconds * 1e3, per_second(static_cast<double>(generated), t.generation_seconds),
+               std::string(engine::stop_reason_name(result.reason)).c_str());
+}
 
 // Prints the per-position report to stderr and whether it is within the tolerances.
 int report_prefill(const engine::PrefillReport& report) {
@@ -68,7 +83,9 @@ int run_run(const RunOptions& options) {
     if (int code = report_prefill(*report); code != 0) return code;
   }
 
-  const int64_t n_ctx = std::min<int64_t>(options.n_ctx, model->hparams().n_ctx_train);
+  auto ctx = context_size(options.n_ctx, 4096, *model);
+  if (!ctx.ok()) return report_error(ctx.error());
+  const int64_t n_ctx = *ctx;
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     return report_error(Error{"-p: the prompt has " + std::to_string(prompt.size()) +
                               " tokens, the context only " + std::to_string(n_ctx)});
@@ -78,13 +95,16 @@ int run_run(const RunOptions& options) {
   engine::GenerateOptions generate;
   generate.n_predict = options.n_predict;
   generate.stop = options.stop;
-  generate.sampler = options.sampler;
+  generate.sampler = resolve_sampler(options.sampler, "gufo run");
+  if (options.sampler.verbose) std::fprintf(stderr, "gufo run: on %s\n", backend.capabilities().device.c_str());
   auto result = engine::generate(*session, *tok, prompt, generate, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   });
   if (!result.ok()) return report_error(result.error());
   std::fputc('\n', stdout);
+  std::fflush(stdout);
+  print_timings(*result);
   return 0;
 }
 
@@ -95,8 +115,10 @@ Command register_run(CLI::App& root) {
   CLI::App* app = root.add_subcommand("run", "Generate text from a prompt, streaming to stdout");
   app->add_option("-m,--model", o->model_path, "a GGUF model " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("-p,--prompt", o->prompt, "the prompt (raw text; control tokens are parsed)")->required();
-  app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until the context is full)");
-  app->add_option("-c,--ctx", o->n_ctx, "context size in tokens (at most the model's)")->check(CLI::Range(1, 1 << 24));
+  app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until the context is full)")
+      ->check(CLI::Range(-1, 1 << 30));
+  app->add_option("-c,--ctx", o->n_ctx, "context size in tokens, at most the model's (default: min(4096, the model's))")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   add_backend_flags(*app, o->backend);
   add_sampler_flags(*app, o->sampler);
   app->add_option("--stop", o->stop, "stop before this text (repeatable)");

@@ -1,15 +1,21 @@
 // `gufo serve [-m M.gguf] [--host H] [--port P] [--parallel N] ...`: the OpenAI-compatible
-// server. It listens first (so /health answers and /ready says "loading"), then loads the
-// model and starts the engine. SIGTERM or SIGINT: new requests get 503, running ones have
-// --grace seconds to finish, the rest are cancelled, and the process exits 0.
-// Tested by tests/functional (the OpenAI client against a real server).
+// server. The model file is checked, then the port is bound (exclusively) so that /health
+// answers and /ready says "loading" while the model loads and the engine starts.
+// SIGTERM or SIGINT: while loading, the process ends at once (nothing is being answered);
+// once serving, new requests get 503, running ones have --grace seconds to finish (a second
+// signal cuts that short), the rest are cancelled, and the process exits 0.
+// A model that cannot be loaded ends the process with one line and exit 1.
+// Tested by tests/functional (the OpenAI client against a real server; lifecycle.test.mjs).
 #include <signal.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -17,8 +23,10 @@
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/generation_flags.h"
+#include "cli/stop_signals.h"
 #include "engine/chat_prompt.h"
 #include "engine/scheduler.h"
+#include "gguf/file.h"
 #include "server/http_server.h"
 #include "server/reasoning.h"
 
@@ -31,26 +39,60 @@ struct ServeOptions {
   std::string alias;
   server::ServerOptions http;
   engine::SchedulerOptions engine;
-  int64_t n_ctx = 0;  // 0: min(model's, 4096)
+  std::optional<int64_t> n_ctx;  // unset: min(model's, 4096)
   BackendFlags backend;
   bool no_prefix_cache = false;
+  bool log_disable = false;
   double grace_seconds = 5.0;
   std::string reasoning_format = "deepseek";  // server/reasoning.h
 };
 
-// Blocks SIGTERM and SIGINT in every thread started from now on; wait_for_signal() takes
-// them synchronously, so no handler and no global flag are needed.
-sigset_t block_stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
+// The stop signals as the serving thread sees them (StopSignals' handler fills it).
+class StopRequest {
+ public:
+  // Called on the signal thread. Before serving, there is nothing to finish: exit now.
+  void on_signal(int signal_number, int count) {
+    std::lock_guard lock(mutex_);
+    if (!serving_) {
+      std::fprintf(stderr, "gufo serve: %s while starting: exiting\n", name(signal_number));
+      std::_Exit(0);  // the loading thread cannot be interrupted, and nothing needs saving
+    }
+    if (count == 1) signal_ = signal_number;
+    count_ = count;
+    changed_.notify_all();
+  }
+
+  void start_serving() {
+    std::lock_guard lock(mutex_);
+    serving_ = true;
+  }
+
+  // Blocks until the first signal; returns its name.
+  const char* wait_first() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return count_ > 0; });
+    return name(signal_);
+  }
+
+  // Waits up to `period` for a second signal; true when it came.
+  bool wait_second(std::chrono::milliseconds period) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, period, [&] { return count_ > 1; });
+  }
+
+ private:
+  static const char* name(int signal_number) { return signal_number == SIGTERM ? "SIGTERM" : "SIGINT"; }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool serving_ = false;
+  int signal_ = 0;
+  int count_ = 0;
+};
 
 int run_serve(ServeOptions options) {
-  const sigset_t stop_signals = block_stop_signals();
+  StopRequest stop;
+  const StopSignals signals([&stop](int signal_number, int count) { stop.on_signal(signal_number, count); });
   signal(SIGPIPE, SIG_IGN);  // a vanished client is a failed write, not a dead server
   if (options.http.api_key.empty()) {
     if (const char* key = std::getenv("GUFO_API_KEY"); key != nullptr) options.http.api_key = key;
@@ -60,12 +102,15 @@ int run_serve(ServeOptions options) {
   auto model_path = model_or_default(options.model_path);
   if (!model_path.ok()) return report_error(model_path.error());
   options.model_path = *model_path;
+  // A missing or malformed file fails before the port is taken; loading checks the rest.
+  if (auto header = gguf::File::open(options.model_path); !header.ok()) return report_error(header.error());
   const std::optional<bool> separate_reasoning = server::parse_reasoning_format(options.reasoning_format);
   if (!separate_reasoning) {
     return report_error(Error{"--reasoning-format must be " + std::string(server::kReasoningFormatNames) + ", not '" +
                               options.reasoning_format + "'"});
   }
   options.http.separate_reasoning = *separate_reasoning;
+  options.http.access_log = !options.log_disable;
   options.http.http_threads = std::max(options.http.http_threads,
                                        options.engine.n_parallel + options.engine.max_queue + 16);
 
@@ -92,7 +137,9 @@ int run_serve(ServeOptions options) {
     std::fprintf(stderr, "gufo serve: no chat completions (%s); /v1/completions only\n",
                  chat_prompt.error().message.c_str());
   }
-  options.engine.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(model.hparams().n_ctx_train, 4096);
+  auto n_ctx = context_size(options.n_ctx, 4096, model);
+  if (!n_ctx.ok()) return fail(n_ctx.error());
+  options.engine.n_ctx = *n_ctx;
   options.engine.prefix_cache = !options.no_prefix_cache;
   options.engine.cache_type = *cache_type;
   auto scheduler = engine::Scheduler::create(model, backend, *loaded->tokenizer, options.engine);
@@ -111,16 +158,19 @@ int run_serve(ServeOptions options) {
                served.name.c_str(), options.engine.n_parallel, static_cast<long long>(options.engine.n_ctx),
                static_cast<long long>((*scheduler)->options().kv_tokens), backend.capabilities().device.c_str());
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  std::fprintf(stderr, "gufo serve: %s: finishing running requests (up to %.0f s), then exiting\n",
-               signal_number == SIGTERM ? "SIGTERM" : "SIGINT", options.grace_seconds);
+  stop.start_serving();
+  const char* signal_name = stop.wait_first();
+  std::fprintf(stderr, "gufo serve: %s: finishing running requests (up to %.0f s; a second signal cancels them)\n",
+               signal_name, options.grace_seconds);
   http.stop_accepting();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.grace_seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     const engine::EngineStats stats = (*scheduler)->stats();
     if (stats.running == 0 && stats.waiting == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (stop.wait_second(std::chrono::milliseconds(20))) {
+      std::fprintf(stderr, "gufo serve: second signal: cancelling running requests\n");
+      break;
+    }
   }
   (*scheduler)->shutdown();  // cancels whatever is left; each stream gets its end
   http.stop();
@@ -167,6 +217,7 @@ Command register_serve(CLI::App& root) {
           "FORMAT");
   app->add_option("--grace", o->grace_seconds, "seconds running requests get to finish on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
+  app->add_flag("--log-disable", o->log_disable, "no access log (a line per request on stderr)");
   return Command{app, [o] { return run_serve(*o); }};
 }
 

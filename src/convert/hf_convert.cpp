@@ -527,7 +527,7 @@ std::optional<DType> parse_outtype(std::string_view text) {
   return std::nullopt;
 }
 
-Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outtype) {
+Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outtype, std::FILE* progress) {
   GUFO_CHECK(outtype == DType::F32 || outtype == DType::F16 || outtype == DType::BF16 ||
              outtype == DType::Q8_0);
   const std::filesystem::path dir(hf_dir);
@@ -552,12 +552,18 @@ Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outt
   set_model_metadata(conversion.writer, config, model_name, outtype);
   GUFO_RETURN_IF_ERROR(add_tokenizer(conversion.writer, hf_dir, config));
 
-  for (PlannedTensor& tensor : planned) {
+  const size_t n_tensors = planned.size();
+  for (size_t i = 0; i < n_tensors; ++i) {
+    PlannedTensor& tensor = planned[i];
     gguf::TensorSpec spec;
     spec.name = tensor.name;
     spec.type = tensor.type;
     spec.shape = tensor.ne;
-    spec.fill = [tensor = std::move(tensor)](std::span<std::byte> out) {
+    spec.fill = [tensor = std::move(tensor), progress, i, n_tensors](std::span<std::byte> out) {
+      if (progress != nullptr) {
+        std::fprintf(progress, "[%zu/%zu] %s: %s\n", i + 1, n_tensors, tensor.name.c_str(),
+                     std::string(dtype_info(tensor.type).name).c_str());
+      }
       return fill_tensor(tensor, out);
     };
     conversion.writer.add_tensor(std::move(spec));
@@ -565,8 +571,9 @@ Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outt
   return conversion;
 }
 
-Status convert_hf_model(const std::string& hf_dir, const std::string& out_path, DType outtype) {
-  GUFO_ASSIGN_OR_RETURN(HfConversion conversion, prepare_hf_conversion(hf_dir, outtype));
+Status convert_hf_model(const std::string& hf_dir, const std::string& out_path, DType outtype,
+                        std::FILE* progress) {
+  GUFO_ASSIGN_OR_RETURN(HfConversion conversion, prepare_hf_conversion(hf_dir, outtype, progress));
   gguf::WriteOptions options;
   options.input_paths = conversion.checkpoint->paths();
   return conversion.writer.write(out_path, options);

@@ -15,6 +15,7 @@
 //   embedding rows with [PAD<id>] unused tokens as llama.cpp does.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,10 +41,13 @@ struct HfConversion {
 
 // Reads and validates everything in `hf_dir` and plans the GGUF; writes nothing.
 // `outtype` is F32, F16, BF16 or Q8_0. Errors are one line naming the file or tensor.
-Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outtype);
+// With `progress`, each tensor prints "[i/n] name: TYPE" there as it is written.
+Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outtype,
+                                           std::FILE* progress = nullptr);
 
 // prepare_hf_conversion + write to `out_path` (all-or-nothing, see gguf/writer.h).
-Status convert_hf_model(const std::string& hf_dir, const std::string& out_path, DType outtype);
+Status convert_hf_model(const std::string& hf_dir, const std::string& out_path, DType outtype,
+                        std::FILE* progress = nullptr);
 
 // The general.* and <arch>.* metadata keys a conversion of `config` writes (the same code
 // path), for writers of other model files such as `gufo synth`. general.file_type is set

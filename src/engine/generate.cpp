@@ -2,6 +2,7 @@
 #include "engine/generate.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace gufo::engine {
 
@@ -62,7 +63,13 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   GenerateResult result;
   tokenizer::Detokenizer detokenizer(tokenizer);
   std::string pending;  // decoded text not yet emitted (may start a stop string)
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
   GUFO_ASSIGN_OR_RETURN(std::vector<float> logits, session.eval(prompt, false));
+  const Clock::time_point prompt_done = Clock::now();
+  result.timings.prompt_tokens = static_cast<int64_t>(prompt.size());
+  result.timings.prompt_seconds = std::chrono::duration<double>(prompt_done - started).count();
+  const auto generation_seconds = [&] { return std::chrono::duration<double>(Clock::now() - prompt_done).count(); };
   const int64_t n_ctx = session.context_size();
   for (int32_t n = 0; options.n_predict < 0 || n < options.n_predict; ++n) {
     if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
@@ -83,6 +90,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     if (found != std::string::npos) {
       on_text(std::string_view(pending).substr(0, found));
       result.reason = StopReason::StopString;
+      result.timings.generation_seconds = generation_seconds();
       return result;
     }
     on_text(std::string_view(pending).substr(0, safe));
@@ -95,6 +103,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   }
   pending += detokenizer.finish();
   on_text(pending);
+  result.timings.generation_seconds = generation_seconds();
   return result;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -29,9 +30,17 @@ struct GenerateOptions {
 enum class StopReason { Length, EndOfGeneration, StopString, ContextFull, Cancelled };
 std::string_view stop_reason_name(StopReason reason);
 
+// Wall time of the two phases, as llama.cpp reports them after a run.
+struct GenerateTimings {
+  int64_t prompt_tokens = 0;
+  double prompt_seconds = 0;      // evaluating the prompt, to the first logits
+  double generation_seconds = 0;  // from the first logits to the end (sampling included)
+};
+
 struct GenerateResult {
   std::vector<int32_t> tokens;  // generated (the end token included, if any)
   StopReason reason = StopReason::Length;
+  GenerateTimings timings;
 };
 
 // End-of-generation tokens of a vocabulary: EOS plus the control tokens chat models end a

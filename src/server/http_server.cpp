@@ -3,22 +3,21 @@
 
 #include <httplib.h>
 
-#include <arpa/inet.h>
-#include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <cstdlib>
-
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <ctime>
 #include <random>
 #include <span>
 #include <string_view>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "server/access_log.h"
+#include "server/listen_socket.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/reasoning.h"
@@ -44,36 +43,35 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// RFC 7235: the scheme is case-insensitive and one or more spaces follow it.
+std::optional<std::string_view> bearer_token(std::string_view header) {
+  constexpr std::string_view kScheme = "bearer";
+  if (header.size() <= kScheme.size()) return std::nullopt;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return std::nullopt;
+  }
+  const size_t key = header.find_first_not_of(' ', kScheme.size());
+  if (key == kScheme.size() || key == std::string_view::npos) return std::nullopt;
+  return header.substr(key);
+}
+
+// Metrics are labelled by route, never by the raw path a client sent (an unbounded set).
+std::string route_label(const httplib::Request& req) {
+  static constexpr std::string_view kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models",
+                                                 "/v1/chat/completions", "/v1/completions"};
+  for (const std::string_view route : kRoutes) {
+    if (req.path == route) return std::string(route);
+  }
+  if (req.path.starts_with("/v1/models/")) return "/v1/models/{id}";
+  return "other";
+}
+
 uint64_t random_seed() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   return rng();
 }
 
 bool write_all(httplib::DataSink& sink, const std::string& data) { return sink.write(data.data(), data.size()); }
-
-// NOTE(http): httplib 0.11 listens with a backlog of 5. A burst of new connections (16
-// clients at once) overflows it and the kernel drops the excess, which the clients retry
-// after a 1 s SYN timeout: a second of time-to-first-token for nothing. Calling listen()
-// again on the listening socket only raises its backlog; the socket is found by its port.
-void widen_listen_backlog(int port) {
-  DIR* fds = opendir("/proc/self/fd");
-  if (fds == nullptr) return;
-  while (const dirent* entry = readdir(fds)) {
-    const int fd = std::atoi(entry->d_name);
-    if (fd <= 2) continue;
-    int accepting = 0;
-    socklen_t len = sizeof accepting;
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || accepting == 0) continue;
-    sockaddr_storage addr{};
-    socklen_t addr_len = sizeof addr;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) continue;
-    int bound = -1;
-    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
-    if (addr.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
-    if (bound == port) ::listen(fd, SOMAXCONN);
-  }
-  closedir(fds);
-}
 
 // What one request asks the engine for, after checks and rendering.
 struct Plan {
@@ -98,6 +96,11 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), ht
   // theirs up (undici: 4 s), and a connection serves any number of requests.
   http_->set_keep_alive_timeout(30);
   http_->set_keep_alive_max_count(std::numeric_limits<size_t>::max());
+  // NOTE(http): with Nagle's algorithm on, the last small write of an answer waits for the
+  // client's delayed ACK (40 ms on Linux) on a kept-alive connection. Accepted sockets
+  // inherit TCP_NODELAY from the listening one.
+  http_->set_tcp_nodelay(true);
+  http_->set_socket_options(exclusive_socket_options);
   routes();
 }
 
@@ -107,25 +110,44 @@ Result<int> HttpServer::bind() {
   int port = options_.port;
   if (port == 0) {
     port = http_->bind_to_any_port(options_.host);
-    if (port < 0) return Error{"cannot listen on " + options_.host + " (any port)"};
+    if (port < 0) return Error{"cannot listen on " + options_.host + ": " + describe_bind_failure(options_.host, 0)};
   } else if (!http_->bind_to_port(options_.host, port)) {
-    return Error{"cannot listen on " + options_.host + ":" + std::to_string(port) +
-                 " (in use, or not an address of this machine)"};
+    return Error{"cannot listen on " + options_.host + ":" + std::to_string(port) + ": " +
+                 describe_bind_failure(options_.host, port)};
   }
   widen_listen_backlog(port);
+  port_ = port;
   return port;
 }
 
-void HttpServer::serve() { http_->listen_after_bind(); }
+void HttpServer::serve() {
+  serving_.store(true);
+  if (!stopping_.load()) http_->listen_after_bind();
+  served_.store(true);
+}
 
 void HttpServer::set_model(const ServedModel& model) {
   model_ = model;
   ready_.store(true, std::memory_order_release);
 }
 
+// NOTE(http): httplib's stop() does nothing unless the listening loop already runs, and
+// the loop then never ends. serve() and stop() each set their flag before reading the
+// other's (both sequentially consistent), so either serve() sees the stop and does not
+// listen, or stop() sees serve() and waits for the loop to run before stopping it.
 void HttpServer::stop() {
   stopping_.store(true);
-  if (http_) http_->stop();
+  if (!serving_.load()) return;
+  while (!served_.load() && !http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (served_.load() || stop_sent_.exchange(true)) return;  // twice would close an invalid socket
+  http_->stop();
+  // The answers still being written finish first (the engine is shut down, so they end
+  // soon); then the idle kept-alive connections are ended.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop_reading_connections(port_);
 }
 
 void HttpServer::reply(httplib::Response& res, const std::string& route, int status, const std::string& body,
@@ -138,17 +160,25 @@ void HttpServer::reply(httplib::Response& res, const std::string& route, int sta
 bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res, const std::string& route) {
   if (options_.api_key.empty()) return true;
   const std::string header = req.get_header_value("Authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  const bool ok = header.size() > kBearer.size() && std::string_view(header).substr(0, kBearer.size()) == kBearer &&
-                  constant_time_equal(std::string_view(header).substr(kBearer.size()), options_.api_key);
-  if (ok) return true;
+  const std::optional<std::string_view> key = bearer_token(header);
+  if (key && constant_time_equal(*key, options_.api_key)) return true;
   const ApiError error{.status = 401,
                        .message = header.empty() ? "no API key given (send 'Authorization: Bearer <key>')"
-                                                 : "incorrect API key",
+                                  : key         ? "incorrect API key"
+                                                : "the Authorization header is not 'Bearer <key>'",
                        .type = "invalid_request_error", .param = "", .code = "invalid_api_key"};
   res.set_header("WWW-Authenticate", "Bearer");
   reply(res, route, 401, dump(error.body()));
   return false;
+}
+
+const ServedModel* HttpServer::find_model(const std::string& name, httplib::Response& res, const std::string& route) {
+  if (name.empty() || name == model_.name) return &model_;
+  const ApiError error{.status = 404,
+                       .message = "the model '" + name + "' does not exist; this server has '" + model_.name + "'",
+                       .type = "invalid_request_error", .param = "model", .code = "model_not_found"};
+  reply(res, route, 404, dump(error.body()));
+  return nullptr;
 }
 
 void HttpServer::routes() {
@@ -166,14 +196,25 @@ void HttpServer::routes() {
     res.status = 200;
     res.set_content(render_metrics(stats, counters_.snapshot()), "text/plain; version=0.0.4");
   });
-  http_->Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+  const auto model_json = [](const ServedModel& m) {
+    return ordered_json{{"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "gufo"},
+                        {"max_model_len", m.n_ctx}};
+  };
+  http_->Get("/v1/models", [this, model_json](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res, "/v1/models")) return;
     ordered_json data = ordered_json::array();
-    if (ready_.load(std::memory_order_acquire)) {
-      data.push_back({{"id", model_.name}, {"object", "model"}, {"created", 0}, {"owned_by", "gufo"},
-                      {"max_model_len", model_.n_ctx}});
-    }
+    if (ready_.load(std::memory_order_acquire)) data.push_back(model_json(model_));
     reply(res, "/v1/models", 200, dump({{"object", "list"}, {"data", data}}));
+  });
+  http_->Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
+    const std::string route = "/v1/models/{id}";
+    if (!authorized(req, res, route)) return;
+    if (!ready_.load(std::memory_order_acquire)) {
+      res.set_header("Retry-After", "1");
+      const ApiError e{.status = 503, .message = "the model is still loading", .type = "server_error", .param = "", .code = ""};
+      return reply(res, route, 503, dump(e.body()));
+    }
+    if (const ServedModel* m = find_model(req.matches[1].str(), res, route)) reply(res, route, 200, dump(model_json(*m)));
   });
   http_->Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
@@ -197,7 +238,7 @@ void HttpServer::routes() {
     } else {
       error.message = "HTTP error " + std::to_string(res.status);
     }
-    counters_.count(req.path, res.status);
+    counters_.count(route_label(req), res.status);
     res.set_content(dump(error.body()), "application/json");
   });
   http_->set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -209,7 +250,23 @@ void HttpServer::routes() {
     } catch (...) {
     }
     const ApiError error{.status = 500, .message = what, .type = "server_error", .param = "", .code = ""};
-    reply(res, req.path, 500, dump(error.body()));
+    reply(res, route_label(req), 500, dump(error.body()));
+  });
+  // The logger runs after an answer's last byte, for every request (routed or not).
+  http_->set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
+    current_access_record() = AccessRecord{.start = std::chrono::steady_clock::now(), .routed = true};
+    in_flight_.fetch_add(1);
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    AccessRecord& record = current_access_record();
+    const auto now = std::chrono::steady_clock::now();
+    if (options_.access_log) {
+      // A request httplib refused before routing (a bad request line) has no record of its own.
+      const AccessRecord shown = record.routed ? record : AccessRecord{.start = now};
+      std::fputs(access_log_line(req.remote_addr, req.method, req.path, res.status, shown, now).c_str(), stderr);
+    }
+    if (std::exchange(record.routed, false)) in_flight_.fetch_sub(1);
   });
 }
 
@@ -224,14 +281,17 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
     res.set_header("Retry-After", "1");
     return fail({.status = 503, .message = "the model is still loading", .type = "server_error", .param = "", .code = ""});
   }
-  const ServedModel& model = model_;
-
   ordered_json body;
   try {
     body = ordered_json::parse(req.body);
   } catch (const ordered_json::parse_error& e) {
     return fail(bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json"));
   }
+  const auto named = body.is_object() ? body.find("model") : body.end();
+  const ServedModel* found = find_model(named != body.end() && named->is_string() ? named->get<std::string>() : "",
+                                        res, route);
+  if (found == nullptr) return;
+  const ServedModel& model = *found;
   const RequestLimits limits{.n_vocab = model.n_vocab};
   ParsedRequest parsed = parse_completion_request(body, chat, limits);
   if (std::holds_alternative<ApiError>(parsed)) return fail(std::get<ApiError>(parsed));
@@ -313,6 +373,7 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
       return fail({.status = 503, .message = submission.message, .type = "server_error", .param = "", .code = ""});
   }
 
+  current_access_record().prompt_tokens = static_cast<int64_t>(plan.prompt.size());
   const ResponseHeader header{.id = new_response_id(chat), .model = model.name,
                               .created = static_cast<int64_t>(std::time(nullptr))};
   const tokenizer::Tokenizer* tokenizer = model.tokenizer;
@@ -354,6 +415,9 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
             break;
         }
       }
+      int64_t generated = 0;
+      for (const ChoiceState& c : choices) generated += c.completion_tokens;
+      current_access_record().completion_tokens = generated;
       if (shared_plan->split_reasoning) {
         for (ChoiceState& c : choices) {
           ReasoningDelta split = split_reasoning(c.text, shared_plan->prompt_opened_thinking);
@@ -363,7 +427,7 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
       }
       if (r.chat && r.tools) {
         for (ChoiceState& c : choices) {
-          ParsedAnswer answer = parse_tool_calls(c.text);
+          ParsedAnswer answer = parse_tool_calls(c.text, r.callable_tools);
           if (answer.tool_calls.empty()) continue;
           c.text = std::move(answer.content);
           c.tool_calls = std::move(answer.tool_calls);
@@ -459,7 +523,7 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
         }
       }
       if (tools && !held[choice].empty()) {
-        ParsedAnswer answer = parse_tool_calls(held[choice]);
+        ParsedAnswer answer = parse_tool_calls(held[choice], r.callable_tools);
         if (!answer.content.empty() &&
             !send(chunk_json(header, true, event->choice, answer.content, "", nullptr, "", false, r.include_usage,
                              *tokenizer, offsets[choice]))) {
@@ -479,6 +543,7 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
       }
       ++done;
     }
+    current_access_record().completion_tokens = completion_tokens;
     if (r.include_usage) {
       send(usage_chunk_json(header, r.chat,
                             usage_json(static_cast<int32_t>(shared_plan->prompt.size()), completion_tokens, cached_tokens)));

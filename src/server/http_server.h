@@ -1,5 +1,5 @@
 // `gufo serve`'s HTTP side (cpp-httplib): the OpenAI routes (POST /v1/chat/completions,
-// POST /v1/completions, GET /v1/models), GET /health (the process answers), GET /ready (the
+// POST /v1/completions, GET /v1/models, GET /v1/models/{id}), GET /health (the process answers), GET /ready (the
 // model is loaded and the engine takes requests) and GET /metrics (Prometheus). Requests are
 // checked (server/openai_request.h), rendered with the model's chat template, and handed to
 // the engine (engine/scheduler.h); answers are whole JSON objects or server-sent events.
@@ -34,6 +34,7 @@ struct ServerOptions {
   size_t max_body_bytes = size_t{8} << 20;
   int http_threads = 64;                 // connections served at once (streams hold one each)
   bool separate_reasoning = true;        // chat: <think> blocks go to reasoning_content (server/reasoning.h)
+  bool access_log = true;                // a line per request on stderr (server/access_log.h)
 };
 
 // What the server serves once the model is loaded.
@@ -53,22 +54,26 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds the listening socket; returns the port (useful with port 0).
+  // Binds the listening socket, exclusively (a port another server holds is an error);
+  // returns the port (useful with port 0).
   Result<int> bind();
-  // Serves until stop(); call after bind(), on a thread of its own.
+  // Serves until stop(); call after bind(), on a thread of its own. Returns at once when
+  // stop() came first.
   void serve();
   // From now on /ready says yes and the /v1 routes answer (until then: 503).
   void set_model(const ServedModel& model);
   // New completion requests get 503 from now on; running ones go on.
   void stop_accepting() { stopping_.store(true); }
   // Ends the listening loop after the in-flight answers end (shut the engine down first,
-  // so that they do).
+  // so that they do). Safe at any time, also before serve() started or while it starts.
   void stop();
 
  private:
   void routes();
   bool authorized(const httplib::Request& req, httplib::Response& res, const std::string& route);
   void completion(const httplib::Request& req, httplib::Response& res, bool chat);
+  // The model a request names (empty: the served one), or null after a 404 was replied.
+  const ServedModel* find_model(const std::string& name, httplib::Response& res, const std::string& route);
   void reply(httplib::Response& res, const std::string& route, int status, const std::string& body,
              const char* content_type = "application/json");
 
@@ -77,6 +82,11 @@ class HttpServer {
   ServedModel model_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> serving_{false};  // serve() was entered (see stop())
+  std::atomic<bool> served_{false};   // serve() returned
+  std::atomic<bool> stop_sent_{false};
+  std::atomic<int> in_flight_{0};  // requests routed and not yet answered to the last byte
+  int port_ = 0;
   HttpCounters counters_;
 };
 

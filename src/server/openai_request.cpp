@@ -1,6 +1,7 @@
 // parse_completion_request (see openai_request.h).
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string_view>
@@ -227,6 +228,66 @@ void parse_logit_bias(Fields& fields, const RequestLimits& limits, CompletionReq
   }
 }
 
+// `tools` (each a function with a name) and `tool_choice` ("auto", "none", "required" or
+// {"type": "function", "function": {"name": ...}} naming an offered tool).
+void parse_tools(Fields& fields, CompletionRequest& out) {
+  const ordered_json* tools = fields.get("tools");
+  if (tools != nullptr && !fields.failed()) {
+    if (!tools->is_array()) return fields.fail("'tools' must be an array", "tools", "invalid_type");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const ordered_json& tool = (*tools)[i];
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      const auto function = tool.is_object() ? tool.find("function") : tool.end();
+      if (!tool.is_object() || function == tool.end() || !function->is_object()) {
+        return fields.fail("'" + at + "' must be an object with a 'function' object", at, "invalid_type");
+      }
+      const auto name = function->find("name");
+      if (name == function->end() || !name->is_string() || name->get<std::string>().empty()) {
+        return fields.fail("'" + at + ".function.name' must be a non-empty string", at + ".function.name",
+                           "invalid_type");
+      }
+      out.callable_tools.push_back(name->get<std::string>());
+    }
+    if (!tools->empty()) out.tools = *tools;
+  }
+  const ordered_json* choice = fields.get("tool_choice");
+  if (choice == nullptr || fields.failed()) return;
+  using Mode = ToolChoice::Mode;
+  if (choice->is_string()) {
+    const std::string mode = choice->get<std::string>();
+    if (mode == "auto") out.tool_choice.mode = Mode::Auto;
+    else if (mode == "none") out.tool_choice.mode = Mode::None;
+    else if (mode == "required") out.tool_choice.mode = Mode::Required;
+    else return fields.fail("'tool_choice' must be 'auto', 'none', 'required' or a function, not '" + mode + "'",
+                            "tool_choice");
+  } else {
+    const auto member = [](const ordered_json* object, const char* key) -> const ordered_json* {
+      if (object == nullptr || !object->is_object()) return nullptr;
+      const auto it = object->find(key);
+      return it == object->end() ? nullptr : &*it;
+    };
+    const ordered_json* name = member(member(choice, "function"), "name");
+    if (name == nullptr || !name->is_string()) {
+      return fields.fail("'tool_choice' must be a string or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                         "tool_choice", "invalid_type");
+    }
+    out.tool_choice = {.mode = Mode::Named, .name = name->get<std::string>()};
+    if (std::find(out.callable_tools.begin(), out.callable_tools.end(), out.tool_choice.name) ==
+        out.callable_tools.end()) {
+      return fields.fail("'tool_choice' names '" + out.tool_choice.name + "', which is not one of the 'tools'",
+                         "tool_choice.function.name");
+    }
+    out.callable_tools = {out.tool_choice.name};
+  }
+  if (out.tool_choice.mode != Mode::Auto && out.tool_choice.mode != Mode::None && !out.tools) {
+    return fields.fail("'tool_choice' asks for a tool call but no 'tools' are given", "tool_choice");
+  }
+  if (out.tool_choice.mode == Mode::None) {  // the model is not told of tools it may not call
+    out.tools.reset();
+    out.callable_tools.clear();
+  }
+}
+
 }  // namespace
 
 ParsedRequest parse_completion_request(const ordered_json& body, bool chat, const RequestLimits& limits) {
@@ -238,13 +299,7 @@ ParsedRequest parse_completion_request(const ordered_json& body, bool chat, cons
 
   if (chat) {
     parse_messages(body, limits, fields, out);
-    if (const ordered_json* tools = fields.get("tools"); tools != nullptr && !fields.failed()) {
-      if (!tools->is_array()) {
-        fields.fail("'tools' must be an array", "tools", "invalid_type");
-      } else if (!tools->empty()) {
-        out.tools = *tools;
-      }
-    }
+    parse_tools(fields, out);
     if (const ordered_json* kwargs = fields.get("chat_template_kwargs"); kwargs != nullptr && !fields.failed()) {
       if (!kwargs->is_object()) {
         fields.fail("'chat_template_kwargs' must be an object", "chat_template_kwargs", "invalid_type");

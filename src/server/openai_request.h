@@ -27,11 +27,22 @@ struct RequestLimits {
   int32_t n_vocab = 0;  // logit_bias keys must be below it
 };
 
+// `tool_choice`: whether and which offered tools the answer may call. Until constrained
+// decoding lands, `required` and a named function cannot force a call; what they do promise
+// holds: a call to a tool that is not allowed is never returned as a tool call.
+struct ToolChoice {
+  enum class Mode { Auto, None, Required, Named };
+  Mode mode = Mode::Auto;
+  std::string name;  // Named: the one function allowed
+};
+
 struct CompletionRequest {
   bool chat = true;
   std::string model;
   nlohmann::ordered_json messages;               // chat: normalized (text parts joined)
-  std::optional<nlohmann::ordered_json> tools;   // chat: passed to the template
+  std::optional<nlohmann::ordered_json> tools;   // chat: passed to the template (not with tool_choice none)
+  std::vector<std::string> callable_tools;       // chat: names a returned tool call may have
+  ToolChoice tool_choice;
   std::optional<bool> enable_thinking;           // chat_template_kwargs.enable_thinking
   std::optional<bool> separate_reasoning;        // chat: reasoning_format (none: false); unset: the server's
   std::string prompt;                            // completions

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <random>
 
 namespace gufo::server {
@@ -29,7 +30,10 @@ std::string new_call_id() {
 
 }  // namespace
 
-ParsedAnswer parse_tool_calls(std::string_view text) {
+ParsedAnswer parse_tool_calls(std::string_view text, std::span<const std::string> callable) {
+  const auto is_callable = [&](const nlohmann::json& name) {
+    return name.is_string() && std::find(callable.begin(), callable.end(), name.get<std::string>()) != callable.end();
+  };
   ParsedAnswer out;
   std::string content;
   size_t at = 0;
@@ -42,7 +46,7 @@ ParsedAnswer parse_tool_calls(std::string_view text) {
     const std::string_view json_text = text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
     const nlohmann::json call = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
     const size_t end = close == std::string_view::npos ? text.size() : close + kClose.size();
-    if (call.is_object() && call.contains("name") && call["name"].is_string() &&
+    if (call.is_object() && call.contains("name") && is_callable(call["name"]) &&
         (!call.contains("arguments") || call["arguments"].is_object() || call["arguments"].is_string())) {
       content += text.substr(at, open - at);
       std::string arguments = "{}";

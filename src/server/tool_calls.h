@@ -2,10 +2,13 @@
 //   <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>
 // and OpenAI clients expect message.tool_calls with the arguments as a JSON string. Used for
 // chat completions that offered `tools`; text outside the blocks stays the content. A block
-// whose JSON does not parse, or lacks a name, is left in the content as it was.
+// whose JSON does not parse, lacks a name, or names a tool the request did not make callable
+// (not offered, or excluded by tool_choice) is left in the content as it was: a tool call is
+// never invented.
 // Tested by tests/unit/server/tool_calls_test.cpp.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +26,7 @@ struct ParsedAnswer {
   std::vector<ToolCall> tool_calls;
 };
 
-ParsedAnswer parse_tool_calls(std::string_view text);
+ParsedAnswer parse_tool_calls(std::string_view text, std::span<const std::string> callable);
 
 // While streaming: how many leading bytes of `text` can go out as content now, that is, all
 // of it up to the first "<tool_call>" (or up to a tail that could still become one).

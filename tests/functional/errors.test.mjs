@@ -108,6 +108,51 @@ test('a missing or wrong API key is a 401 on /v1 routes; /health needs none', as
   assertErrorBody((await unknown.json()).error);
 });
 
+test('the Bearer scheme is matched case-insensitively (RFC 7235); other schemes are refused', async () => {
+  for (const scheme of ['bearer', 'BEARER', 'Bearer  ', 'bEaReR']) {
+    const r = await server.fetch('/v1/models', { headers: { Authorization: `${scheme} sesame` } });
+    assert.equal(r.status, 200, scheme);
+  }
+  for (const header of ['Basic sesame', 'Bearer', 'Bearersesame', 'sesame']) {
+    const r = await server.fetch('/v1/models', { headers: { Authorization: header } });
+    assert.equal(r.status, 401, header);
+    assert.equal((await r.json()).error.code, 'invalid_api_key');
+  }
+});
+
+test('GET /v1/models/{id} answers for the served model; an unknown model is a 404 model_not_found', async () => {
+  const client = server.client({ apiKey: 'sesame' });
+  const [listed] = (await client.models.list()).data;
+  const retrieved = await client.models.retrieve(listed.id);
+  assert.deepEqual(retrieved, listed);
+  const notFound = (e) => {
+    assert.ok(e instanceof OpenAI.NotFoundError, String(e));
+    assert.equal(e.error.code, 'model_not_found');
+    assert.equal(e.error.param, 'model');
+    assert.ok(e.error.message.includes('gpt-4o'), e.error.message);
+    return true;
+  };
+  await assert.rejects(client.models.retrieve('gpt-4o'), notFound);
+  const messages = [{ role: 'user', content: 'hi' }];
+  await assert.rejects(client.chat.completions.create({ model: 'gpt-4o', messages, max_tokens: 1 }), notFound);
+  await assert.rejects(client.completions.create({ model: 'gpt-4o', prompt: 'x', max_tokens: 1 }), notFound);
+  // Naming the served model, or none, is fine.
+  const named = await client.chat.completions.create({ model: listed.id, messages, max_tokens: 1 });
+  assert.equal(named.model, listed.id);
+});
+
+test('/metrics labels requests by route, never by the raw path', async () => {
+  for (const route of ['/v1/models/abc', '/v1/models/def', '/random/1', '/random/2']) {
+    await server.fetch(route, { headers: auth });
+  }
+  const metrics = await server.metrics();
+  const routes = new Set(Object.keys(metrics).filter((k) => k.startsWith('gufo_http_requests_total'))
+    .map((k) => /route="([^"]*)"/.exec(k)[1]));
+  assert.ok(routes.has('/v1/models/{id}'), [...routes].join(' '));
+  assert.ok(routes.has('other'), [...routes].join(' '));
+  for (const route of routes) assert.ok(!/abc|def|random/.test(route), route);
+});
+
 test('a client that disconnects mid-stream cancels its generation; the server goes on', async () => {
   const client = server.client({ apiKey: 'sesame' });
   const before = await server.metrics();

@@ -89,3 +89,58 @@ test('most sampled tries call a tool (n = 20 at the trained temperature)', async
   }
   assert.ok(wellFormed >= 14, `${wellFormed}/20 tries made a well-formed tool call`);
 });
+
+test('tool_choice "none" never returns tool calls, and the tools are not offered', async () => {
+  const request = { messages: prompt.messages, tools: prompt.tools, tool_choice: 'none', max_tokens: 128, ...greedy };
+  const whole = await client.chat.completions.create(request);
+  const choice = whole.choices[0];
+  assert.notEqual(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.tool_calls ?? undefined, undefined);
+  const offered = await client.chat.completions.create({ ...request, tool_choice: undefined, max_tokens: 1 });
+  assert.ok(whole.usage.prompt_tokens < offered.usage.prompt_tokens, 'the tool list is left out of the prompt');
+  const stream = await client.chat.completions.create({ ...request, stream: true });
+  for await (const chunk of stream) {
+    const c = chunk.choices[0];
+    assert.equal(c?.delta?.tool_calls, undefined);
+    assert.notEqual(c?.finish_reason, 'tool_calls');
+  }
+});
+
+test('a named tool_choice returns only calls to that tool; a call to any other tool stays text', async () => {
+  // Greedy, the model calls get_weather; with get_time named, that call is not one it may make.
+  const request = {
+    messages: prompt.messages, tools: prompt.tools, max_tokens: 128, ...greedy,
+    tool_choice: { type: 'function', function: { name: 'get_time' } },
+  };
+  for (const stream of [false, true]) {
+    let content = '';
+    let calls = [];
+    let finish = null;
+    if (stream) {
+      for await (const chunk of await client.chat.completions.create({ ...request, stream })) {
+        const c = chunk.choices[0];
+        if (!c) continue;
+        content += c.delta.content ?? '';
+        calls.push(...(c.delta.tool_calls ?? []));
+        if (c.finish_reason) finish = c.finish_reason;
+      }
+    } else {
+      const c = (await client.chat.completions.create(request)).choices[0];
+      content = c.message.content ?? '';
+      calls = c.message.tool_calls ?? [];
+      finish = c.finish_reason;
+    }
+    for (const call of calls) assert.equal(call.function.name, 'get_time', `stream ${stream}`);
+    if (calls.length === 0) {
+      assert.notEqual(finish, 'tool_calls');
+      assert.ok(content.includes('get_weather'), `stream ${stream}: the refused call is returned as text: ${content}`);
+    }
+  }
+});
+
+test('a tool_choice naming a tool that was not offered is a 400 naming the field', async () => {
+  await assert.rejects(client.chat.completions.create({
+    messages: prompt.messages, tools: prompt.tools, max_tokens: 8,
+    tool_choice: { type: 'function', function: { name: 'delete_everything' } },
+  }), (e) => e.status === 400 && e.error.param === 'tool_choice.function.name');
+});

@@ -12,11 +12,11 @@ export const binary = process.env.GUFO_BINARY ?? path.join(root, 'build', 'defau
 export const model = process.env.GUFO_MODEL ?? path.join(root, 'models', 'gufo-tiny-q8_0.gguf');
 
 export class Server {
-  constructor(child, port) {
+  constructor(child, port, exited) {
     this.child = child;
     this.port = port;
     this.baseURL = `http://127.0.0.1:${port}`;
-    this.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    this.exited = exited;
   }
 
   // The official client, pointed at this server; no retries unless asked, so a 429 shows.
@@ -48,18 +48,17 @@ export class Server {
   }
 }
 
-// Starts `gufo serve -m <model> --port 0 <args>` and waits until /ready says so.
-export async function startServer(args = [], { env = {}, modelPath = model } = {}) {
+// Spawns `gufo serve -m <model> --port 0 <args>` without waiting for anything: the child,
+// its stderr so far (log()), when it exits ({ code, signal }), and the port once it listens.
+export function launchServer(args = [], { env = {}, modelPath = model, port = 0 } = {}) {
   if (!existsSync(binary)) throw new Error(`no gufo binary at ${binary} (set GUFO_BINARY)`);
-  if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (set GUFO_MODEL)`);
-  // The suite compares answers across batches, cache hits and servers: the default server
-  // promises them equal bit for bit (README, "Serving").
-  const child = spawn(binary, ['serve', '-m', modelPath, '--port', '0', '-t', '2', ...args], {
+  const child = spawn(binary, ['serve', '-m', modelPath, '--port', String(port), '-t', '2', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
-  const port = await new Promise((resolve, reject) => {
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const listening = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gufo serve did not start:\n${log}`)), 60_000);
     child.stderr.on('data', (chunk) => {
       log += chunk.toString();
@@ -69,17 +68,31 @@ export async function startServer(args = [], { env = {}, modelPath = model } = {
         resolve(Number(m[1]));
       }
     });
-    child.on('exit', (code) => reject(new Error(`gufo serve exited with ${code}:\n${log}`)));
+    exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`gufo serve exited with ${code}:\n${log}`));
+    });
   });
-  const server = new Server(child, port);
-  server.log = () => log;
+  listening.catch(() => {});  // a caller that expects a failure need not wait for the port
+  return { child, log: () => log, exited, listening };
+}
+
+// Starts `gufo serve -m <model> --port 0 <args>` and waits until /ready says so.
+export async function startServer(args = [], { env = {}, modelPath = model } = {}) {
+  if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (set GUFO_MODEL)`);
+  // The suite compares answers across batches, cache hits and servers: the default server
+  // promises them equal bit for bit (README, "Serving").
+  const launched = launchServer(args, { env, modelPath });
+  const port = await launched.listening;
+  const server = new Server(launched.child, port, launched.exited);
+  server.log = launched.log;
   for (let i = 0; i < 600; ++i) {
     const ready = await server.fetch('/ready').then((r) => r.status === 200, () => false);
     if (ready) return server;
     await new Promise((r) => setTimeout(r, 100));
   }
   await server.stop();
-  throw new Error(`gufo serve never became ready:\n${log}`);
+  throw new Error(`gufo serve never became ready:\n${server.log()}`);
 }
 
 // Token ids of `text` with the model's tokenizer (the real binary: `gufo tokenize`);

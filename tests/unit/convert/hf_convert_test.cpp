@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "convert/hf_convert.h"
 #include "convert/tensor_transform.h"
@@ -477,6 +479,20 @@ TEST_F(HfConvert, Cli) {
   EXPECT_FALSE(std::filesystem::exists(out + ".3"));
   // --vocab-only still works.
   EXPECT_EQ(run_cli("convert " + dir_.string() + " -o " + out + ".vocab --vocab-only"), 0);
+  // Progress per tensor and a summary on stderr; --quiet prints nothing.
+  const std::string err = (root_ / "err.txt").string();
+  const auto stderr_of = [&](const std::string& args) {
+    EXPECT_EQ(std::system((std::string(GUFO_BINARY) + " " + args + " 2>" + err).c_str()), 0) << args;
+    std::ifstream in(err);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string loud = stderr_of("convert " + dir_.string() + " -o " + out + ".4 --outtype q8_0");
+  const size_t n = file->tensors().size();
+  EXPECT_NE(loud.find("[1/" + std::to_string(n) + "] "), std::string::npos) << loud;
+  EXPECT_NE(loud.find("[" + std::to_string(n) + "/" + std::to_string(n) + "] "), std::string::npos) << loud;
+  EXPECT_NE(loud.find("gufo convert: wrote " + out + ".4 (" + std::to_string(n) + " tensors, "), std::string::npos)
+      << loud;
+  EXPECT_EQ(stderr_of("convert " + dir_.string() + " -o " + out + ".5 --quiet"), "");
 }
 
 // Source tensor `name` of a checkpoint as fp32.

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -98,12 +100,61 @@ TEST_F(GenerationCli, RunBadInputIsOneLine) {
   for (const std::string& args :
        {"run -m " + (dir() / "missing.gguf").string() + " -p hi", "run -m " + model("tiny-qwen3") + " -p hi --cache-type q4",
         "run -m " + model("tiny-qwen3") + " -p '" + std::string(400, 'z') + "' -c 64",
-        "run -m " + model("tiny-qwen3") + " -p hi --top-p 0"}) {
+        "run -m " + model("tiny-qwen3") + " -p hi -c 9999999"}) {
     SCOPED_TRACE(args);
     const Output result = gufo(args);
     EXPECT_EQ(result.exit_code, 1);
     EXPECT_EQ(lines(result.err), 1) << result.err;
   }
+  // A context beyond the model's training context is refused, not silently shortened.
+  const Output beyond = gufo("run -m " + model("tiny-qwen3") + " -p hi -c 9999999");
+  EXPECT_NE(beyond.err.find("-c/--ctx 9999999 is beyond the model's training context"), std::string::npos)
+      << beyond.err;
+}
+
+TEST_F(GenerationCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
+  const std::string run = "run -m " + model("tiny-qwen3") + " -p hi ";
+  const std::string chat = "chat -m " + model("tiny-qwen3") + " ";
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {run + "--top-p 0", "--top-p"}, {run + "--top-k -3", "--top-k"}, {run + "-n -5", "--n-predict"},
+           {run + "--temp -1", "--temp"}, {run + "--min-p 1.5", "--min-p"}, {run + "--repeat-penalty 0", "--repeat-penalty"},
+           {run + "--presence-penalty 3", "--presence-penalty"}, {run + "--repeat-last-n -2", "--repeat-last-n"},
+           {run + "--seed x", "--seed"}, {chat + "-n -7", "--n-predict"}, {chat + "-c 0", "--ctx"}}) {
+    SCOPED_TRACE(args);
+    const Output result = gufo(args);
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_EQ(lines(result.err), 1) << result.err;
+    EXPECT_NE(result.err.find(flag), std::string::npos) << result.err;
+  }
+}
+
+TEST_F(GenerationCli, RunDrawsASeedUnlessGivenOnePrintsItAndItRepeatsTheRun) {
+  const std::string args = "run -m " + model("tiny-qwen3") + " -p 'Hello world' -n 24 --temp 1.5 --top-k 0 --min-p 0 -v";
+  const Output first = gufo(args);
+  const Output second = gufo(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const auto seed_of = [](const std::string& err) {
+    const size_t at = err.find("gufo run: seed ");
+    return at == std::string::npos ? std::string() : err.substr(at + 15, err.find('\n', at) - at - 15);
+  };
+  ASSERT_FALSE(seed_of(first.err).empty()) << first.err;
+  EXPECT_NE(seed_of(first.err), seed_of(second.err));  // 2^-64 odds of a false failure
+  const Output again = gufo(args + " --seed " + seed_of(first.err));
+  EXPECT_EQ(again.out, first.out);
+  EXPECT_EQ(seed_of(again.err), seed_of(first.err));
+}
+
+TEST_F(GenerationCli, RunPrintsPromptAndGenerationSpeedAfterTheText) {
+  const Output result = gufo("run -m " + model("tiny-qwen3") + " -p 'one two three' -n 5 --temp 0");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const size_t at = result.err.find("gufo run: prompt ");
+  ASSERT_NE(at, std::string::npos) << result.err;
+  // The prompt's tokens come from the tokenizer; the generated count is what -n allowed.
+  EXPECT_NE(result.err.find(" tokens/s); generated ", at), std::string::npos) << result.err;
+  EXPECT_TRUE(result.err.find("generated 5 tokens", at) != std::string::npos ||
+              result.err.find("stop: eog", at) != std::string::npos)
+      << result.err;
 }
 
 TEST_F(GenerationCli, ChatAnswersEachLineAndKeepsTheConversation) {

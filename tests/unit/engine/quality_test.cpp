@@ -113,6 +113,7 @@ TEST(QualityCli, AgainstTransformersAndAgainstItself) {
   CliRun loose = gufo("quality -m " + model + " --text " + (tmp / "text.txt").string() + " --reference " + ref +
                    " --limits " + (tmp / "loose.json").string() + " --json");
   ASSERT_EQ(loose.code, 0) << loose.err;
+  EXPECT_NE(loose.err.find("limits: ok"), std::string::npos) << loose.err;  // said, not silent
   const nlohmann::json report = nlohmann::json::parse(loose.out);
   EXPECT_GT(report["kl"]["mean"].get<double>(), 0.0);
   EXPECT_GE(report["top1_agreement"].get<double>(), 0.85);
@@ -122,6 +123,7 @@ TEST(QualityCli, AgainstTransformersAndAgainstItself) {
                     " --limits " + (tmp / "strict.json").string());
   EXPECT_EQ(strict.code, 1);
   EXPECT_NE(strict.err.find("mean KL"), std::string::npos) << strict.err;
+  EXPECT_EQ(strict.err.find("limits: ok"), std::string::npos) << strict.err;
 
   // A build against its own saved logits: KL 0, top-1 1.
   const std::string saved = (tmp / "self.npy").string();

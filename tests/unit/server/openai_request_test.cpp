@@ -157,5 +157,44 @@ TEST(OpenAiRequest, ErrorBodyHasOpenAisShape) {
   EXPECT_TRUE(bad_request("x").body()["error"]["param"].is_null());
 }
 
+TEST(OpenAiRequest, ToolChoiceDecidesWhichToolsMayBeCalled) {
+  const std::string base = R"("messages": [{"role": "user", "content": "hi"}], "tools": [)"
+                           R"({"type": "function", "function": {"name": "get_time"}},)"
+                           R"({"type": "function", "function": {"name": "get_weather"}}])";
+  const CompletionRequest automatic = ok(chat("{" + base + "}"));
+  EXPECT_EQ(automatic.tool_choice.mode, ToolChoice::Mode::Auto);
+  EXPECT_EQ(automatic.callable_tools, (std::vector<std::string>{"get_time", "get_weather"}));
+
+  const CompletionRequest none = ok(chat("{" + base + R"(, "tool_choice": "none"})"));
+  EXPECT_EQ(none.tool_choice.mode, ToolChoice::Mode::None);
+  EXPECT_FALSE(none.tools.has_value());  // the template is not told of them
+  EXPECT_TRUE(none.callable_tools.empty());
+
+  // The name alone, as clients often send it, or with OpenAI's "type".
+  for (const char* choice : {R"({"function": {"name": "get_weather"}})",
+                             R"({"type": "function", "function": {"name": "get_weather"}})"}) {
+    const CompletionRequest named = ok(chat("{" + base + R"(, "tool_choice": )" + choice + "}"));
+    EXPECT_EQ(named.tool_choice.mode, ToolChoice::Mode::Named);
+    EXPECT_EQ(named.callable_tools, (std::vector<std::string>{"get_weather"}));
+    EXPECT_TRUE(named.tools.has_value());
+  }
+  EXPECT_EQ(ok(chat("{" + base + R"(, "tool_choice": "required"})")).tool_choice.mode, ToolChoice::Mode::Required);
+}
+
+TEST(OpenAiRequest, BadToolsAndToolChoicesNameTheField) {
+  const std::string m = R"("messages": [{"role": "user", "content": "hi"}])";
+  const std::string tools = R"(, "tools": [{"type": "function", "function": {"name": "get_time"}}])";
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "tools": {}})")), "tools");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "tools": [{"type": "function"}]})")), "tools[0]");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "tools": [{"type": "function", "function": {"name": 3}}]})")),
+            "tools[0].function.name");
+  EXPECT_EQ(param_of(chat("{" + m + tools + R"(, "tool_choice": "always"})")), "tool_choice");
+  EXPECT_EQ(param_of(chat("{" + m + tools + R"(, "tool_choice": {"function": {}}})")), "tool_choice");
+  EXPECT_EQ(param_of(chat("{" + m + tools + R"(, "tool_choice": {"function": {"name": "get_weather"}}})")),
+            "tool_choice.function.name");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "tool_choice": "required"})")), "tool_choice");
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "tool_choice": "none"})")), "<accepted>");
+}
+
 }  // namespace
 }  // namespace gufo::server
