@@ -30,6 +30,13 @@ std::vector<int32_t> end_of_generation_tokens(const tokenizer::Vocab& vocab) {
   return ids;
 }
 
+std::string_view stop_string_at(std::string_view text, size_t found, std::span<const std::string> stops) {
+  for (const std::string& stop : stops) {
+    if (!stop.empty() && text.substr(found).starts_with(stop)) return stop;
+  }
+  return {};
+}
+
 size_t stop_safe_prefix(std::string_view text, std::span<const std::string> stops, size_t& found) {
   found = std::string_view::npos;
   for (const std::string& stop : stops) {

@@ -51,6 +51,8 @@ std::vector<int32_t> end_of_generation_tokens(const tokenizer::Vocab& vocab);
 // many leading bytes are safe to emit now. Sets `found` to the offset of a complete stop
 // string, if one occurs.
 size_t stop_safe_prefix(std::string_view text, std::span<const std::string> stops, size_t& found);
+// The stop string that occurs at `found` in `text` (the first listed, if several do).
+std::string_view stop_string_at(std::string_view text, size_t found, std::span<const std::string> stops);
 
 Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& tokenizer,
                                 std::span<const int32_t> prompt, const GenerateOptions& options,

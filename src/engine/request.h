@@ -47,6 +47,7 @@ struct RequestEvent {
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;      // prompt tokens whose keys and values came from the prefix cache
   int32_t completion_tokens = 0;
+  std::string stop_string;  // Done with StopReason::StopString: which one
   std::string error;  // Error: what went wrong (the request is over)
 
   static RequestEvent done(StopReason reason, int32_t prompt_tokens, int32_t cached_tokens, int32_t completion_tokens) {

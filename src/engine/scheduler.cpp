@@ -84,6 +84,7 @@ struct Scheduler::Sequence {
   Sampler sampler;
   tokenizer::Detokenizer detokenizer;
   std::string pending;          // decoded text held back (it may begin a stop string)
+  std::string matched_stop;     // the stop string that ended it, if one did
   std::vector<TokenLogprob> pending_logprobs;
   int32_t n_generated = 0;
   Clock::time_point submitted_at = Clock::now();
@@ -463,6 +464,7 @@ void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
   size_t found = 0;
   const size_t safe = stop_safe_prefix(seq.pending, seq.options.stop, found);
   if (found != std::string::npos) {
+    seq.matched_stop = std::string(stop_string_at(seq.pending, found, seq.options.stop));
     seq.pending.resize(found);
     finish(seq, StopReason::StopString);
     return;
@@ -502,7 +504,9 @@ void Scheduler::finish(Sequence& seq, StopReason reason) {
   if (!seq.pending.empty() || !seq.pending_logprobs.empty()) {
     seq.send(RequestEvent::text_of(std::move(seq.pending), std::move(seq.pending_logprobs)));
   }
-  seq.send(RequestEvent::done(reason, seq.n_prompt, std::max(seq.cached_tokens, 0), seq.n_generated));
+  RequestEvent done = RequestEvent::done(reason, seq.n_prompt, std::max(seq.cached_tokens, 0), seq.n_generated);
+  done.stop_string = std::move(seq.matched_stop);
+  seq.send(std::move(done));
   remove_running(seq);
 }
 

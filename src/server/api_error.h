@@ -15,6 +15,7 @@ struct ApiError {
   std::string type = "invalid_request_error";
   std::string param;  // the request field at fault, if any
   std::string code;   // a machine-readable reason, if any
+  int retry_after_seconds = 0;  // > 0: sent as Retry-After (429, 503)
 
   nlohmann::ordered_json body() const {
     nlohmann::ordered_json error{{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};

@@ -8,28 +8,21 @@
 #include <chrono>
 #include <limits>
 #include <optional>
-#include <ctime>
-#include <random>
-#include <span>
 #include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "server/access_log.h"
+#include "server/anthropic_response.h"
+#include "server/json_text.h"
 #include "server/listen_socket.h"
-#include "server/openai_request.h"
-#include "server/openai_response.h"
-#include "server/reasoning.h"
-#include "server/tool_calls.h"
 
 namespace gufo::server {
 
 using nlohmann::ordered_json;
 
 namespace {
-
-constexpr auto kHeartbeat = std::chrono::milliseconds(1000);
 
 // Compares in time that depends on the lengths only, not on where the strings differ.
 bool constant_time_equal(std::string_view a, std::string_view b) {
@@ -57,8 +50,10 @@ std::optional<std::string_view> bearer_token(std::string_view header) {
 
 // Metrics are labelled by route, never by the raw path a client sent (an unbounded set).
 std::string route_label(const httplib::Request& req) {
-  static constexpr std::string_view kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models",
-                                                 "/v1/chat/completions", "/v1/completions"};
+  static constexpr std::string_view kRoutes[] = {"/health",         "/ready",
+                                                 "/metrics",        "/v1/models",
+                                                 "/v1/chat/completions", "/v1/completions",
+                                                 "/v1/messages",    "/v1/messages/count_tokens"};
   for (const std::string_view route : kRoutes) {
     if (req.path == route) return std::string(route);
   }
@@ -66,21 +61,7 @@ std::string route_label(const httplib::Request& req) {
   return "other";
 }
 
-uint64_t random_seed() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return rng();
-}
 
-bool write_all(httplib::DataSink& sink, const std::string& data) { return sink.write(data.data(), data.size()); }
-
-// What one request asks the engine for, after checks and rendering.
-struct Plan {
-  CompletionRequest request;
-  std::vector<int32_t> prompt;
-  std::vector<engine::RequestOptions> choices;
-  bool split_reasoning = false;          // chat: thoughts go to reasoning_content
-  bool prompt_opened_thinking = false;   // the template ended the prompt inside <think>
-};
 
 }  // namespace
 
@@ -157,28 +138,50 @@ void HttpServer::reply(httplib::Response& res, const std::string& route, int sta
   counters_.count(route, status);
 }
 
-bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res, const std::string& route) {
+bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res, const std::string& route,
+                            ErrorShape shape) {
   if (options_.api_key.empty()) return true;
   const std::string header = req.get_header_value("Authorization");
-  const std::optional<std::string_view> key = bearer_token(header);
+  const std::string x_api_key = req.get_header_value("x-api-key");
+  const std::optional<std::string_view> key = x_api_key.empty() ? bearer_token(header) : x_api_key;
   if (key && constant_time_equal(*key, options_.api_key)) return true;
   const ApiError error{.status = 401,
-                       .message = header.empty() ? "no API key given (send 'Authorization: Bearer <key>')"
-                                  : key         ? "incorrect API key"
-                                                : "the Authorization header is not 'Bearer <key>'",
+                       .message = header.empty() && x_api_key.empty()
+                                      ? "no API key given (send 'Authorization: Bearer <key>' or 'x-api-key: <key>')"
+                                  : key ? "incorrect API key"
+                                        : "the Authorization header is not 'Bearer <key>'",
                        .type = "invalid_request_error", .param = "", .code = "invalid_api_key"};
   res.set_header("WWW-Authenticate", "Bearer");
-  reply(res, route, 401, dump(error.body()));
+  reply_error(res, route, error, shape);
   return false;
 }
 
-const ServedModel* HttpServer::find_model(const std::string& name, httplib::Response& res, const std::string& route) {
-  if (name.empty() || name == model_.name) return &model_;
-  const ApiError error{.status = 404,
-                       .message = "the model '" + name + "' does not exist; this server has '" + model_.name + "'",
-                       .type = "invalid_request_error", .param = "model", .code = "model_not_found"};
-  reply(res, route, 404, dump(error.body()));
-  return nullptr;
+const ServedModel* HttpServer::find_model(const std::string& name) const {
+  return name.empty() || name == model_.name ? &model_ : nullptr;
+}
+
+ApiError HttpServer::model_not_found(const std::string& name) const {
+  return ApiError{.status = 404,
+                  .message = "the model '" + name + "' does not exist; this server has '" + model_.name + "'",
+                  .type = "invalid_request_error", .param = "model", .code = "model_not_found"};
+}
+
+std::optional<ApiError> HttpServer::refuse_generation() const {
+  if (stopping_.load()) {
+    return ApiError{.status = 503, .message = "the server is shutting down", .type = "server_error", .param = "",
+                    .code = ""};
+  }
+  if (!ready_.load(std::memory_order_acquire)) {
+    return ApiError{.status = 503, .message = "the model is still loading", .type = "server_error", .param = "",
+                    .code = "", .retry_after_seconds = 1};
+  }
+  return std::nullopt;
+}
+
+void HttpServer::reply_error(httplib::Response& res, const std::string& route, const ApiError& error,
+                             ErrorShape shape) {
+  if (error.retry_after_seconds > 0) res.set_header("Retry-After", std::to_string(error.retry_after_seconds));
+  reply(res, route, error.status, dump(shape == ErrorShape::Anthropic ? anthropic_error_body(error) : error.body()));
 }
 
 void HttpServer::routes() {
@@ -209,17 +212,20 @@ void HttpServer::routes() {
   http_->Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
     const std::string route = "/v1/models/{id}";
     if (!authorized(req, res, route)) return;
-    if (!ready_.load(std::memory_order_acquire)) {
-      res.set_header("Retry-After", "1");
-      const ApiError e{.status = 503, .message = "the model is still loading", .type = "server_error", .param = "", .code = ""};
-      return reply(res, route, 503, dump(e.body()));
-    }
-    if (const ServedModel* m = find_model(req.matches[1].str(), res, route)) reply(res, route, 200, dump(model_json(*m)));
+    if (!ready_.load(std::memory_order_acquire)) return reply_error(res, route, *refuse_generation());
+    const std::string id = req.matches[1].str();
+    const ServedModel* m = find_model(id);
+    if (m == nullptr || id.empty()) return reply_error(res, route, model_not_found(id));
+    reply(res, route, 200, dump(model_json(*m)));
   });
   http_->Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
   http_->Post("/v1/completions",
               [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+  http_->Post("/v1/messages",
+              [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, false); });
+  http_->Post("/v1/messages/count_tokens",
+              [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, true); });
   // httplib answers some errors itself (404, 413 body too large, 400 bad request line):
   // give them OpenAI's error body too.
   http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -267,290 +273,6 @@ void HttpServer::routes() {
       std::fputs(access_log_line(req.remote_addr, req.method, req.path, res.status, shown, now).c_str(), stderr);
     }
     if (std::exchange(record.routed, false)) in_flight_.fetch_sub(1);
-  });
-}
-
-void HttpServer::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
-  const std::string route = chat ? "/v1/chat/completions" : "/v1/completions";
-  if (!authorized(req, res, route)) return;
-  const auto fail = [&](const ApiError& error) { reply(res, route, error.status, dump(error.body())); };
-  if (stopping_.load()) {
-    return fail({.status = 503, .message = "the server is shutting down", .type = "server_error", .param = "", .code = ""});
-  }
-  if (!ready_.load(std::memory_order_acquire)) {
-    res.set_header("Retry-After", "1");
-    return fail({.status = 503, .message = "the model is still loading", .type = "server_error", .param = "", .code = ""});
-  }
-  ordered_json body;
-  try {
-    body = ordered_json::parse(req.body);
-  } catch (const ordered_json::parse_error& e) {
-    return fail(bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json"));
-  }
-  const auto named = body.is_object() ? body.find("model") : body.end();
-  const ServedModel* found = find_model(named != body.end() && named->is_string() ? named->get<std::string>() : "",
-                                        res, route);
-  if (found == nullptr) return;
-  const ServedModel& model = *found;
-  const RequestLimits limits{.n_vocab = model.n_vocab};
-  ParsedRequest parsed = parse_completion_request(body, chat, limits);
-  if (std::holds_alternative<ApiError>(parsed)) return fail(std::get<ApiError>(parsed));
-  Plan plan{.request = std::move(std::get<CompletionRequest>(parsed)), .prompt = {}, .choices = {}};
-  const CompletionRequest& request = plan.request;
-
-  if (chat) {
-    if (model.chat_prompt == nullptr) {
-      return fail(bad_request("this model has no chat template; use /v1/completions", "messages"));
-    }
-    if (const Status depth = tmpl::check_json_depth(request.messages); !depth.ok()) {
-      return fail(bad_request("'messages': " + depth.error().message, "messages"));
-    }
-    engine::PromptInputs inputs{.messages = request.messages, .tools = request.tools,
-                                .enable_thinking = request.enable_thinking, .add_generation_prompt = true};
-    Result<std::vector<int32_t>> tokens = model.chat_prompt->tokens(inputs);
-    if (!tokens.ok()) return fail(bad_request("the chat template failed on these messages: " + tokens.error().message, "messages"));
-    plan.prompt = std::move(tokens).value();
-    plan.split_reasoning = request.separate_reasoning.value_or(options_.separate_reasoning);
-    // The last few prompt tokens are enough to see whether the template left "<think>" open.
-    const Result<std::string> tail =
-        model.tokenizer->decode(std::span<const int32_t>(plan.prompt).last(std::min<size_t>(plan.prompt.size(), 4)));
-    plan.prompt_opened_thinking = tail.ok() && prompt_opens_thinking(*tail);
-  } else {
-    const tokenizer::Vocab& vocab = model.tokenizer->vocab();
-    if (vocab.add_bos && vocab.bos_id >= 0) plan.prompt.push_back(vocab.bos_id);
-    const std::vector<int32_t> body_tokens = model.tokenizer->encode(request.prompt, /*parse_special=*/true);
-    plan.prompt.insert(plan.prompt.end(), body_tokens.begin(), body_tokens.end());
-    if (plan.prompt.empty()) return fail(bad_request("'prompt' is empty", "prompt"));
-  }
-
-  const engine::SchedulerOptions& engine_options = model.scheduler->options();
-  if (request.n > engine_options.n_parallel + engine_options.max_queue) {
-    return fail(bad_request("'n' is " + std::to_string(request.n) + " but this server runs and queues at most " +
-                                std::to_string(engine_options.n_parallel + engine_options.max_queue) + " sequences",
-                            "n"));
-  }
-  const int64_t n_prompt = static_cast<int64_t>(plan.prompt.size());
-  const std::string prompt_param = chat ? "messages" : "prompt";
-  if (n_prompt + 1 > model.n_ctx) {
-    return fail(bad_request("this model's context is " + std::to_string(model.n_ctx) + " tokens, but the " +
-                                std::string(chat ? "messages come to " : "prompt is ") + std::to_string(n_prompt) +
-                                " tokens (and at least one token must be generated)",
-                            prompt_param, "context_length_exceeded"));
-  }
-  int32_t max_tokens = static_cast<int32_t>(model.n_ctx - n_prompt);
-  if (request.max_tokens) {
-    if (n_prompt + *request.max_tokens > model.n_ctx) {
-      return fail(bad_request("this model's context is " + std::to_string(model.n_ctx) + " tokens, but " +
-                                  std::to_string(n_prompt) + " prompt tokens plus max_tokens " +
-                                  std::to_string(*request.max_tokens) + " need " +
-                                  std::to_string(n_prompt + *request.max_tokens),
-                              "max_tokens", "context_length_exceeded"));
-    }
-    max_tokens = *request.max_tokens;
-  }
-  for (int32_t i = 0; i < request.n; ++i) {
-    engine::RequestOptions options;
-    options.max_tokens = max_tokens;
-    options.stop = request.stop;
-    options.sampler = request.sampler;
-    options.sampler.penalty_last_n = static_cast<int32_t>(model.n_ctx);
-    options.sampler.seed = request.seeded ? request.sampler.seed + static_cast<uint64_t>(i) : random_seed();
-    options.top_logprobs = request.logprobs ? request.top_logprobs : -1;
-    plan.choices.push_back(std::move(options));
-  }
-
-  engine::Submission submission = model.scheduler->submit(plan.prompt, plan.choices);
-  switch (submission.status) {
-    case engine::SubmitStatus::Accepted:
-      break;
-    case engine::SubmitStatus::QueueFull:
-      res.set_header("Retry-After", "1");
-      return fail({.status = 429, .message = submission.message, .type = "rate_limit_error", .param = "",
-                   .code = "rate_limit_exceeded"});
-    case engine::SubmitStatus::TooLong:
-      return fail(bad_request(submission.message, prompt_param, "context_length_exceeded"));
-    case engine::SubmitStatus::ShuttingDown:
-      return fail({.status = 503, .message = submission.message, .type = "server_error", .param = "", .code = ""});
-  }
-
-  current_access_record().prompt_tokens = static_cast<int64_t>(plan.prompt.size());
-  const ResponseHeader header{.id = new_response_id(chat), .model = model.name,
-                              .created = static_cast<int64_t>(std::time(nullptr))};
-  const tokenizer::Tokenizer* tokenizer = model.tokenizer;
-  engine::RequestHandle handle = submission.handle;
-  auto shared_plan = std::make_shared<Plan>(std::move(plan));
-  counters_.count(route, 200);
-  res.status = 200;
-
-  if (!shared_plan->request.stream) {
-    // Whitespace before the JSON is still the same JSON; writing it is how a vanished client is noticed.
-    res.set_chunked_content_provider("application/json", [=](size_t, httplib::DataSink& sink) {
-      const CompletionRequest& r = shared_plan->request;
-      std::vector<ChoiceState> choices(static_cast<size_t>(r.n));
-      size_t done = 0;
-      std::string error;
-      while (done < choices.size() && error.empty()) {
-        std::optional<engine::RequestEvent> event = handle->next(kHeartbeat);
-        if (!event) {
-          if (!write_all(sink, " ")) {
-            handle->cancel();
-            return false;
-          }
-          continue;
-        }
-        ChoiceState& c = choices[static_cast<size_t>(event->choice)];
-        switch (event->kind) {
-          case engine::RequestEvent::Kind::Text:
-            c.text += event->text;
-            c.logprobs.insert(c.logprobs.end(), event->logprobs.begin(), event->logprobs.end());
-            break;
-          case engine::RequestEvent::Kind::Done:
-            c.finish_reason = finish_reason_name(event->reason);
-            c.completion_tokens = event->completion_tokens;
-            c.cached_tokens = event->cached_tokens;
-            ++done;
-            break;
-          case engine::RequestEvent::Kind::Error:
-            error = event->error;
-            break;
-        }
-      }
-      int64_t generated = 0;
-      for (const ChoiceState& c : choices) generated += c.completion_tokens;
-      current_access_record().completion_tokens = generated;
-      if (shared_plan->split_reasoning) {
-        for (ChoiceState& c : choices) {
-          ReasoningDelta split = split_reasoning(c.text, shared_plan->prompt_opened_thinking);
-          c.reasoning = std::move(split.reasoning);
-          c.text = std::move(split.content);
-        }
-      }
-      if (r.chat && r.tools) {
-        for (ChoiceState& c : choices) {
-          ParsedAnswer answer = parse_tool_calls(c.text, r.callable_tools);
-          if (answer.tool_calls.empty()) continue;
-          c.text = std::move(answer.content);
-          c.tool_calls = std::move(answer.tool_calls);
-          if (c.finish_reason == "stop") c.finish_reason = "tool_calls";
-        }
-      }
-      if (!error.empty()) {
-        handle->cancel();
-        const ApiError e{.status = 500, .message = "generation failed: " + error, .type = "server_error", .param = "",
-                         .code = ""};
-        write_all(sink, dump(e.body()));
-      } else {
-        write_all(sink, dump(completion_json(header, r.chat, choices, r.logprobs, *tokenizer,
-                                             static_cast<int32_t>(shared_plan->prompt.size()))));
-      }
-      sink.done();
-      return true;
-    });
-    return;
-  }
-
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [=](size_t, httplib::DataSink& sink) {
-    const CompletionRequest& r = shared_plan->request;
-    const auto send = [&](const ordered_json& chunk) { return write_all(sink, "data: " + dump(chunk) + "\n\n"); };
-    const auto gone = [&] {
-      handle->cancel();
-      return false;
-    };
-    std::vector<size_t> offsets(static_cast<size_t>(r.n), 0);
-    // Thoughts go out as reasoning deltas; with tools, content from "<tool_call>" on is held
-    // back and sent as tool calls at the end.
-    const bool tools = r.chat && r.tools.has_value();
-    std::vector<std::string> held(static_cast<size_t>(r.n));
-    std::vector<ReasoningSplitter> splitters(static_cast<size_t>(r.n),
-                                             ReasoningSplitter(shared_plan->prompt_opened_thinking));
-    const auto split = [&](size_t choice, std::string text) {
-      if (!shared_plan->split_reasoning) return ReasoningDelta{.reasoning = {}, .content = std::move(text)};
-      return splitters[choice].feed(text);
-    };
-    const auto hold_tool_calls = [&](size_t choice, std::string text) {
-      if (!tools) return text;
-      std::string& h = held[choice];
-      const bool calling = h.find("<tool_call>") != std::string::npos;
-      h += text;
-      const size_t safe = calling ? 0 : content_before_tool_call(h);
-      text = h.substr(0, safe);
-      h.erase(0, safe);
-      return text;
-    };
-    if (r.chat) {
-      for (int32_t i = 0; i < r.n; ++i) {
-        if (!send(chunk_json(header, true, i, "", "", nullptr, "", true, r.include_usage, *tokenizer, 0))) return gone();
-      }
-    }
-    int32_t completion_tokens = 0;
-    int32_t cached_tokens = 0;
-    size_t done = 0;
-    while (done < static_cast<size_t>(r.n)) {
-      std::optional<engine::RequestEvent> event = handle->next(kHeartbeat);
-      if (!event) {
-        if (!write_all(sink, ": keep-alive\n\n")) return gone();
-        continue;
-      }
-      const size_t choice = static_cast<size_t>(event->choice);
-      if (event->kind == engine::RequestEvent::Kind::Error) {
-        handle->cancel();
-        const ApiError e{.status = 500, .message = "generation failed: " + event->error, .type = "server_error",
-                         .param = "", .code = ""};
-        send(e.body());
-        break;
-      }
-      if (event->kind == engine::RequestEvent::Kind::Text) {
-        ReasoningDelta delta = split(choice, std::move(event->text));
-        const std::string text = hold_tool_calls(choice, std::move(delta.content));
-        const auto* lp = r.logprobs ? &event->logprobs : nullptr;
-        if (text.empty() && delta.reasoning.empty() && (lp == nullptr || lp->empty())) continue;
-        if (!send(chunk_json(header, r.chat, event->choice, text, delta.reasoning, lp, "", false, r.include_usage,
-                             *tokenizer, offsets[choice]))) {
-          return gone();
-        }
-        offsets[choice] += text.size();
-        continue;
-      }
-      std::string finish = finish_reason_name(event->reason);
-      if (shared_plan->split_reasoning) {
-        ReasoningDelta rest = splitters[choice].finish();
-        const std::string text = hold_tool_calls(choice, std::move(rest.content));
-        if ((!text.empty() || !rest.reasoning.empty()) &&
-            !send(chunk_json(header, true, event->choice, text, rest.reasoning, nullptr, "", false, r.include_usage,
-                             *tokenizer, offsets[choice]))) {
-          return gone();
-        }
-      }
-      if (tools && !held[choice].empty()) {
-        ParsedAnswer answer = parse_tool_calls(held[choice], r.callable_tools);
-        if (!answer.content.empty() &&
-            !send(chunk_json(header, true, event->choice, answer.content, "", nullptr, "", false, r.include_usage,
-                             *tokenizer, offsets[choice]))) {
-          return gone();
-        }
-        if (!answer.tool_calls.empty()) {
-          if (!send(tool_calls_chunk_json(header, event->choice, answer.tool_calls, r.include_usage))) return gone();
-          if (finish == "stop") finish = "tool_calls";
-        }
-      }
-      completion_tokens += event->completion_tokens;
-      if (event->choice == 0) cached_tokens = event->cached_tokens;
-      const std::vector<engine::TokenLogprob> none;
-      if (!send(chunk_json(header, r.chat, event->choice, "", "", r.logprobs ? &none : nullptr, finish, false,
-                           r.include_usage, *tokenizer, offsets[choice]))) {
-        return gone();
-      }
-      ++done;
-    }
-    current_access_record().completion_tokens = completion_tokens;
-    if (r.include_usage) {
-      send(usage_chunk_json(header, r.chat,
-                            usage_json(static_cast<int32_t>(shared_plan->prompt.size()), completion_tokens, cached_tokens)));
-    }
-    write_all(sink, "data: [DONE]\n\n");
-    sink.done();
-    return true;
   });
 }
 

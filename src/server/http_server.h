@@ -1,5 +1,6 @@
 // `gufo serve`'s HTTP side (cpp-httplib): the OpenAI routes (POST /v1/chat/completions,
-// POST /v1/completions, GET /v1/models, GET /v1/models/{id}), GET /health (the process answers), GET /ready (the
+// POST /v1/completions, GET /v1/models, GET /v1/models/{id}), Anthropic's Messages API
+// (POST /v1/messages, POST /v1/messages/count_tokens), GET /health (the process answers), GET /ready (the
 // model is loaded and the engine takes requests) and GET /metrics (Prometheus). Requests are
 // checked (server/openai_request.h), rendered with the model's chat template, and handed to
 // the engine (engine/scheduler.h); answers are whole JSON objects or server-sent events.
@@ -11,11 +12,13 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
 #include "engine/chat_prompt.h"
 #include "engine/scheduler.h"
+#include "server/generation.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,16 +38,6 @@ struct ServerOptions {
   int http_threads = 64;                 // connections served at once (streams hold one each)
   bool separate_reasoning = true;        // chat: <think> blocks go to reasoning_content (server/reasoning.h)
   bool access_log = true;                // a line per request on stderr (server/access_log.h)
-};
-
-// What the server serves once the model is loaded.
-struct ServedModel {
-  std::string name;  // the id /v1/models reports and responses carry
-  engine::Scheduler* scheduler = nullptr;
-  const tokenizer::Tokenizer* tokenizer = nullptr;
-  const engine::ChatPrompt* chat_prompt = nullptr;  // null: the model has no chat template
-  int64_t n_ctx = 0;
-  int32_t n_vocab = 0;  // logits per token (logit_bias keys must be below)
 };
 
 class HttpServer {
@@ -70,10 +63,22 @@ class HttpServer {
 
  private:
   void routes();
-  bool authorized(const httplib::Request& req, httplib::Response& res, const std::string& route);
+
+  // The generation routes, one file each: openai_routes.cpp, anthropic_routes.cpp.
   void completion(const httplib::Request& req, httplib::Response& res, bool chat);
-  // The model a request names (empty: the served one), or null after a 404 was replied.
-  const ServedModel* find_model(const std::string& name, httplib::Response& res, const std::string& route);
+  void anthropic_messages(const httplib::Request& req, httplib::Response& res, bool count_only);
+
+  // The model a request names (empty: the served one), or null.
+  const ServedModel* find_model(const std::string& name) const;
+  ApiError model_not_found(const std::string& name) const;
+  // 503 while loading or shutting down, else nothing.
+  std::optional<ApiError> refuse_generation() const;
+  enum class ErrorShape { OpenAI, Anthropic };
+  // With --api-key: 'Authorization: Bearer KEY' or Anthropic's 'x-api-key: KEY'; else a 401.
+  bool authorized(const httplib::Request& req, httplib::Response& res, const std::string& route,
+                  ErrorShape shape = ErrorShape::OpenAI);
+  void reply_error(httplib::Response& res, const std::string& route, const ApiError& error,
+                   ErrorShape shape = ErrorShape::OpenAI);
   void reply(httplib::Response& res, const std::string& route, int status, const std::string& body,
              const char* content_type = "application/json");
 

@@ -28,8 +28,6 @@ std::string finish_reason_name(engine::StopReason reason) {
   return "stop";
 }
 
-std::string dump(const ordered_json& json) { return json.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
-
 namespace {
 
 std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t id) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "server/json_text.h"
 #include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
@@ -62,8 +63,5 @@ nlohmann::ordered_json tool_calls_chunk_json(const ResponseHeader& header, int32
                                              const std::vector<ToolCall>& calls, bool with_usage_field);
 // The usage chunk that ends a stream when stream_options.include_usage is set.
 nlohmann::ordered_json usage_chunk_json(const ResponseHeader& header, bool chat, const nlohmann::ordered_json& usage);
-
-// JSON text that never throws on invalid UTF-8 (replaced by U+FFFD).
-std::string dump(const nlohmann::ordered_json& json);
 
 }  // namespace gufo::server

@@ -57,7 +57,8 @@ export function launchServer(args = [], { env = {}, modelPath = model, port = 0 
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  // 'close', not 'exit': by then stderr is read to its end, so log() is whole.
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
   const listening = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gufo serve did not start:\n${log}`)), 60_000);
     child.stderr.on('data', (chunk) => {

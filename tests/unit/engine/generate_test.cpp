@@ -32,6 +32,11 @@ TEST(StopStrings, HoldBackOnlyWhatCouldStillMatch) {
   EXPECT_EQ(stop_safe_prefix("x</answer>y STOP", stops, found), 1u);
   EXPECT_EQ(found, 1u);
   EXPECT_EQ(stop_safe_prefix("", stops, found), 0u);
+  // Which stop string ended the text: the first listed of those that start there.
+  EXPECT_EQ(stop_string_at("x</answer>y STOP", 1, stops), "</answer>");
+  EXPECT_EQ(stop_string_at("y STOP", 2, stops), "STOP");
+  const std::vector<std::string> nested = {"ab", "a"};
+  EXPECT_EQ(stop_string_at("xab", 1, nested), "ab");
 }
 
 class GreedyTest : public ::testing::TestWithParam<const char*> {};

@@ -277,6 +277,8 @@ TEST_F(SchedulerTest, ChoicesStreamApartAndStopAtStopStrings) {
   const Outcome cut = run_one(*s, prompt_of(12, 6), stopping);
   EXPECT_EQ(cut.text[0], full.substr(0, full.find(stopping.stop[0])));
   EXPECT_EQ(cut.done[0].reason, StopReason::StopString);
+  EXPECT_EQ(cut.done[0].stop_string, stopping.stop[0]);
+  EXPECT_EQ(got.done[0].stop_string, "");
 }
 
 }  // namespace

@@ -1,0 +1,210 @@
+// The API-neutral half of generation routes (see generation.h).
+#include "server/generation.h"
+
+#include <algorithm>
+#include <random>
+
+namespace gufo::server {
+
+namespace {
+
+constexpr auto kHeartbeat = std::chrono::milliseconds(1000);
+
+uint64_t random_seed() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+ApiError unavailable(std::string message) {
+  return ApiError{.status = 503, .message = std::move(message), .type = "server_error", .param = "", .code = "",
+                  .retry_after_seconds = 1};
+}
+
+}  // namespace
+
+std::variant<std::vector<int32_t>, ApiError> render_prompt(const ServedModel& model, const CompletionRequest& request) {
+  if (request.chat) {
+    if (model.chat_prompt == nullptr) {
+      return bad_request("this model has no chat template; use /v1/completions", "messages");
+    }
+    if (const Status depth = tmpl::check_json_depth(request.messages); !depth.ok()) {
+      return bad_request("'messages': " + depth.error().message, "messages");
+    }
+    engine::PromptInputs inputs{.messages = request.messages, .tools = request.tools,
+                                .enable_thinking = request.enable_thinking, .add_generation_prompt = true};
+    Result<std::vector<int32_t>> tokens = model.chat_prompt->tokens(inputs);
+    if (!tokens.ok()) return bad_request("the chat template failed on these messages: " + tokens.error().message, "messages");
+    return std::move(tokens).value();
+  }
+  std::vector<int32_t> prompt;
+  const tokenizer::Vocab& vocab = model.tokenizer->vocab();
+  if (vocab.add_bos && vocab.bos_id >= 0) prompt.push_back(vocab.bos_id);
+  const std::vector<int32_t> body = model.tokenizer->encode(request.prompt, /*parse_special=*/true);
+  prompt.insert(prompt.end(), body.begin(), body.end());
+  if (prompt.empty()) return bad_request("'prompt' is empty", "prompt");
+  return prompt;
+}
+
+PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest request, bool separate_reasoning) {
+  GenerationPlan plan;
+  plan.request = std::move(request);
+  const CompletionRequest& r = plan.request;
+  plan.prompt_param = r.chat ? "messages" : "prompt";
+  auto rendered = render_prompt(model, r);
+  if (std::holds_alternative<ApiError>(rendered)) return std::get<ApiError>(rendered);
+  plan.prompt = std::move(std::get<std::vector<int32_t>>(rendered));
+  if (r.chat) {
+    plan.split_reasoning = r.separate_reasoning.value_or(separate_reasoning);
+    // The last few prompt tokens are enough to see whether the template left "<think>" open.
+    const Result<std::string> tail =
+        model.tokenizer->decode(std::span<const int32_t>(plan.prompt).last(std::min<size_t>(plan.prompt.size(), 4)));
+    plan.prompt_opened_thinking = tail.ok() && prompt_opens_thinking(*tail);
+  }
+
+  const engine::SchedulerOptions& engine_options = model.scheduler->options();
+  if (r.n > engine_options.n_parallel + engine_options.max_queue) {
+    return bad_request("'n' is " + std::to_string(r.n) + " but this server runs and queues at most " +
+                           std::to_string(engine_options.n_parallel + engine_options.max_queue) + " sequences",
+                       "n");
+  }
+  const int64_t n_prompt = static_cast<int64_t>(plan.prompt.size());
+  if (n_prompt + 1 > model.n_ctx) {
+    return bad_request("this model's context is " + std::to_string(model.n_ctx) + " tokens, but the " +
+                           std::string(r.chat ? "messages come to " : "prompt is ") + std::to_string(n_prompt) +
+                           " tokens (and at least one token must be generated)",
+                       plan.prompt_param, "context_length_exceeded");
+  }
+  int32_t max_tokens = static_cast<int32_t>(model.n_ctx - n_prompt);
+  if (r.max_tokens) {
+    if (n_prompt + *r.max_tokens > model.n_ctx) {
+      return bad_request("this model's context is " + std::to_string(model.n_ctx) + " tokens, but " +
+                             std::to_string(n_prompt) + " prompt tokens plus max_tokens " +
+                             std::to_string(*r.max_tokens) + " need " + std::to_string(n_prompt + *r.max_tokens),
+                         "max_tokens", "context_length_exceeded");
+    }
+    max_tokens = *r.max_tokens;
+  }
+  for (int32_t i = 0; i < r.n; ++i) {
+    engine::RequestOptions options;
+    options.max_tokens = max_tokens;
+    options.stop = r.stop;
+    options.sampler = r.sampler;
+    options.sampler.penalty_last_n = static_cast<int32_t>(model.n_ctx);
+    options.sampler.seed = r.seeded ? r.sampler.seed + static_cast<uint64_t>(i) : random_seed();
+    options.top_logprobs = r.logprobs ? r.top_logprobs : -1;
+    plan.choices.push_back(std::move(options));
+  }
+  return plan;
+}
+
+std::variant<engine::RequestHandle, ApiError> submit_plan(const ServedModel& model, const GenerationPlan& plan) {
+  engine::Submission submission = model.scheduler->submit(plan.prompt, plan.choices);
+  switch (submission.status) {
+    case engine::SubmitStatus::Accepted:
+      return submission.handle;
+    case engine::SubmitStatus::QueueFull:
+      return ApiError{.status = 429, .message = submission.message, .type = "rate_limit_error", .param = "",
+                      .code = "rate_limit_exceeded", .retry_after_seconds = 1};
+    case engine::SubmitStatus::TooLong:
+      return bad_request(submission.message, plan.prompt_param, "context_length_exceeded");
+    case engine::SubmitStatus::ShuttingDown:
+      break;
+  }
+  return unavailable(submission.message);
+}
+
+std::variant<StartedGeneration, ApiError> start_generation(const ServedModel& model, CompletionRequest request,
+                                                           bool separate_reasoning) {
+  PlannedGeneration planned = plan_generation(model, std::move(request), separate_reasoning);
+  if (auto* error = std::get_if<ApiError>(&planned)) return std::move(*error);
+  auto plan = std::make_shared<const GenerationPlan>(std::move(std::get<GenerationPlan>(planned)));
+  auto submitted = submit_plan(model, *plan);
+  if (auto* error = std::get_if<ApiError>(&submitted)) return std::move(*error);
+  return StartedGeneration{.plan = std::move(plan), .handle = std::get<engine::RequestHandle>(submitted)};
+}
+
+std::optional<std::string> pump_events(const engine::RequestHandle& handle, int32_t n_choices,
+                                       const std::function<bool()>& heartbeat,
+                                       const std::function<bool(engine::RequestEvent&)>& on_event) {
+  int32_t done = 0;
+  while (done < n_choices) {
+    std::optional<engine::RequestEvent> event = handle->next(kHeartbeat);
+    bool client_there = true;
+    if (!event) {
+      client_there = heartbeat();
+    } else if (event->kind == engine::RequestEvent::Kind::Error) {
+      handle->cancel();
+      return event->error;
+    } else {
+      if (event->kind == engine::RequestEvent::Kind::Done) ++done;
+      client_there = on_event(*event);
+    }
+    if (!client_there) {
+      handle->cancel();
+      return std::nullopt;
+    }
+  }
+  return std::string();
+}
+
+AnswerSplitter::AnswerSplitter(const GenerationPlan& plan)
+    : split_reasoning_(plan.split_reasoning),
+      tools_(plan.request.chat && plan.request.tools.has_value()),
+      callable_(plan.request.callable_tools),
+      reasoning_(plan.prompt_opened_thinking) {}
+
+AnswerParts AnswerSplitter::feed(std::string text) {
+  AnswerParts out;
+  if (split_reasoning_) {
+    ReasoningDelta delta = reasoning_.feed(text);
+    out.reasoning = std::move(delta.reasoning);
+    text = std::move(delta.content);
+  }
+  if (!tools_) {
+    out.content = std::move(text);
+    return out;
+  }
+  const bool calling = held_.find("<tool_call>") != std::string::npos;
+  held_ += text;
+  const size_t safe = calling ? 0 : content_before_tool_call(held_);
+  out.content = held_.substr(0, safe);
+  held_.erase(0, safe);
+  return out;
+}
+
+AnswerParts AnswerSplitter::finish() {
+  AnswerParts out;
+  if (split_reasoning_) {
+    ReasoningDelta rest = reasoning_.finish();
+    out.reasoning = std::move(rest.reasoning);
+    held_ += rest.content;
+  }
+  if (!tools_ || held_.empty()) {
+    out.content = std::move(held_);
+    return out;
+  }
+  ParsedAnswer answer = parse_tool_calls(held_, callable_);
+  out.content = std::move(answer.content);
+  out.tool_calls = std::move(answer.tool_calls);
+  return out;
+}
+
+AnswerParts whole_answer(const GenerationPlan& plan, std::string text) {
+  AnswerParts out;
+  if (plan.split_reasoning) {
+    ReasoningDelta split = split_reasoning(text, plan.prompt_opened_thinking);
+    out.reasoning = std::move(split.reasoning);
+    text = std::move(split.content);
+  }
+  if (plan.request.chat && plan.request.tools) {
+    ParsedAnswer answer = parse_tool_calls(text, plan.request.callable_tools);
+    if (!answer.tool_calls.empty()) {
+      out.tool_calls = std::move(answer.tool_calls);
+      text = std::move(answer.content);
+    }
+  }
+  out.content = std::move(text);
+  return out;
+}
+
+}  // namespace gufo::server

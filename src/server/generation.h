@@ -1,0 +1,117 @@
+// The half of a generation route that does not depend on the API it speaks. The OpenAI and
+// Anthropic parsers both produce a CompletionRequest; plan_generation renders and checks it
+// against the model (template, context, n) into prompt tokens and engine choices;
+// pump_events reads the engine's events with a heartbeat that notices a vanished client;
+// AnswerSplitter turns one choice's streamed text into reasoning, content and tool calls,
+// and whole_answer does the same for a finished text. Routes only translate wire formats.
+// Tested through tests/functional (every route, whole and streamed).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/chat_prompt.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+#include "server/reasoning.h"
+#include "server/tool_calls.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::server {
+
+// What the server serves once the model is loaded.
+struct ServedModel {
+  std::string name;  // the id /v1/models reports and responses carry
+  engine::Scheduler* scheduler = nullptr;
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  const engine::ChatPrompt* chat_prompt = nullptr;  // null: the model has no chat template
+  int64_t n_ctx = 0;
+  int32_t n_vocab = 0;  // logits per token (logit_bias keys must be below)
+};
+
+// A request made ready for the engine.
+struct GenerationPlan {
+  CompletionRequest request;
+  std::vector<int32_t> prompt;
+  std::vector<engine::RequestOptions> choices;
+  bool split_reasoning = false;         // chat: thoughts go apart from the content
+  bool prompt_opened_thinking = false;  // the template ended the prompt inside <think>
+  std::string prompt_param;             // the field a prompt problem is reported against
+};
+
+using PlannedGeneration = std::variant<GenerationPlan, ApiError>;
+
+// Renders the prompt (chat template, or raw text with BOS) and checks it against the
+// context; one engine choice per `n`, each with its own seed unless the request gave one.
+PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest request, bool separate_reasoning);
+
+// Only the prompt's tokens (Anthropic's count_tokens): the same rendering, no checks of
+// the answer's budget.
+std::variant<std::vector<int32_t>, ApiError> render_prompt(const ServedModel& model, const CompletionRequest& request);
+
+// Submits the plan; a full queue is a 429 (retry_after set), a shutting-down engine a 503.
+std::variant<engine::RequestHandle, ApiError> submit_plan(const ServedModel& model, const GenerationPlan& plan);
+
+// plan_generation + submit_plan: the plan (shared with the writer of the answer) and the
+// engine's handle for its events.
+struct StartedGeneration {
+  std::shared_ptr<const GenerationPlan> plan;
+  engine::RequestHandle handle;
+};
+std::variant<StartedGeneration, ApiError> start_generation(const ServedModel& model, CompletionRequest request,
+                                                           bool separate_reasoning);
+
+// Reads `handle`'s events for `n_choices` choices, handing each to `on_event` (which returns
+// false when the client is gone). While none come for a second, `heartbeat` writes
+// something harmless (false: the client is gone). Returns the engine's error message if
+// the generation failed, "" when every choice finished; a gone client cancels the request
+// and returns nullopt.
+std::optional<std::string> pump_events(const engine::RequestHandle& handle, int32_t n_choices,
+                                       const std::function<bool()>& heartbeat,
+                                       const std::function<bool(engine::RequestEvent&)>& on_event);
+
+// The 500 of a generation that failed in the engine.
+inline ApiError generation_failed(const std::string& error) {
+  return ApiError{.status = 500, .message = "generation failed: " + error, .type = "server_error", .param = "", .code = ""};
+}
+
+// One choice's answer in its parts.
+struct AnswerParts {
+  std::string reasoning;
+  std::string content;
+  std::vector<ToolCall> tool_calls;
+};
+
+// One choice's text as it streams: thoughts split off (plan.split_reasoning) and, when the
+// request offered tools, content from "<tool_call>" on held back and parsed at the end.
+class AnswerSplitter {
+ public:
+  explicit AnswerSplitter(const GenerationPlan& plan);
+  // What can be sent now (tool calls never come before finish()).
+  AnswerParts feed(std::string text);
+  // The rest: what was held back, and the tool calls.
+  AnswerParts finish();
+
+ private:
+  bool split_reasoning_;
+  bool tools_;
+  std::span<const std::string> callable_;
+  ReasoningSplitter reasoning_;
+  std::string held_;  // content from the first "<tool_call>" (or what may start one) on
+};
+
+// A finished choice's text in its parts (the non-streaming answer).
+AnswerParts whole_answer(const GenerationPlan& plan, std::string text);
+
+}  // namespace gufo::server
