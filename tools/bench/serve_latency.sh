@@ -4,7 +4,8 @@
 # the servers taking turns, ROUNDS times each.
 # Usage: tools/bench/serve_latency.sh [MODEL] [ROUNDS=3] [THREADS=2]
 # Env: GUFO (default build/default/bin/gufo), LLAMA_SERVER (default
-# build/llama.cpp-cpu/bin/llama-server).
+# build/llama.cpp-cpu/bin/llama-server), GUFO_BEFORE (optional: an older gufo, for a
+# before/after comparison in the same run).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 model=${1:-$root/models/gufo-tiny-q8_0.gguf}
@@ -35,8 +36,14 @@ start() {
 
 start gufo 18181 "$gufo" serve -m "$model" --port 18181 -t "$threads" --parallel 1 --log-disable
 start llama-server 18182 "$llama" -m "$model" --port 18182 -t "$threads" --parallel 1 -c 2048
+if [[ -n "${GUFO_BEFORE:-}" ]]; then
+  start gufo 18183 "$GUFO_BEFORE" serve -m "$model" --port 18183 -t "$threads" --parallel 1
+fi
 echo "model $(basename "$model"), $threads threads, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
 for r in $(seq 1 "$rounds"); do
   node "$root/tools/bench/keepalive_latency.mjs" http://127.0.0.1:18181 30 "gufo serve (round $r)"
   node "$root/tools/bench/keepalive_latency.mjs" http://127.0.0.1:18182 30 "llama-server (round $r)"
+  if [[ -n "${GUFO_BEFORE:-}" ]]; then
+    node "$root/tools/bench/keepalive_latency.mjs" http://127.0.0.1:18183 30 "gufo serve before (round $r)"
+  fi
 done
