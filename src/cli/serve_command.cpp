@@ -3,7 +3,8 @@
 // answers and /ready says "loading" while the model loads and the engine starts.
 // SIGTERM or SIGINT: while loading, the process ends at once (nothing is being answered);
 // once serving, new requests get 503, running ones have --grace seconds to finish (a second
-// signal cuts that short), the rest are cancelled, and the process exits 0.
+// signal cuts that short), the rest are cancelled, and the process exits 0; a third signal
+// ends it at once (exit 1).
 // A model that cannot be loaded ends the process with one line and exit 1.
 // Tested by tests/functional (the OpenAI client against a real server; lifecycle.test.mjs).
 #include <signal.h>
@@ -56,6 +57,10 @@ class StopRequest {
     if (!serving_) {
       std::fprintf(stderr, "gufo serve: %s while starting: exiting\n", name(signal_number));
       std::_Exit(0);  // the loading thread cannot be interrupted, and nothing needs saving
+    }
+    if (count > 2) {  // the drain and the cancel have had their chance
+      std::fprintf(stderr, "gufo serve: %s again: exiting now\n", name(signal_number));
+      std::_Exit(1);
     }
     if (count == 1) signal_ = signal_number;
     count_ = count;
@@ -153,12 +158,12 @@ int run_serve(ServeOptions options) {
                              .chat_prompt = chat_prompt.ok() ? &*chat_prompt : nullptr,
                              .n_ctx = options.engine.n_ctx,
                              .n_vocab = static_cast<int32_t>(model.hparams().n_vocab)};
+  stop.start_serving();  // before the first request can be answered: from now on a signal drains
   http.set_model(served);
   std::fprintf(stderr, "gufo serve: ready: model %s, %d parallel, context %lld, KV pool %lld tokens, on %s\n",
                served.name.c_str(), options.engine.n_parallel, static_cast<long long>(options.engine.n_ctx),
                static_cast<long long>((*scheduler)->options().kv_tokens), backend.capabilities().device.c_str());
 
-  stop.start_serving();
   const char* signal_name = stop.wait_first();
   std::fprintf(stderr, "gufo serve: %s: finishing running requests (up to %.0f s; a second signal cancels them)\n",
                signal_name, options.grace_seconds);
@@ -183,7 +188,7 @@ int run_serve(ServeOptions options) {
 
 Command register_serve(CLI::App& root) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* app = root.add_subcommand("serve", "Serve a model over the OpenAI API (chat and text completions)");
+  CLI::App* app = root.add_subcommand("serve", "Serve a model over the OpenAI API (chat, completions, responses) and Anthropic's Messages API");
   app->add_option("-m,--model", o->model_path,
                   "a GGUF model (default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("--alias", o->alias, "the model id clients see (default: the file name without .gguf)");

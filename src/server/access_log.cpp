@@ -17,11 +17,14 @@ std::string access_log_line(const std::string& remote_addr, const std::string& m
   if (record.prompt_tokens >= 0) {
     tokens = fmt::format(" {}+{} tokens", record.prompt_tokens, std::max<int64_t>(record.completion_tokens, 0));
   }
-  // The path is the client's: control characters would forge log lines.
-  std::string safe_path;
-  for (const char c : path) safe_path += static_cast<unsigned char>(c) < 0x20 || c == '"' || c == 0x7f ? '?' : c;
-  return fmt::format("gufo serve: {} \"{} {}\" {}{} {:.0f} ms\n", remote_addr.empty() ? "-" : remote_addr, method,
-                     safe_path, status, tokens, ms);
+  // The method and path are the client's: control characters and quotes would forge lines.
+  const auto safe = [](const std::string& text) {
+    std::string out;
+    for (const char c : text) out += static_cast<unsigned char>(c) < 0x20 || c == '"' || c == 0x7f ? '?' : c;
+    return out;
+  };
+  return fmt::format("gufo serve: {} \"{} {}\" {}{} {:.0f} ms\n", remote_addr.empty() ? "-" : remote_addr,
+                     safe(method), safe(path), status, tokens, ms);
 }
 
 }  // namespace gufo::server

@@ -1,6 +1,8 @@
 // Anthropic Messages request -> CompletionRequest (see anthropic_request.h).
 #include "server/anthropic_request.h"
 
+#include "server/json_text.h"
+
 #include <optional>
 #include <string>
 
@@ -23,11 +25,6 @@ class Problem {
   std::optional<ApiError> error_;
 };
 
-const ordered_json* member(const ordered_json& object, const char* key) {
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
 // The text of a string or of an array of {"type": "text"} blocks (system, tool_result content).
 std::optional<std::string> plain_text(const ordered_json& value, const std::string& path, Problem& problem) {
   if (value.is_string()) return value.get<std::string>();
@@ -39,8 +36,8 @@ std::optional<std::string> plain_text(const ordered_json& value, const std::stri
   for (size_t i = 0; i < value.size(); ++i) {
     const ordered_json& block = value[i];
     const std::string at = path + "." + std::to_string(i);
-    const ordered_json* type = block.is_object() ? member(block, "type") : nullptr;
-    const ordered_json* body = block.is_object() ? member(block, "text") : nullptr;
+    const ordered_json* type = json_member(block, "type");
+    const ordered_json* body = json_member(block, "text");
     if (type == nullptr || *type != "text" || body == nullptr || !body->is_string()) {
       problem.fail(at, "must be a text block ({\"type\": \"text\", \"text\": ...})");
       return std::nullopt;
@@ -53,11 +50,11 @@ std::optional<std::string> plain_text(const ordered_json& value, const std::stri
 
 // One Anthropic message -> one or more OpenAI-shaped messages appended to `out`.
 void convert_message(const ordered_json& message, const std::string& path, ordered_json& out, Problem& problem) {
-  const ordered_json* role = message.is_object() ? member(message, "role") : nullptr;
+  const ordered_json* role = json_member(message, "role");
   if (role == nullptr || (*role != "user" && *role != "assistant")) {
     return problem.fail(path + ".role", "must be 'user' or 'assistant'");
   }
-  const ordered_json* content = member(message, "content");
+  const ordered_json* content = json_member(message, "content");
   if (content == nullptr) return problem.fail(path + ".content", "Field required");
   const bool user = *role == "user";
   if (content->is_string()) {
@@ -71,35 +68,35 @@ void convert_message(const ordered_json& message, const std::string& path, order
   for (size_t i = 0; i < content->size(); ++i) {
     const ordered_json& block = (*content)[i];
     const std::string at = path + ".content." + std::to_string(i);
-    const ordered_json* type = block.is_object() ? member(block, "type") : nullptr;
+    const ordered_json* type = json_member(block, "type");
     if (type == nullptr || !type->is_string()) return problem.fail(at + ".type", "Field required");
     const std::string kind = type->get<std::string>();
     if (kind == "text") {
-      const ordered_json* body = member(block, "text");
+      const ordered_json* body = json_member(block, "text");
       if (body == nullptr || !body->is_string()) return problem.fail(at + ".text", "must be a string");
       if (!text.empty()) text += "\n";
       text += body->get<std::string>();
     } else if (kind == "tool_result" && user) {
-      const ordered_json* id = member(block, "tool_use_id");
+      const ordered_json* id = json_member(block, "tool_use_id");
       if (id == nullptr || !id->is_string()) return problem.fail(at + ".tool_use_id", "must be a string");
       std::string result;
-      if (const ordered_json* body = member(block, "content")) {
+      if (const ordered_json* body = json_member(block, "content")) {
         const std::optional<std::string> as_text = plain_text(*body, at + ".content", problem);
         if (!as_text) return;
         result = *as_text;
       }
       out.push_back({{"role", "tool"}, {"tool_call_id", *id}, {"content", result}});
     } else if (kind == "tool_use" && !user) {
-      const ordered_json* id = member(block, "id");
-      const ordered_json* name = member(block, "name");
-      const ordered_json* input = member(block, "input");
+      const ordered_json* id = json_member(block, "id");
+      const ordered_json* name = json_member(block, "name");
+      const ordered_json* input = json_member(block, "input");
       if (id == nullptr || !id->is_string()) return problem.fail(at + ".id", "must be a string");
       if (name == nullptr || !name->is_string()) return problem.fail(at + ".name", "must be a string");
       if (input == nullptr || !input->is_object()) return problem.fail(at + ".input", "must be an object");
       tool_calls.push_back({{"id", *id}, {"type", "function"},
                             {"function", {{"name", *name}, {"arguments", input->dump()}}}});
     } else if ((kind == "thinking" || kind == "redacted_thinking") && !user) {
-      if (const ordered_json* body = member(block, "thinking"); body != nullptr && body->is_string()) {
+      if (const ordered_json* body = json_member(block, "thinking"); body != nullptr && body->is_string()) {
         thinking += body->get<std::string>();
       }
     } else {
@@ -124,14 +121,14 @@ ordered_json convert_tools(const ordered_json& tools, Problem& problem) {
   for (size_t i = 0; i < tools.size(); ++i) {
     const ordered_json& tool = tools[i];
     const std::string at = "tools." + std::to_string(i);
-    const ordered_json* name = tool.is_object() ? member(tool, "name") : nullptr;
+    const ordered_json* name = json_member(tool, "name");
     if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
       problem.fail(at + ".name", "must be a non-empty string");
       return functions;
     }
     ordered_json function{{"name", *name}};
-    if (const ordered_json* description = member(tool, "description")) function["description"] = *description;
-    const ordered_json* schema = member(tool, "input_schema");
+    if (const ordered_json* description = json_member(tool, "description")) function["description"] = *description;
+    const ordered_json* schema = json_member(tool, "input_schema");
     if (schema == nullptr || !schema->is_object()) {
       problem.fail(at + ".input_schema", "must be a JSON schema object");
       return functions;
@@ -144,7 +141,7 @@ ordered_json convert_tools(const ordered_json& tools, Problem& problem) {
 
 // {"type": "auto" | "any" | "tool" | "none", "name": ...} -> OpenAI's tool_choice.
 std::optional<ordered_json> convert_tool_choice(const ordered_json& choice, Problem& problem) {
-  const ordered_json* type = choice.is_object() ? member(choice, "type") : nullptr;
+  const ordered_json* type = json_member(choice, "type");
   if (type == nullptr || !type->is_string()) {
     problem.fail("tool_choice.type", "Field required");
     return std::nullopt;
@@ -153,7 +150,7 @@ std::optional<ordered_json> convert_tool_choice(const ordered_json& choice, Prob
   if (*type == "any") return ordered_json("required");
   if (*type == "none") return ordered_json("none");
   if (*type == "tool") {
-    const ordered_json* name = member(choice, "name");
+    const ordered_json* name = json_member(choice, "name");
     if (name == nullptr || !name->is_string()) {
       problem.fail("tool_choice.name", "must be a string");
       return std::nullopt;
@@ -179,12 +176,12 @@ ParsedRequest parse_anthropic_request(const ordered_json& body, const RequestLim
   Problem problem;
   ordered_json openai{{"messages", ordered_json::array()}};
   ordered_json& messages = openai["messages"];
-  if (const ordered_json* system = member(body, "system")) {
+  if (const ordered_json* system = json_member(body, "system")) {
     if (const std::optional<std::string> text = plain_text(*system, "system", problem); text && !text->empty()) {
       messages.push_back({{"role", "system"}, {"content", *text}});
     }
   }
-  const ordered_json* turns = member(body, "messages");
+  const ordered_json* turns = json_member(body, "messages");
   if (turns == nullptr || !turns->is_array() || turns->empty()) {
     problem.fail("messages", "must be a non-empty array of messages");
   } else if (turns->size() > limits.max_messages) {
@@ -195,25 +192,25 @@ ParsedRequest parse_anthropic_request(const ordered_json& body, const RequestLim
       convert_message((*turns)[i], "messages." + std::to_string(i), messages, problem);
     }
   }
-  const ordered_json* max_tokens = member(body, "max_tokens");
+  const ordered_json* max_tokens = json_member(body, "max_tokens");
   if (max_tokens == nullptr && !count_only) problem.fail("max_tokens", "Field required");
   if (max_tokens != nullptr && !count_only) openai["max_tokens"] = *max_tokens;
-  if (const ordered_json* tools = member(body, "tools")) {
+  if (const ordered_json* tools = json_member(body, "tools")) {
     ordered_json functions = convert_tools(*tools, problem);
     if (!functions.empty()) openai["tools"] = std::move(functions);
   }
-  if (const ordered_json* choice = member(body, "tool_choice")) {
+  if (const ordered_json* choice = json_member(body, "tool_choice")) {
     if (std::optional<ordered_json> converted = convert_tool_choice(*choice, problem)) openai["tool_choice"] = *converted;
   }
-  if (const ordered_json* thinking = member(body, "thinking")) {
-    const ordered_json* type = thinking->is_object() ? member(*thinking, "type") : nullptr;
+  if (const ordered_json* thinking = json_member(body, "thinking")) {
+    const ordered_json* type = json_member(*thinking, "type");
     if (type == nullptr || (*type != "enabled" && *type != "disabled")) {
       problem.fail("thinking.type", "must be 'enabled' or 'disabled'");
     } else {
       openai["chat_template_kwargs"] = {{"enable_thinking", *type == "enabled"}};
     }
   }
-  if (const ordered_json* temperature = member(body, "temperature")) {
+  if (const ordered_json* temperature = json_member(body, "temperature")) {
     if (!temperature->is_number() || temperature->get<double>() < 0.0 || temperature->get<double>() > 1.0) {
       problem.fail("temperature", "must be a number from 0 to 1");
     }
@@ -221,9 +218,9 @@ ParsedRequest parse_anthropic_request(const ordered_json& body, const RequestLim
   if (problem.failed()) return problem.error();
   // Anthropic's defaults: temperature 1, no top-p / top-k truncation.
   for (const char* key : {"stream", "temperature", "top_p", "top_k", "model"}) {
-    if (const ordered_json* value = member(body, key)) openai[key] = *value;
+    if (const ordered_json* value = json_member(body, key)) openai[key] = *value;
   }
-  if (const ordered_json* stops = member(body, "stop_sequences")) openai["stop"] = *stops;
+  if (const ordered_json* stops = json_member(body, "stop_sequences")) openai["stop"] = *stops;
 
   ParsedRequest parsed = parse_completion_request(openai, /*chat=*/true, limits);
   if (auto* error = std::get_if<ApiError>(&parsed)) {
@@ -232,6 +229,7 @@ ParsedRequest parse_anthropic_request(const ordered_json& body, const RequestLim
     if (!error->param.empty()) error->message = error->param + ": " + error->message;
     return *error;
   }
+  std::get<CompletionRequest>(parsed).max_tokens_is_bound = true;
   return parsed;
 }
 

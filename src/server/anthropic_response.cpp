@@ -1,23 +1,14 @@
 // Anthropic response shapes (see anthropic_response.h).
 #include "server/anthropic_response.h"
 
-#include <random>
-
 #include "server/json_text.h"
+#include "server/random_id.h"
 
 namespace gufo::server {
 
 using nlohmann::ordered_json;
 
 namespace {
-
-std::string random_suffix(size_t n) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s += kAlnum[rng() % 62];
-  return s;
-}
 
 std::string event(const char* name, const ordered_json& data) {
   return std::string("event: ") + name + "\ndata: " + dump(data) + "\n\n";
@@ -46,6 +37,11 @@ std::vector<const ToolCall*> usable_calls(const AnswerParts& answer, std::string
     }
   }
   return calls;
+}
+
+// Only a stop at a stop sequence names one (a tool call may end right at one, too).
+ordered_json stop_sequence_json(const std::string& stop_reason, const std::string& stop_sequence) {
+  return stop_reason == "stop_sequence" && !stop_sequence.empty() ? ordered_json(stop_sequence) : ordered_json();
 }
 
 }  // namespace
@@ -78,7 +74,7 @@ std::string anthropic_stop_reason(engine::StopReason reason, const AnswerParts& 
   return "end_turn";
 }
 
-std::string new_message_id() { return "msg_" + random_suffix(24); }
+std::string new_message_id() { return random_id("msg_"); }
 
 ordered_json content_blocks(const AnswerParts& answer) {
   ordered_json blocks = ordered_json::array();
@@ -103,7 +99,7 @@ ordered_json message_json(const std::string& id, const std::string& model, const
           {"model", model},
           {"content", content_blocks(answer)},
           {"stop_reason", stop_reason},
-          {"stop_sequence", stop_sequence.empty() ? ordered_json() : ordered_json(stop_sequence)},
+          {"stop_sequence", stop_sequence_json(stop_reason, stop_sequence)},
           {"usage",
            {{"input_tokens", usage.input_tokens},
             {"output_tokens", usage.output_tokens},
@@ -163,7 +159,7 @@ std::string AnthropicEventStream::feed(const AnswerParts& parts) {
 }
 
 std::string AnthropicEventStream::finish(const AnswerParts& rest, const std::string& stop_reason,
-                                         const std::string& stop_sequence, int64_t output_tokens) {
+                                         const std::string& stop_sequence, const AnthropicUsage& usage) {
   AnswerParts text_part{.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}};
   const std::vector<const ToolCall*> calls = usable_calls(rest, text_part.content);
   std::string out = feed(text_part);
@@ -183,9 +179,13 @@ std::string AnthropicEventStream::finish(const AnswerParts& rest, const std::str
   }
   out += event("message_delta",
                {{"type", "message_delta"},
-                {"delta", {{"stop_reason", stop_reason},
-                           {"stop_sequence", stop_sequence.empty() ? ordered_json() : ordered_json(stop_sequence)}}},
-                {"usage", {{"output_tokens", output_tokens}}}});
+                {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stop_sequence_json(stop_reason, stop_sequence)}}},
+                // The whole usage: clients take input and cache counts from here too.
+                {"usage",
+                 {{"input_tokens", usage.input_tokens},
+                  {"output_tokens", usage.output_tokens},
+                  {"cache_creation_input_tokens", 0},
+                  {"cache_read_input_tokens", usage.cache_read_input_tokens}}}});
   out += event("message_stop", {{"type", "message_stop"}});
   return out;
 }

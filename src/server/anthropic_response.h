@@ -1,6 +1,6 @@
 // Anthropic's Messages API response shapes: the whole message, its server-sent events
 // (message_start, content_block_start/_delta/_stop for thinking, text and tool_use blocks,
-// message_delta, message_stop, ping) and the error body {"type": "error", "error": {...}}.
+// message_delta with the final usage, message_stop, ping) and the error body {"type": "error", "error": {...}}.
 // Tested by tests/unit/server/anthropic_response_test.cpp and through Anthropic's own client
 // (tests/functional/anthropic.test.mjs).
 #pragma once
@@ -48,7 +48,7 @@ class AnthropicEventStream {
   std::string feed(const AnswerParts& parts);
   // The rest of the answer (tool calls included), then message_delta and message_stop.
   std::string finish(const AnswerParts& rest, const std::string& stop_reason, const std::string& stop_sequence,
-                     int64_t output_tokens);
+                     const AnthropicUsage& usage);
   static std::string ping();
 
  private:

@@ -37,23 +37,14 @@ void record_ending(const engine::RequestEvent& done, Ending& ending) {
 
 bool write_message(httplib::DataSink& sink, const GenerationPlan& plan, const engine::RequestHandle& handle,
                    const std::string& model) {
-  std::string text;
-  Ending ending;
-  const std::optional<std::string> error = pump_events(
-      handle, 1, [&] { return write_all(sink, " "); },
-      [&](engine::RequestEvent& event) {
-        if (event.kind == engine::RequestEvent::Kind::Text) {
-          text += event.text;
-        } else {
-          record_ending(event, ending);
-        }
-        return true;
-      });
-  if (!error) return false;
-  if (!error->empty()) {
-    write_all(sink, dump(anthropic_error_body(generation_failed(*error))));
+  std::optional<CollectedAnswer> collected = collect_answer(handle, [&] { return write_all(sink, " "); });
+  if (!collected) return false;
+  if (!collected->error.empty()) {
+    write_all(sink, dump(anthropic_error_body(generation_failed(collected->error))));
   } else {
-    const AnswerParts answer = whole_answer(plan, std::move(text));
+    Ending ending;
+    record_ending(collected->done, ending);
+    const AnswerParts answer = whole_answer(plan, std::move(collected->text));
     write_all(sink, dump(message_json(new_message_id(), model, answer, anthropic_stop_reason(ending.reason, answer),
                                       ending.stop_sequence, ending.usage)));
   }
@@ -77,7 +68,7 @@ bool write_events(httplib::DataSink& sink, const GenerationPlan& plan, const eng
         record_ending(event, ending);
         const AnswerParts rest = splitter.finish();
         return write_all(sink, stream.finish(rest, anthropic_stop_reason(ending.reason, rest), ending.stop_sequence,
-                                             ending.usage.output_tokens));
+                                             ending.usage));
       });
   if (!error) return false;
   if (!error->empty()) write_all(sink, "event: error\ndata: " + dump(anthropic_error_body(generation_failed(*error))) + "\n\n");
@@ -89,25 +80,12 @@ bool write_events(httplib::DataSink& sink, const GenerationPlan& plan, const eng
 
 void HttpServer::anthropic_messages(const httplib::Request& req, httplib::Response& res, bool count_only) {
   const std::string route = count_only ? "/v1/messages/count_tokens" : "/v1/messages";
-  if (!authorized(req, res, route, ErrorShape::Anthropic)) return;
   const auto fail = [&](const ApiError& error) { reply_error(res, route, error, ErrorShape::Anthropic); };
-  if (std::optional<ApiError> closed = refuse_generation()) return fail(*closed);
+  std::optional<GenerationBody> body = read_generation_body(req, res, route, ErrorShape::Anthropic, !count_only);
+  if (!body) return;
+  const ServedModel* model = body->model;
 
-  ordered_json body;
-  try {
-    body = ordered_json::parse(req.body);
-  } catch (const ordered_json::parse_error& e) {
-    return fail(bad_request(std::string("the body is not valid JSON: ") + e.what(), ""));
-  }
-  const auto named = body.is_object() ? body.find("model") : body.end();
-  if (!count_only && (named == body.end() || !named->is_string())) {
-    return fail(bad_request("model: Field required (the id GET /v1/models lists)", "model"));
-  }
-  const std::string model_name = named != body.end() && named->is_string() ? named->get<std::string>() : "";
-  const ServedModel* model = find_model(model_name);
-  if (model == nullptr) return fail(model_not_found(model_name));
-
-  ParsedRequest parsed = parse_anthropic_request(body, RequestLimits{.n_vocab = model->n_vocab}, count_only);
+  ParsedRequest parsed = parse_anthropic_request(body->json, RequestLimits{.n_vocab = model->n_vocab}, count_only);
   if (std::holds_alternative<ApiError>(parsed)) return fail(std::get<ApiError>(parsed));
   if (count_only) {
     auto prompt = render_prompt(*model, std::get<CompletionRequest>(parsed));

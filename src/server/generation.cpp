@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string_view>
 
 namespace gufo::server {
 
@@ -76,13 +77,13 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
   }
   int32_t max_tokens = static_cast<int32_t>(model.n_ctx - n_prompt);
   if (r.max_tokens) {
-    if (n_prompt + *r.max_tokens > model.n_ctx) {
+    if (n_prompt + *r.max_tokens > model.n_ctx && !r.max_tokens_is_bound) {
       return bad_request("this model's context is " + std::to_string(model.n_ctx) + " tokens, but " +
                              std::to_string(n_prompt) + " prompt tokens plus max_tokens " +
                              std::to_string(*r.max_tokens) + " need " + std::to_string(n_prompt + *r.max_tokens),
                          "max_tokens", "context_length_exceeded");
     }
-    max_tokens = *r.max_tokens;
+    max_tokens = std::min(max_tokens, *r.max_tokens);
   }
   for (int32_t i = 0; i < r.n; ++i) {
     engine::RequestOptions options;
@@ -147,6 +148,22 @@ std::optional<std::string> pump_events(const engine::RequestHandle& handle, int3
   return std::string();
 }
 
+std::optional<CollectedAnswer> collect_answer(const engine::RequestHandle& handle,
+                                              const std::function<bool()>& heartbeat) {
+  CollectedAnswer answer;
+  std::optional<std::string> error = pump_events(handle, 1, heartbeat, [&](engine::RequestEvent& event) {
+    if (event.kind == engine::RequestEvent::Kind::Text) {
+      answer.text += event.text;
+    } else {
+      answer.done = std::move(event);
+    }
+    return true;
+  });
+  if (!error) return std::nullopt;
+  answer.error = std::move(*error);
+  return answer;
+}
+
 AnswerSplitter::AnswerSplitter(const GenerationPlan& plan)
     : split_reasoning_(plan.split_reasoning),
       tools_(plan.request.chat && plan.request.tools.has_value()),
@@ -166,7 +183,9 @@ AnswerParts AnswerSplitter::feed(std::string text) {
   }
   const bool calling = held_.find("<tool_call>") != std::string::npos;
   held_ += text;
-  const size_t safe = calling ? 0 : content_before_tool_call(held_);
+  size_t safe = calling ? 0 : content_before_tool_call(held_);
+  // Whitespace before a tool call is trimmed from the content: hold it until text follows.
+  while (safe > 0 && std::string_view(" \t\r\n").find(held_[safe - 1]) != std::string_view::npos) --safe;
   out.content = held_.substr(0, safe);
   held_.erase(0, safe);
   return out;
@@ -189,21 +208,15 @@ AnswerParts AnswerSplitter::finish() {
   return out;
 }
 
+// The same splitter as a stream, fed the whole text: a whole answer and a streamed one
+// cannot differ.
 AnswerParts whole_answer(const GenerationPlan& plan, std::string text) {
-  AnswerParts out;
-  if (plan.split_reasoning) {
-    ReasoningDelta split = split_reasoning(text, plan.prompt_opened_thinking);
-    out.reasoning = std::move(split.reasoning);
-    text = std::move(split.content);
-  }
-  if (plan.request.chat && plan.request.tools) {
-    ParsedAnswer answer = parse_tool_calls(text, plan.request.callable_tools);
-    if (!answer.tool_calls.empty()) {
-      out.tool_calls = std::move(answer.tool_calls);
-      text = std::move(answer.content);
-    }
-  }
-  out.content = std::move(text);
+  AnswerSplitter splitter(plan);
+  AnswerParts out = splitter.feed(std::move(text));
+  AnswerParts rest = splitter.finish();
+  out.reasoning += rest.reasoning;
+  out.content += rest.content;
+  out.tool_calls = std::move(rest.tool_calls);
   return out;
 }
 

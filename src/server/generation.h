@@ -86,6 +86,16 @@ inline ApiError generation_failed(const std::string& error) {
   return ApiError{.status = 500, .message = "generation failed: " + error, .type = "server_error", .param = "", .code = ""};
 }
 
+// A one-choice generation read to its end: the text, and the final event (its stop reason
+// and token counts). `error` is the engine's message if it failed; nullopt: the client went.
+struct CollectedAnswer {
+  std::string error;
+  std::string text;
+  engine::RequestEvent done;
+};
+std::optional<CollectedAnswer> collect_answer(const engine::RequestHandle& handle,
+                                              const std::function<bool()>& heartbeat);
+
 // One choice's answer in its parts.
 struct AnswerParts {
   std::string reasoning;
@@ -111,7 +121,8 @@ class AnswerSplitter {
   std::string held_;  // content from the first "<tool_call>" (or what may start one) on
 };
 
-// A finished choice's text in its parts (the non-streaming answer).
+// A finished choice's text in its parts (the non-streaming answer): exactly what the
+// AnswerSplitter gives for it in pieces.
 AnswerParts whole_answer(const GenerationPlan& plan, std::string text);
 
 }  // namespace gufo::server

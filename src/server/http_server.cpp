@@ -53,7 +53,8 @@ std::string route_label(const httplib::Request& req) {
   static constexpr std::string_view kRoutes[] = {"/health",         "/ready",
                                                  "/metrics",        "/v1/models",
                                                  "/v1/chat/completions", "/v1/completions",
-                                                 "/v1/messages",    "/v1/messages/count_tokens"};
+                                                 "/v1/messages",    "/v1/messages/count_tokens",
+                                                 "/v1/responses"};
   for (const std::string_view route : kRoutes) {
     if (req.path == route) return std::string(route);
   }
@@ -122,13 +123,15 @@ void HttpServer::stop() {
   while (!served_.load() && !http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (served_.load() || stop_sent_.exchange(true)) return;  // twice would close an invalid socket
   http_->stop();
-  // The answers still being written finish first (the engine is shut down, so they end
-  // soon); then the idle kept-alive connections are ended.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // Idle kept-alive connections end now; the answers still being written finish (the engine
+  // is shut down, so they end soon), unless a client stopped reading: after 5 s the writes
+  // are cut too, rather than waiting out the 30 s write timeout.
+  shut_connections(port_, /*writes_too=*/false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  stop_reading_connections(port_);
+  if (in_flight_.load() > 0) shut_connections(port_, /*writes_too=*/true);
 }
 
 void HttpServer::reply(httplib::Response& res, const std::string& route, int status, const std::string& body,
@@ -154,6 +157,38 @@ bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res,
   res.set_header("WWW-Authenticate", "Bearer");
   reply_error(res, route, error, shape);
   return false;
+}
+
+std::optional<HttpServer::GenerationBody> HttpServer::read_generation_body(const httplib::Request& req,
+                                                                          httplib::Response& res,
+                                                                          const std::string& route, ErrorShape shape,
+                                                                          bool model_required) {
+  if (!authorized(req, res, route, shape)) return std::nullopt;
+  const auto fail = [&](const ApiError& error) {
+    reply_error(res, route, error, shape);
+    return std::nullopt;
+  };
+  if (std::optional<ApiError> closed = refuse_generation()) return fail(*closed);
+  GenerationBody body;
+  try {
+    body.json = nlohmann::ordered_json::parse(req.body);
+  } catch (const nlohmann::ordered_json::parse_error& e) {
+    return fail(bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json"));
+  }
+  const auto named = body.json.is_object() ? body.json.find("model") : body.json.end();
+  const bool has_name = named != body.json.end() && named->is_string();
+  if (model_required && !has_name) {
+    return fail(bad_request("'model' is required (an id that GET /v1/models lists)", "model", "missing_required_parameter"));
+  }
+  const std::string name = has_name ? named->get<std::string>() : "";
+  body.model = find_model(name);
+  if (body.model == nullptr) return fail(model_not_found(name));
+  return body;
+}
+
+HttpServer::ErrorShape HttpServer::shape_of(const httplib::Request& req) {
+  return req.path == "/v1/messages" || req.path.starts_with("/v1/messages/") ? ErrorShape::Anthropic
+                                                                            : ErrorShape::OpenAI;
 }
 
 const ServedModel* HttpServer::find_model(const std::string& name) const {
@@ -190,7 +225,10 @@ void HttpServer::routes() {
   });
   http_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
     const bool ready = ready_.load(std::memory_order_acquire) && !stopping_.load();
-    reply(res, "/ready", ready ? 200 : 503, ready ? R"({"status":"ready"})" : R"({"status":"loading"})");
+    const char* status = ready              ? R"({"status":"ready"})"
+                         : stopping_.load() ? R"({"status":"stopping"})"
+                                            : R"({"status":"loading"})";
+    reply(res, "/ready", ready ? 200 : 503, status);
   });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     engine::EngineStats stats;
@@ -222,12 +260,13 @@ void HttpServer::routes() {
               [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
   http_->Post("/v1/completions",
               [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+  http_->Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) { responses(req, res); });
   http_->Post("/v1/messages",
               [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, false); });
   http_->Post("/v1/messages/count_tokens",
               [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, true); });
   // httplib answers some errors itself (404, 413 body too large, 400 bad request line):
-  // give them OpenAI's error body too.
+  // give them the API's error body too (Anthropic's under /v1/messages, else OpenAI's).
   http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     ApiError error{.status = res.status, .message = "", .type = "invalid_request_error", .param = "", .code = ""};
@@ -245,7 +284,8 @@ void HttpServer::routes() {
       error.message = "HTTP error " + std::to_string(res.status);
     }
     counters_.count(route_label(req), res.status);
-    res.set_content(dump(error.body()), "application/json");
+    res.set_content(dump(shape_of(req) == ErrorShape::Anthropic ? anthropic_error_body(error) : error.body()),
+                    "application/json");
   });
   http_->set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
@@ -256,7 +296,7 @@ void HttpServer::routes() {
     } catch (...) {
     }
     const ApiError error{.status = 500, .message = what, .type = "server_error", .param = "", .code = ""};
-    reply(res, route_label(req), 500, dump(error.body()));
+    reply_error(res, route_label(req), error, shape_of(req));
   });
   // The logger runs after an answer's last byte, for every request (routed or not).
   http_->set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {

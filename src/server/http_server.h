@@ -1,12 +1,13 @@
 // `gufo serve`'s HTTP side (cpp-httplib): the OpenAI routes (POST /v1/chat/completions,
-// POST /v1/completions, GET /v1/models, GET /v1/models/{id}), Anthropic's Messages API
+// POST /v1/completions, POST /v1/responses, GET /v1/models, GET /v1/models/{id}), Anthropic's Messages API
 // (POST /v1/messages, POST /v1/messages/count_tokens), GET /health (the process answers), GET /ready (the
 // model is loaded and the engine takes requests) and GET /metrics (Prometheus). Requests are
 // checked (server/openai_request.h), rendered with the model's chat template, and handed to
 // the engine (engine/scheduler.h); answers are whole JSON objects or server-sent events.
 // A client that goes away mid-answer cancels its generation (writes fail; while nothing
 // else is written, a keep-alive comment or whitespace every second finds out).
-// Tested by tests/unit/server/http_server_test.cpp and tests/functional (OpenAI's client).
+// Tested by tests/functional (OpenAI's and Anthropic's clients against the real binary); the
+// pieces by tests/unit/server.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "engine/scheduler.h"
 #include "server/generation.h"
 #include "server/metrics.h"
+#include "server/response_store.h"
 #include "tokenizer/tokenizer.h"
 
 namespace httplib {
@@ -62,18 +64,31 @@ class HttpServer {
   void stop();
 
  private:
+  enum class ErrorShape { OpenAI, Anthropic };
+  static ErrorShape shape_of(const httplib::Request& req);  // by route: Anthropic's under /v1/messages
   void routes();
 
-  // The generation routes, one file each: openai_routes.cpp, anthropic_routes.cpp.
+  // The generation routes, one file per API: openai_routes.cpp, anthropic_routes.cpp,
+  // responses_routes.cpp.
   void completion(const httplib::Request& req, httplib::Response& res, bool chat);
   void anthropic_messages(const httplib::Request& req, httplib::Response& res, bool count_only);
+  void responses(const httplib::Request& req, httplib::Response& res);  // responses_routes.cpp
+
+  // The first steps of every generation route: the API key, a 503 while loading or
+  // stopping, the body as JSON and the model it names. On failure the error has been
+  // replied and the result is empty.
+  struct GenerationBody {
+    nlohmann::ordered_json json;
+    const ServedModel* model = nullptr;
+  };
+  std::optional<GenerationBody> read_generation_body(const httplib::Request& req, httplib::Response& res,
+                                                     const std::string& route, ErrorShape shape, bool model_required);
 
   // The model a request names (empty: the served one), or null.
   const ServedModel* find_model(const std::string& name) const;
   ApiError model_not_found(const std::string& name) const;
   // 503 while loading or shutting down, else nothing.
   std::optional<ApiError> refuse_generation() const;
-  enum class ErrorShape { OpenAI, Anthropic };
   // With --api-key: 'Authorization: Bearer KEY' or Anthropic's 'x-api-key: KEY'; else a 401.
   bool authorized(const httplib::Request& req, httplib::Response& res, const std::string& route,
                   ErrorShape shape = ErrorShape::OpenAI);
@@ -93,6 +108,7 @@ class HttpServer {
   std::atomic<int> in_flight_{0};  // requests routed and not yet answered to the last byte
   int port_ = 0;
   HttpCounters counters_;
+  ResponseStore responses_;  // previous_response_id
 };
 
 }  // namespace gufo::server

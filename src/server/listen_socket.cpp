@@ -63,9 +63,9 @@ void widen_listen_backlog(int port) {
 // NOTE(http): httplib waits for the next request on a kept-alive connection for the whole
 // keep-alive timeout (30 s here) and looks at its stop flag only between requests, so a
 // stopped server would linger until every client hung up.
-void stop_reading_connections(int port) {
-  for_each_socket_on_port(port, [](int fd, bool listening) {
-    if (!listening) ::shutdown(fd, SHUT_RD);
+void shut_connections(int port, bool writes_too) {
+  for_each_socket_on_port(port, [writes_too](int fd, bool listening) {
+    if (!listening) ::shutdown(fd, writes_too ? SHUT_RDWR : SHUT_RD);
   });
 }
 

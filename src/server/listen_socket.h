@@ -20,8 +20,9 @@ void widen_listen_backlog(int port);
 
 // Shuts the reading side of every connection this process accepted on `port`, so that
 // threads waiting for a kept-alive connection's next request (up to the keep-alive timeout)
-// see its end at once; answers being written are not affected.
-void stop_reading_connections(int port);
+// see its end at once; answers being written are not affected. `writes_too`: the writing
+// side as well, for answers that a client stopped reading.
+void shut_connections(int port, bool writes_too);
 
 // Binds a throw-away socket to host:port the way httplib does, to say why httplib could not:
 // strerror of the failure ("Address already in use"), or "cannot resolve ..." for a bad host.

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string_view>
 
+#include "server/json_text.h"
 #include "server/reasoning.h"
 
 namespace gufo::server {
@@ -261,12 +262,7 @@ void parse_tools(Fields& fields, CompletionRequest& out) {
     else return fields.fail("'tool_choice' must be 'auto', 'none', 'required' or a function, not '" + mode + "'",
                             "tool_choice");
   } else {
-    const auto member = [](const ordered_json* object, const char* key) -> const ordered_json* {
-      if (object == nullptr || !object->is_object()) return nullptr;
-      const auto it = object->find(key);
-      return it == object->end() ? nullptr : &*it;
-    };
-    const ordered_json* name = member(member(choice, "function"), "name");
+    const ordered_json* name = json_member(json_member(choice, "function"), "name");
     if (name == nullptr || !name->is_string()) {
       return fields.fail("'tool_choice' must be a string or {\"type\": \"function\", \"function\": {\"name\": ...}}",
                          "tool_choice", "invalid_type");

@@ -47,6 +47,9 @@ struct CompletionRequest {
   std::optional<bool> separate_reasoning;        // chat: reasoning_format (none: false); unset: the server's
   std::string prompt;                            // completions
   std::optional<int32_t> max_tokens;
+  // Beyond what the context leaves, max_tokens is shortened rather than refused: clients of
+  // Anthropic's API and of the Responses API send a generous bound (32000) by habit.
+  bool max_tokens_is_bound = false;
   int32_t n = 1;
   bool stream = false;
   bool include_usage = false;                    // stream_options.include_usage

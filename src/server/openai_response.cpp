@@ -1,19 +1,13 @@
 // OpenAI response bodies (see openai_response.h).
 #include "server/openai_response.h"
 
-#include <random>
+#include "server/random_id.h"
 
 namespace gufo::server {
 
 using nlohmann::ordered_json;
 
-std::string new_response_id(bool chat) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id = chat ? "chatcmpl-" : "cmpl-";
-  for (int i = 0; i < 24; ++i) id += kHex[rng() & 15];
-  return id;
-}
+std::string new_response_id(bool chat) { return random_id(chat ? "chatcmpl-" : "cmpl-"); }
 
 std::string finish_reason_name(engine::StopReason reason) {
   switch (reason) {

@@ -121,21 +121,12 @@ bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const eng
 
 void HttpServer::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   const std::string route = chat ? "/v1/chat/completions" : "/v1/completions";
-  if (!authorized(req, res, route)) return;
   const auto fail = [&](const ApiError& error) { reply_error(res, route, error); };
-  if (std::optional<ApiError> closed = refuse_generation()) return fail(*closed);
+  std::optional<GenerationBody> body = read_generation_body(req, res, route, ErrorShape::OpenAI, false);
+  if (!body) return;
+  const ServedModel* model = body->model;
 
-  ordered_json body;
-  try {
-    body = ordered_json::parse(req.body);
-  } catch (const ordered_json::parse_error& e) {
-    return fail(bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json"));
-  }
-  const auto named = body.is_object() ? body.find("model") : body.end();
-  const ServedModel* model = find_model(named != body.end() && named->is_string() ? named->get<std::string>() : "");
-  if (model == nullptr) return fail(model_not_found(named->get<std::string>()));
-
-  ParsedRequest parsed = parse_completion_request(body, chat, RequestLimits{.n_vocab = model->n_vocab});
+  ParsedRequest parsed = parse_completion_request(body->json, chat, RequestLimits{.n_vocab = model->n_vocab});
   if (std::holds_alternative<ApiError>(parsed)) return fail(std::get<ApiError>(parsed));
   auto started = start_generation(*model, std::move(std::get<CompletionRequest>(parsed)), options_.separate_reasoning);
   if (std::holds_alternative<ApiError>(started)) return fail(std::get<ApiError>(started));

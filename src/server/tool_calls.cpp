@@ -4,7 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <random>
+
+#include "server/random_id.h"
 
 namespace gufo::server {
 
@@ -18,14 +19,6 @@ std::string trim(std::string_view s) {
   if (first == std::string_view::npos) return "";
   const size_t last = s.find_last_not_of(" \t\r\n");
   return std::string(s.substr(first, last - first + 1));
-}
-
-std::string new_call_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string id = "call_";
-  for (int i = 0; i < 24; ++i) id += kAlnum[rng() % 62];
-  return id;
 }
 
 }  // namespace
@@ -54,7 +47,7 @@ ParsedAnswer parse_tool_calls(std::string_view text, std::span<const std::string
         arguments = call["arguments"].is_string() ? call["arguments"].get<std::string>()
                                                   : call["arguments"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       }
-      out.tool_calls.push_back({new_call_id(), call["name"].get<std::string>(), std::move(arguments)});
+      out.tool_calls.push_back({random_id("call_"), call["name"].get<std::string>(), std::move(arguments)});
     } else {
       content += text.substr(at, end - at);
     }

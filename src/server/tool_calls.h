@@ -22,7 +22,7 @@ struct ToolCall {
 };
 
 struct ParsedAnswer {
-  std::string content;  // the text outside well-formed tool-call blocks, trimmed
+  std::string content;  // the text outside the calls' blocks, trimmed; with no calls, the text as it was
   std::vector<ToolCall> tool_calls;
 };
 

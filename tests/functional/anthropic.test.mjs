@@ -115,6 +115,8 @@ test('tools: thinking, then a tool_use block; its tool_result goes back through 
 
   const streamed = await client.messages.stream(request).finalMessage();
   assert.equal(streamed.stop_reason, 'tool_use');
+  assert.equal(streamed.stop_sequence, null);
+  assert.deepEqual(streamed.content.filter((b) => b.type !== 'tool_use'), whole.content.filter((b) => b.type !== 'tool_use'));
   const streamedUse = streamed.content.find((b) => b.type === 'tool_use');
   assert.deepEqual([streamedUse.name, streamedUse.input], [use.name, use.input]);
 
@@ -129,8 +131,11 @@ test('tools: thinking, then a tool_use block; its tool_result goes back through 
   });
   assert.ok(['end_turn', 'max_tokens', 'tool_use'].includes(answer.stop_reason));
   assert.ok(answer.usage.input_tokens > whole.usage.input_tokens);
-  // The earlier turns come from the prefix cache.
+  // The earlier turns come from the prefix cache, whole and streamed.
   assert.ok(answer.usage.cache_read_input_tokens > 0);
+  const again = await client.messages.stream({ ...request, max_tokens: 64, messages: [...toolPrompt.messages] }).finalMessage();
+  assert.ok(again.usage.cache_read_input_tokens > 0, JSON.stringify(again.usage));
+  assert.equal(again.usage.input_tokens, whole.usage.input_tokens);
 });
 
 test('tool_choice none and a named tool never return a call they exclude', async () => {
@@ -142,7 +147,16 @@ test('tool_choice none and a named tool never return a call they exclude', async
   const named = await client.messages.create({
     model, max_tokens: 128, messages: toolPrompt.messages, tools, tool_choice: { type: 'tool', name: 'get_time' }, temperature: 0,
   });
-  for (const block of named.content) if (block.type === 'tool_use') assert.equal(block.name, 'get_time');
+  // Greedy, the model calls get_weather: with get_time named, that call comes back as text.
+  assert.ok(!named.content.some((b) => b.type === 'tool_use'), JSON.stringify(named.content));
+  assert.notEqual(named.stop_reason, 'tool_use');
+  assert.ok(textOf(named).includes('get_weather'), textOf(named));
+});
+
+test('max_tokens beyond the context is a bound, not an error (clients send 32000)', async () => {
+  const message = await client.messages.create({ model, max_tokens: 32000, messages: question, temperature: 0 });
+  const chat = await openai.chat.completions.create({ messages: question, ...greedy });  // no limit: to the context
+  assert.equal(textOf(message), chat.choices[0].message.content);
 });
 
 test('count_tokens equals the input_tokens of the message', async () => {

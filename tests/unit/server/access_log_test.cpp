@@ -21,11 +21,14 @@ TEST(AccessLog, OneLineWithTokensWhenTheRequestGenerated) {
             "gufo serve: ::1 \"POST /v1/completions\" 499 7+0 tokens 0 ms\n");
 }
 
-TEST(AccessLog, ControlCharactersAndQuotesInThePathCannotForgeALine) {
+TEST(AccessLog, ControlCharactersAndQuotesInTheRequestLineCannotForgeALine) {
   const AccessRecord r{.start = std::chrono::steady_clock::now()};
   const std::string line = access_log_line("10.0.0.1", "GET", "/x\n\"GET /admin\" 200\r\x7f", 404, r, r.start);
   EXPECT_EQ(line, "gufo serve: 10.0.0.1 \"GET /x??GET /admin? 200??\" 404 0 ms\n");
   EXPECT_EQ(line.find('\n'), line.size() - 1);
+  // httplib logs a refused request line with the method as the client sent it.
+  EXPECT_EQ(access_log_line("10.0.0.1", "GE\x1b[2J\"T", "/", 400, r, r.start),
+            "gufo serve: 10.0.0.1 \"GE?[2J?T /\" 400 0 ms\n");
 }
 
 }  // namespace

@@ -74,7 +74,8 @@ TEST(AnthropicResponse, TheEventStreamOpensAndClosesBlocksInOrder) {
   sse += stream.feed({.reasoning = "think", .content = "", .tool_calls = {}});
   sse += stream.feed({.reasoning = " more", .content = "", .tool_calls = {}});
   sse += stream.feed({.reasoning = "", .content = "Hello", .tool_calls = {}});
-  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_q", "f", R"({"a":1})"}}}, "tool_use", "", 9);
+  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_q", "f", R"({"a":1})"}}}, "tool_use", "!",
+                       {.input_tokens = 7, .output_tokens = 9, .cache_read_input_tokens = 3});
   std::vector<std::string> kinds;
   for (const ordered_json& e : events_of(sse)) {
     std::string kind = e["type"];
@@ -94,6 +95,8 @@ TEST(AnthropicResponse, TheEventStreamOpensAndClosesBlocksInOrder) {
   EXPECT_EQ(events[10]["delta"]["partial_json"], R"({"a":1})");
   EXPECT_EQ(events[12]["delta"]["stop_reason"], "tool_use");
   EXPECT_EQ(events[12]["usage"]["output_tokens"], 9);
+  EXPECT_EQ(events[12]["usage"]["cache_read_input_tokens"], 3);
+  EXPECT_EQ(events[12]["delta"]["stop_sequence"], nullptr);  // a tool call names no stop sequence
   EXPECT_EQ(sse.rfind("event: message_stop\n", std::string::npos) != std::string::npos, true);
 }
 
