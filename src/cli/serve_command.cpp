@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -24,10 +25,9 @@
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/generation_flags.h"
+#include "cli/serve_models.h"
 #include "cli/stop_signals.h"
-#include "engine/chat_prompt.h"
 #include "engine/scheduler.h"
-#include "gguf/file.h"
 #include "server/http_server.h"
 #include "server/reasoning.h"
 
@@ -36,8 +36,10 @@ namespace gufo::cli {
 namespace {
 
 struct ServeOptions {
-  std::string model_path;
+  std::vector<std::string> model_paths;
+  std::string models_dir;
   std::string alias;
+  size_t max_loaded = 3;
   server::ServerOptions http;
   engine::SchedulerOptions engine;
   std::optional<int64_t> n_ctx;  // unset: min(model's, 4096)
@@ -102,13 +104,16 @@ int run_serve(ServeOptions options) {
   if (options.http.api_key.empty()) {
     if (const char* key = std::getenv("GUFO_API_KEY"); key != nullptr) options.http.api_key = key;
   }
-  auto cache_type = parse_cache_type(options.backend.cache_type);
-  if (!cache_type.ok()) return report_error(cache_type.error());
-  auto model_path = model_or_default(options.model_path);
-  if (!model_path.ok()) return report_error(model_path.error());
-  options.model_path = *model_path;
-  // A missing or malformed file fails before the port is taken; loading checks the rest.
-  if (auto header = gguf::File::open(options.model_path); !header.ok()) return report_error(header.error());
+  if (auto cache_type = parse_cache_type(options.backend.cache_type); !cache_type.ok()) {
+    return report_error(cache_type.error());
+  }
+  if (options.model_paths.empty() && options.models_dir.empty()) {
+    auto model_path = model_or_default("");
+    if (!model_path.ok()) return report_error(model_path.error());
+    options.model_paths.push_back(*model_path);
+  }
+  auto sources = serve_model_sources(options.model_paths, options.models_dir, options.alias);
+  if (!sources.ok()) return report_error(sources.error());
   const std::optional<bool> separate_reasoning = server::parse_reasoning_format(options.reasoning_format);
   if (!separate_reasoning) {
     return report_error(Error{"--reasoning-format must be " + std::string(server::kReasoningFormatNames) + ", not '" +
@@ -123,61 +128,48 @@ int run_serve(ServeOptions options) {
   auto port = http.bind();
   if (!port.ok()) return report_error(port.error());
   std::thread listener([&http] { http.serve(); });
+  const server::ModelSource first = sources->front();
   std::fprintf(stderr, "gufo serve: listening on http://%s:%d (loading %s)\n", options.http.host.c_str(), *port,
-               options.model_path.c_str());
+               first.path.c_str());
 
-  const auto fail = [&](const Error& error) {
+  options.engine.prefix_cache = !options.no_prefix_cache;
+  const bool on_cpu = options.backend.device == "cpu";
+  server::ModelRegistry models(
+      std::move(sources).value(),
+      serve_model_loader({.backend = options.backend, .n_ctx = options.n_ctx, .engine = options.engine}),
+      // NOTE(models): only host memory is known before a load; on a GPU the load itself fails
+      // when the device is full, and that request gets the error.
+      {.max_loaded = options.max_loaded, .free_memory = on_cpu ? available_host_memory : std::function<uint64_t()>()});
+  // The default model loads now, so /ready means it answers; the others on first use.
+  if (auto loaded = models.acquire(""); !loaded.ok()) {
     http.stop();
     listener.join();
-    return report_error(error);
-  };
-  auto chosen = make_backend(options.backend, "serve");
-  if (!chosen.ok()) return fail(chosen.error());
-  auto loaded = load_generation_model(options.model_path, *chosen);
-  backend::Backend& backend = *chosen->backend;  // after loading: auto may have fallen back
-  if (!loaded.ok()) return fail(loaded.error());
-  const engine::Model& model = *loaded->model;
-  auto chat_prompt = engine::ChatPrompt::load(model, *loaded->tokenizer);
-  if (!chat_prompt.ok()) {
-    std::fprintf(stderr, "gufo serve: no chat completions (%s); /v1/completions only\n",
-                 chat_prompt.error().message.c_str());
+    return report_error(loaded.error());
   }
-  auto n_ctx = context_size(options.n_ctx, 4096, model);
-  if (!n_ctx.ok()) return fail(n_ctx.error());
-  options.engine.n_ctx = *n_ctx;
-  options.engine.prefix_cache = !options.no_prefix_cache;
-  options.engine.cache_type = *cache_type;
-  auto scheduler = engine::Scheduler::create(model, backend, *loaded->tokenizer, options.engine);
-  if (!scheduler.ok()) return fail(scheduler.error());
-
-  server::ServedModel served{.name = options.alias.empty()
-                                         ? std::filesystem::path(options.model_path).stem().string()
-                                         : options.alias,
-                             .scheduler = scheduler->get(),
-                             .tokenizer = loaded->tokenizer.get(),
-                             .chat_prompt = chat_prompt.ok() ? &*chat_prompt : nullptr,
-                             .n_ctx = options.engine.n_ctx,
-                             .n_vocab = static_cast<int32_t>(model.hparams().n_vocab)};
   stop.start_serving();  // before the first request can be answered: from now on a signal drains
-  http.set_model(served);
-  std::fprintf(stderr, "gufo serve: ready: model %s, %d parallel, context %lld, KV pool %lld tokens, on %s\n",
-               served.name.c_str(), options.engine.n_parallel, static_cast<long long>(options.engine.n_ctx),
-               static_cast<long long>((*scheduler)->options().kv_tokens), backend.capabilities().device.c_str());
+  http.set_models(models);
+  std::fprintf(stderr, "gufo serve: ready: %zu model(s), default %s\n", models.list().size(), first.name.c_str());
 
   const char* signal_name = stop.wait_first();
   std::fprintf(stderr, "gufo serve: %s: finishing running requests (up to %.0f s; a second signal cancels them)\n",
                signal_name, options.grace_seconds);
   http.stop_accepting();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.grace_seconds);
+  const auto busy = [&models] {
+    for (const auto& model : models.loaded_models()) {
+      const engine::EngineStats stats = model->served().scheduler->stats();
+      if (stats.running > 0 || stats.waiting > 0) return true;
+    }
+    return false;
+  };
   while (std::chrono::steady_clock::now() < deadline) {
-    const engine::EngineStats stats = (*scheduler)->stats();
-    if (stats.running == 0 && stats.waiting == 0) break;
+    if (!busy()) break;
     if (stop.wait_second(std::chrono::milliseconds(20))) {
       std::fprintf(stderr, "gufo serve: second signal: cancelling running requests\n");
       break;
     }
   }
-  (*scheduler)->shutdown();  // cancels whatever is left; each stream gets its end
+  for (const auto& model : models.loaded_models()) model->served().scheduler->shutdown();  // each stream gets its end
   http.stop();
   listener.join();
   std::fprintf(stderr, "gufo serve: stopped\n");
@@ -189,9 +181,14 @@ int run_serve(ServeOptions options) {
 Command register_serve(CLI::App& root) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* app = root.add_subcommand("serve", "Serve a model over the OpenAI API (chat, completions, responses) and Anthropic's Messages API");
-  app->add_option("-m,--model", o->model_path,
-                  "a GGUF model (default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
-  app->add_option("--alias", o->alias, "the model id clients see (default: the file name without .gguf)");
+  app->add_option("-m,--model", o->model_paths,
+                  "a GGUF model; again for more, the first is the default (default: the shipped gufo-tiny; "
+                  "$GUFO_MODEL, $GUFO_MODELS_DIR)")
+      ->allow_extra_args(false);
+  app->add_option("--models-dir", o->models_dir, "serve every *.gguf in this folder too (ids: the file names)");
+  app->add_option("--max-loaded", o->max_loaded, "models kept loaded at once (the least recently used goes first)")
+      ->check(CLI::Range(size_t{1}, size_t{1024}));
+  app->add_option("--alias", o->alias, "the model id clients see, with one model (default: the file name without .gguf)");
   app->add_option("--host", o->http.host, "address to listen on (default 127.0.0.1: this machine only)");
   app->add_option("--port", o->http.port, "TCP port (0: any free one, printed on stderr)")->check(CLI::Range(0, 65535));
   app->add_option("--api-key", o->http.api_key,

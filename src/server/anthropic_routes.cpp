@@ -102,13 +102,13 @@ void HttpServer::anthropic_messages(const httplib::Request& req, httplib::Respon
   res.status = 200;
   const std::string name = model->name;
   if (!plan->request.stream) {
-    res.set_chunked_content_provider("application/json", [=](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("application/json", [=, holder = body->holder](size_t, httplib::DataSink& sink) {
       return write_message(sink, *plan, handle, name);
     });
     return;
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [=](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [=, holder = body->holder](size_t, httplib::DataSink& sink) {
     return write_events(sink, *plan, handle, name);
   });
 }

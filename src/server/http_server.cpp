@@ -108,8 +108,8 @@ void HttpServer::serve() {
   served_.store(true);
 }
 
-void HttpServer::set_model(const ServedModel& model) {
-  model_ = model;
+void HttpServer::set_models(ModelRegistry& models) {
+  models_ = &models;
   ready_.store(true, std::memory_order_release);
 }
 
@@ -181,8 +181,14 @@ std::optional<HttpServer::GenerationBody> HttpServer::read_generation_body(const
     return fail(bad_request("'model' is required (an id that GET /v1/models lists)", "model", "missing_required_parameter"));
   }
   const std::string name = has_name ? named->get<std::string>() : "";
-  body.model = find_model(name);
-  if (body.model == nullptr) return fail(model_not_found(name));
+  if (!models_->offers(name)) return fail(model_not_found(name));
+  Result<std::shared_ptr<const LoadedModel>> model = models_->acquire(name);
+  if (!model.ok()) {
+    return fail(ApiError{.status = 500, .message = model.error().message, .type = "server_error", .param = "model",
+                         .code = "model_load_failed"});
+  }
+  body.holder = std::move(model).value();
+  body.model = &body.holder->served();
   return body;
 }
 
@@ -191,13 +197,10 @@ HttpServer::ErrorShape HttpServer::shape_of(const httplib::Request& req) {
                                                                             : ErrorShape::OpenAI;
 }
 
-const ServedModel* HttpServer::find_model(const std::string& name) const {
-  return name.empty() || name == model_.name ? &model_ : nullptr;
-}
-
 ApiError HttpServer::model_not_found(const std::string& name) const {
-  return ApiError{.status = 404,
-                  .message = "the model '" + name + "' does not exist; this server has '" + model_.name + "'",
+  std::string names;
+  for (const ModelRegistry::Status& model : models_->list()) names += (names.empty() ? "'" : ", '") + model.name + "'";
+  return ApiError{.status = 404, .message = "the model '" + name + "' does not exist; this server has " + names,
                   .type = "invalid_request_error", .param = "model", .code = "model_not_found"};
 }
 
@@ -231,20 +234,27 @@ void HttpServer::routes() {
     reply(res, "/ready", ready ? 200 : 503, status);
   });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    // The default model's engine (see NOTE(metrics) in metrics.h).
     engine::EngineStats stats;
-    if (ready_.load(std::memory_order_acquire)) stats = model_.scheduler->stats();
+    if (ready_.load(std::memory_order_acquire)) {
+      if (auto model = models_->loaded(models_->default_name())) stats = model->served().scheduler->stats();
+    }
     counters_.count("/metrics", 200);
     res.status = 200;
     res.set_content(render_metrics(stats, counters_.snapshot()), "text/plain; version=0.0.4");
   });
-  const auto model_json = [](const ServedModel& m) {
-    return ordered_json{{"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "gufo"},
-                        {"max_model_len", m.n_ctx}};
+  // A model's context is known once it is loaded.
+  const auto model_json = [](const ModelRegistry::Status& m) {
+    ordered_json json{{"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "gufo"}, {"loaded", m.loaded}};
+    if (m.loaded) json["max_model_len"] = m.n_ctx;
+    return json;
   };
   http_->Get("/v1/models", [this, model_json](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res, "/v1/models")) return;
     ordered_json data = ordered_json::array();
-    if (ready_.load(std::memory_order_acquire)) data.push_back(model_json(model_));
+    if (ready_.load(std::memory_order_acquire)) {
+      for (const ModelRegistry::Status& m : models_->list()) data.push_back(model_json(m));
+    }
     reply(res, "/v1/models", 200, dump({{"object", "list"}, {"data", data}}));
   });
   http_->Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
@@ -252,9 +262,10 @@ void HttpServer::routes() {
     if (!authorized(req, res, route)) return;
     if (!ready_.load(std::memory_order_acquire)) return reply_error(res, route, *refuse_generation());
     const std::string id = req.matches[1].str();
-    const ServedModel* m = find_model(id);
-    if (m == nullptr || id.empty()) return reply_error(res, route, model_not_found(id));
-    reply(res, route, 200, dump(model_json(*m)));
+    for (const ModelRegistry::Status& m : models_->list()) {
+      if (m.name == id) return reply(res, route, 200, dump(model_json(m)));
+    }
+    reply_error(res, route, model_not_found(id));
   });
   http_->Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });

@@ -21,6 +21,7 @@
 #include "engine/scheduler.h"
 #include "server/generation.h"
 #include "server/metrics.h"
+#include "server/model_registry.h"
 #include "server/response_store.h"
 #include "tokenizer/tokenizer.h"
 
@@ -55,8 +56,9 @@ class HttpServer {
   // Serves until stop(); call after bind(), on a thread of its own. Returns at once when
   // stop() came first.
   void serve();
-  // From now on /ready says yes and the /v1 routes answer (until then: 503).
-  void set_model(const ServedModel& model);
+  // From now on /ready says yes and the /v1 routes answer (until then: 503). The registry
+  // outlives the server's serving.
+  void set_models(ModelRegistry& models);
   // New completion requests get 503 from now on; running ones go on.
   void stop_accepting() { stopping_.store(true); }
   // Ends the listening loop after the in-flight answers end (shut the engine down first,
@@ -79,13 +81,12 @@ class HttpServer {
   // replied and the result is empty.
   struct GenerationBody {
     nlohmann::ordered_json json;
-    const ServedModel* model = nullptr;
+    std::shared_ptr<const LoadedModel> holder;  // keeps the model loaded while the request runs
+    const ServedModel* model = nullptr;         // holder's
   };
   std::optional<GenerationBody> read_generation_body(const httplib::Request& req, httplib::Response& res,
                                                      const std::string& route, ErrorShape shape, bool model_required);
 
-  // The model a request names (empty: the served one), or null.
-  const ServedModel* find_model(const std::string& name) const;
   ApiError model_not_found(const std::string& name) const;
   // 503 while loading or shutting down, else nothing.
   std::optional<ApiError> refuse_generation() const;
@@ -99,7 +100,7 @@ class HttpServer {
 
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
-  ServedModel model_;
+  ModelRegistry* models_ = nullptr;
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> serving_{false};  // serve() was entered (see stop())

@@ -1,5 +1,7 @@
 // GET /metrics: the engine's counters (engine/stats.h) and the server's own (HTTP requests
 // by route and status) in the Prometheus text exposition format, version 0.0.4.
+// NOTE(metrics): with several models, the engine counters are the default model's; one
+// labelled series per model is still to come.
 // Tested by tests/unit/server/metrics_test.cpp and the functional suite's concurrency profile.
 #pragma once
 

@@ -139,13 +139,13 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
   counters_.count(route, 200);
   res.status = 200;
   if (!plan->request.stream) {
-    res.set_chunked_content_provider("application/json", [=](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("application/json", [=, holder = body->holder](size_t, httplib::DataSink& sink) {
       return write_whole(sink, *plan, handle, header, *tokenizer);
     });
     return;
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [=](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [=, holder = body->holder](size_t, httplib::DataSink& sink) {
     return write_stream(sink, *plan, handle, header, *tokenizer);
   });
 }

@@ -29,6 +29,7 @@ struct ResponseJob {
   ordered_json conversation;  // stored conversation + this input; the answer is added at the end
   bool store = true;
   ResponseStore* responses = nullptr;
+  std::shared_ptr<const LoadedModel> holder;  // the model stays loaded while the answer is written
 };
 
 struct Ending {
@@ -132,6 +133,7 @@ void HttpServer::responses(const httplib::Request& req, httplib::Response& res) 
   for (ordered_json& m : request.input_messages) job->conversation.push_back(std::move(m));
   job->store = request.store;
   job->responses = &responses_;
+  job->holder = read->holder;
   const bool stream = request.request.stream;
   auto started = start_generation(*model, std::move(request.request), options_.separate_reasoning);
   if (std::holds_alternative<ApiError>(started)) return fail(std::get<ApiError>(started));

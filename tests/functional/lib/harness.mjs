@@ -52,7 +52,9 @@ export class Server {
 // its stderr so far (log()), when it exits ({ code, signal }), and the port once it listens.
 export function launchServer(args = [], { env = {}, modelPath = model, port = 0 } = {}) {
   if (!existsSync(binary)) throw new Error(`no gufo binary at ${binary} (set GUFO_BINARY)`);
-  const child = spawn(binary, ['serve', '-m', modelPath, '--port', String(port), '-t', '2', ...args], {
+  // modelPath null: no -m (the args name the models, e.g. --models-dir).
+  const modelArgs = modelPath === null ? [] : ['-m', modelPath];
+  const child = spawn(binary, ['serve', ...modelArgs, '--port', String(port), '-t', '2', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -80,7 +82,7 @@ export function launchServer(args = [], { env = {}, modelPath = model, port = 0 
 
 // Starts `gufo serve -m <model> --port 0 <args>` and waits until /ready says so.
 export async function startServer(args = [], { env = {}, modelPath = model } = {}) {
-  if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (set GUFO_MODEL)`);
+  if (modelPath !== null && !existsSync(modelPath)) throw new Error(`no model at ${modelPath} (set GUFO_MODEL)`);
   // The suite compares answers across batches, cache hits and servers: the default server
   // promises them equal bit for bit (README, "Serving").
   const launched = launchServer(args, { env, modelPath });
