@@ -161,6 +161,48 @@ TEST(CudaAttention, ARowIsTheSameAloneAndInALongBatch) {
   EXPECT_GT(cases, 0);
 }
 
+// A prefill-shaped batch: runs of one sequence at consecutive positions (blocks share their
+// key tiles), another sequence, a padding row, a lone row; against the CPU, and a row alone
+// (a decode step: split blocks) gives the bits it has inside the batch.
+TEST(CudaAttention, PrefillRunsMatchTheCpuAndARowAlone) {
+  GUFO_REQUIRE_GPU();
+  std::mt19937 rng(13);
+  int cases = 0;
+  for (const Layout& l : {Layout{32, 8, 128}, Layout{16, 8, 128}, Layout{32, 4, 128}, Layout{8, 8, 64}}) {
+    Cache cache = make_cache(l.n_head_kv * l.head_dim, true, 1100, rng);
+    Rows batch;
+    for (int32_t p = 0; p < 150; ++p) batch.seq_ids.push_back(0), batch.positions.push_back(p);
+    for (int32_t p = 500; p < 531; ++p) batch.seq_ids.push_back(1), batch.positions.push_back(p);
+    batch.seq_ids.push_back(backend::kPaddingSeq), batch.positions.push_back(0);
+    batch.seq_ids.push_back(0), batch.positions.push_back(1050);
+    const int64_t width = l.n_head * l.head_dim;
+    const cuda::AttentionShape shape{.n_head = l.n_head, .n_head_kv = l.n_head_kv, .head_dim = l.head_dim,
+                                     .scale = 1.0f / std::sqrt(static_cast<float>(l.head_dim))};
+    const std::vector<float> q = random_floats(batch.seq_ids.size() * static_cast<size_t>(width), rng);
+    const std::vector<float> all = gpu_attention(cache, batch, shape, q);
+    std::vector<float> want(all.size(), 0.0f);
+    for (size_t r = 0; r < batch.seq_ids.size(); ++r) {
+      if (batch.seq_ids[r] == backend::kPaddingSeq) continue;
+      std::vector<float> scratch(static_cast<size_t>(l.n_head * (batch.positions[r] + 1)));
+      cpu::attend(cache.host_view(batch.seq_ids[r]), {l.n_head, l.n_head_kv, l.head_dim, shape.scale},
+                  q.data() + r * width, batch.positions[r], scratch.data(), want.data() + r * width);
+    }
+    const Difference d = compare(all, want, 1.0);
+    EXPECT_LT(d.max_abs, 2e-5) << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim;
+    EXPECT_FALSE(d.nan);
+    for (size_t r : {0, 63, 64, 149, 150, 180, 182}) {
+      const Rows one{{batch.seq_ids[r]}, {batch.positions[r]}};
+      const std::vector<float> q_one(q.begin() + r * width, q.begin() + (r + 1) * width);
+      const std::vector<float> alone = gpu_attention(cache, one, shape, q_one);
+      EXPECT_EQ(compare(alone, std::vector<float>(all.begin() + r * width, all.begin() + (r + 1) * width)).mismatches,
+                0u)
+          << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim << " row " << r;
+    }
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
 TEST(CudaAttention, KvStoreWritesTheCpuBytes) {
   GUFO_REQUIRE_GPU();
   std::mt19937 rng(12);

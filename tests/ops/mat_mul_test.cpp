@@ -215,15 +215,15 @@ TEST(CudaMatMul, RefusesActivationsOfTheWrongFormat) {
 }
 
 // The small-batch kernel (mat_vec_q.cu) on its own, plain and in expert mode, against the CPU
-// bit for bit (mat_mul_q routes to it with GUFO_CUDA_MATVEC=1, NOTE(mat_vec_q)).
+// bit for bit (mat_mul_q routes batches of up to 8 rows to it).
 TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
   GUFO_REQUIRE_GPU();
   cpu::ThreadPool pool(4);
   std::mt19937 rng(17);
   int cases = 0;
   for (DType type : kQuantTypes) {
-    for (int64_t k : {256, 512, 2048, 4096, 12288}) {
-      for (int64_t m : {1, 2, 3, 8}) {
+    for (int64_t k : {256, 768, 2048, 4096, 12288}) {
+      for (int64_t m : {1, 2, 3, 6, 8}) {
         const int64_t n = 77;
         const HostWeight w = random_weight(type, n, k, rng);
         const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng);

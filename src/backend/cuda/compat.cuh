@@ -26,6 +26,15 @@ inline constexpr error_t success = hipSuccess;
 
 inline const char* error_string(error_t code) { return hipGetErrorString(code); }
 inline error_t get_last_error() { return hipGetLastError(); }
+// Clears a non-sticky error so that it does not surface as the next call's.
+inline void clear_last_error() { (void)hipGetLastError(); }
+// The device's 16-byte UUID (hipDeviceProp_t has none in ROCm 5.2).
+inline error_t device_uuid(unsigned char (&bytes)[16], const device_prop_t& /*prop*/, int device) {
+  hipUUID uuid;
+  const error_t e = hipDeviceGetUuid(&uuid, device);
+  for (int i = 0; i < 16; ++i) bytes[i] = e == hipSuccess ? static_cast<unsigned char>(uuid.bytes[i]) : 0;
+  return e;
+}
 inline error_t get_device_count(int* count) { return hipGetDeviceCount(count); }
 inline error_t get_device(int* device) { return hipGetDevice(device); }
 inline error_t get_device_properties(device_prop_t* prop, int device) {
@@ -91,6 +100,10 @@ inline bool is_out_of_memory(error_t code) { return code == hipErrorOutOfMemory;
 inline error_t max_shared_per_block_optin(int* bytes, int device) {
   return hipDeviceGetAttribute(bytes, hipDeviceAttributeSharedMemPerBlockOptin, device);
 }
+inline error_t compute_capability(int* major, int* minor, int device) {
+  const error_t e = hipDeviceGetAttribute(major, hipDeviceAttributeComputeCapabilityMajor, device);
+  return e != hipSuccess ? e : hipDeviceGetAttribute(minor, hipDeviceAttributeComputeCapabilityMinor, device);
+}
 template <class Kernel>
 inline error_t set_max_dynamic_shared(Kernel* kernel, int bytes) {
   return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
@@ -113,6 +126,13 @@ inline constexpr error_t success = cudaSuccess;
 
 inline const char* error_string(error_t code) { return cudaGetErrorString(code); }
 inline error_t get_last_error() { return cudaGetLastError(); }
+// Clears a non-sticky error so that it does not surface as the next call's.
+inline void clear_last_error() { (void)cudaGetLastError(); }
+// The device's 16-byte UUID.
+inline error_t device_uuid(unsigned char (&bytes)[16], const device_prop_t& prop, int /*device*/) {
+  for (int i = 0; i < 16; ++i) bytes[i] = static_cast<unsigned char>(prop.uuid.bytes[i]);
+  return cudaSuccess;
+}
 inline error_t get_device_count(int* count) { return cudaGetDeviceCount(count); }
 inline error_t get_device(int* device) { return cudaGetDevice(device); }
 inline error_t get_device_properties(device_prop_t* prop, int device) {
@@ -176,6 +196,10 @@ inline bool is_out_of_memory(error_t code) { return code == cudaErrorMemoryAlloc
 // The most dynamic shared memory one block may ask for on `device`, and the asking.
 inline error_t max_shared_per_block_optin(int* bytes, int device) {
   return cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+}
+inline error_t compute_capability(int* major, int* minor, int device) {
+  const error_t e = cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device);
+  return e != cudaSuccess ? e : cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device);
 }
 template <class Kernel>
 inline error_t set_max_dynamic_shared(Kernel* kernel, int bytes) {

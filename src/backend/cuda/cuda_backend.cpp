@@ -199,7 +199,7 @@ CudaBackend::~CudaBackend() {
 Status CudaBackend::capture(const model::Graph& graph, const Plan& plan, CudaKvCache& cache,
                             const backend::ForwardOutputs& outputs, CapturedGraph& captured) {
   if (gpu::stream_begin_capture(stream_) != gpu::success) {
-    gpu::get_last_error();
+    gpu::clear_last_error();
     captured.failed = true;
     return {};
   }
@@ -210,7 +210,7 @@ Status CudaBackend::capture(const model::Graph& graph, const Plan& plan, CudaKvC
   if (launched.ok() && ended == gpu::success) made = gpu::graph_instantiate(&captured.exec, g);
   if (g != nullptr) gpu::graph_destroy(g);
   if (!launched.ok() || ended != gpu::success || made != gpu::success) {
-    gpu::get_last_error();
+    gpu::clear_last_error();
     captured.exec = nullptr;
     captured.failed = true;
     if (!launched.ok() && launched.error().kind == ErrorKind::DeviceLost) return launched.error();
@@ -241,7 +241,7 @@ backend::MemoryInfo CudaBackend::memory() const {
   gpu::set_device(index_);
   size_t free_bytes = 0, total_bytes = 0;
   if (gpu::mem_get_info(&free_bytes, &total_bytes) != gpu::success) {
-    gpu::get_last_error();
+    gpu::clear_last_error();
     return {};
   }
   return {.free_bytes = free_bytes, .total_bytes = total_bytes};
@@ -601,7 +601,7 @@ Result<std::unique_ptr<backend::Backend>> create_cuda_backend(int index) {
     const Status ran = scale_add_f32(probe.get<float>(), probe.get<float>(), 1, 1.0f, 0.0f, nullptr);
     const gpu::error_t synced = gpu::device_synchronize();
     if (!ran.ok() || synced != gpu::success) {
-      gpu::get_last_error();
+      gpu::clear_last_error();
       return Error{context + " (" + devices[static_cast<size_t>(index)].name + ", sm_" +
                        std::to_string(devices[static_cast<size_t>(index)].cc_major) +
                        std::to_string(devices[static_cast<size_t>(index)].cc_minor) +

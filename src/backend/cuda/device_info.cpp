@@ -31,7 +31,7 @@ LibraryVersions query_library_versions() {
   if (gpu::runtime_get_version(&versions.runtime) != gpu::success) versions.runtime = 0;
   versions.cublas = gpu::blas_version();
   versions.cublaslt = gpu::blaslt_version();
-  gpu::get_last_error();  // a failed query must not linger as the next call's error
+  gpu::clear_last_error();  // a failed query must not linger as the next call's error
   return versions;
 }
 
@@ -39,7 +39,7 @@ Result<std::vector<DeviceInfo>> query_devices() {
   int count = 0;
   const gpu::error_t code = gpu::get_device_count(&count);
   if (code != gpu::success) {
-    gpu::get_last_error();
+    gpu::clear_last_error();
     return Error{std::string("no CUDA device: ") + gpu::error_string(code)};
   }
   if (count <= 0) return Error{"no CUDA device: the driver reports 0 devices"};
@@ -63,9 +63,7 @@ Result<std::vector<DeviceInfo>> query_devices() {
     info.multiprocessor_count = prop.multiProcessorCount;
     info.pci_bus_id = bus_id;
     unsigned char uuid_bytes[16];
-    for (int byte_idx = 0; byte_idx < 16; ++byte_idx) {
-      uuid_bytes[byte_idx] = static_cast<unsigned char>(prop.uuid.bytes[byte_idx]);
-    }
+    GUFO_GPU_RETURN_IF_ERROR(gpu::device_uuid(uuid_bytes, prop, device_idx), context);
     info.uuid = format_uuid(uuid_bytes);
     devices.push_back(std::move(info));
   }

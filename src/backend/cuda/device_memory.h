@@ -42,7 +42,7 @@ class OwnedMemory {
     void* ptr = nullptr;
     const gpu::error_t code = Kind::take(&ptr, bytes);
     if (code != gpu::success) {
-      gpu::get_last_error();  // clear a non-sticky allocation error
+      gpu::clear_last_error();  // clear a non-sticky allocation error
       return Error{what + ": cannot allocate " + mib_text(bytes) + " " + Kind::describe() + ": " +
                        gpu::error_string(code),
                    gpu::is_device_lost(code) ? ErrorKind::DeviceLost : ErrorKind::OutOfMemory};

@@ -6,10 +6,14 @@
 // tiles of 32 in order with the usual online softmax; splits merge in order by the same rule.
 // With few rows each split has a block of its own and a second kernel merges them; with many
 // a block walks all splits of its row. Either way every float operation of a row is the same.
+// An f16 cache with head_dim 64 or 128 goes to attention_mma.cu (tensor cores) instead: the
+// layout and cache type pick the kernel, never the batch.
 // Tested by tests/ops/attention_test.cpp.
 #include <string>
 
 #include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/attention_mma.cuh"
+#include "backend/cuda/ops/attention_split.cuh"
 #include "backend/cuda/ops/ops.h"
 #include "quant/half.h"
 
@@ -22,12 +26,6 @@ constexpr int kMaxDimsPerLane = kMaxHeadDim / 32;
 // NOTE(attention): up to this many rows each split gets a block (decode: a long context still
 // fills the GPU); beyond, a block walks its row's splits (prefill has blocks enough).
 constexpr int64_t kSplitBlocksMaxRows = 16;
-
-__device__ inline int64_t cache_row(const KvLayer& kv, int32_t seq, int32_t position) {
-  const int32_t* table = kv.tables + static_cast<int64_t>(seq) * kv.table_stride;
-  const int32_t mask = (1 << kv.block_shift) - 1;
-  return (static_cast<int64_t>(table[position >> kv.block_shift]) << kv.block_shift) | (position & mask);
-}
 
 __device__ inline float load_kv(const KvLayer& kv, const void* base, int64_t index) {
   return kv.f16 ? quant::fp16_to_fp32(static_cast<const uint16_t*>(base)[index]) : static_cast<const float*>(base)[index];
@@ -65,26 +63,11 @@ __device__ inline void reset(Softmax& s) {
 
 // Merges a finished split (m, l, o) into the running state, in split order.
 __device__ inline void merge(Softmax& total, float m, float l, const float* o) {
-  const float m_new = fmaxf(total.m, m);
-  const float a = expf(total.m - m_new);
-  const float b = expf(m - m_new);
-  total.l = total.l * a + l * b;
+  float a, b;
+  merge_weights(total.m, total.l, m, l, a, b);
 #pragma unroll
   for (int j = 0; j < kMaxDimsPerLane; ++j) total.o[j] = total.o[j] * a + o[j] * b;
-  total.m = m_new;
 }
-
-struct AttentionArgs {
-  KvLayer kv;
-  BatchRows batch;
-  AttentionShape shape;
-  const float* q;
-  int64_t ldq;
-  float* out;
-  int64_t ldo;
-  float* partials;     // split-block mode: [rows, n_head, max_splits, head_dim + 2]
-  int64_t max_splits;
-};
 
 // One split of one query head (this lane group's) into `s`, from a fresh state.
 __device__ void attend_split(const AttentionArgs& a, int32_t seq, int32_t position, int64_t split, int64_t kv_head,
@@ -169,7 +152,7 @@ __global__ void attention_kernel(AttentionArgs a) {
   Softmax s;
   if (split_blocks) {
     attend_split(a, seq, position, blockIdx.z, kv_head, q_shared, k_tile, v_tile, s);
-    float* partial = a.partials + ((row * a.shape.n_head + head) * a.max_splits + blockIdx.z) * (hd + 2);
+    float* partial = a.partials + partial_offset(row, head, blockIdx.z, a.shape.n_head, a.max_splits, hd);
     if (lane == 0) {
       partial[0] = s.m;
       partial[1] = s.l;
@@ -193,25 +176,26 @@ __global__ void attention_kernel(AttentionArgs a) {
 }
 
 // Split-block mode, second step: one lane group per (row, head) merges the splits in order.
-__global__ void attention_merge_kernel(AttentionArgs a) {
+__global__ void attention_merge_kernel(BatchRows batch, AttentionShape shape, const float* partials,
+                                       int64_t max_splits, float* out_all, int64_t ldo) {
   const int64_t item = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (item >= a.batch.n_rows * a.shape.n_head) return;
-  const int64_t row = item / a.shape.n_head;
-  const int64_t head = item % a.shape.n_head;
+  if (item >= batch.n_rows * shape.n_head) return;
+  const int64_t row = item / shape.n_head;
+  const int64_t head = item % shape.n_head;
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const int64_t hd = a.shape.head_dim;
-  if (a.batch.seq_ids[row] == kPaddingSeq) return;  // the attention kernel wrote zeros
-  const int64_t last_split = a.batch.positions[row] / kAttentionSplit;
+  const int64_t hd = shape.head_dim;
+  if (batch.seq_ids[row] == kPaddingSeq) return;  // the attention kernel wrote zeros
+  const int64_t last_split = batch.positions[row] / kAttentionSplit;
   Softmax total;
   reset(total);
   for (int64_t split = 0; split <= last_split; ++split) {
-    const float* partial = a.partials + ((row * a.shape.n_head + head) * a.max_splits + split) * (hd + 2);
+    const float* partial = partials + partial_offset(row, head, split, shape.n_head, max_splits, hd);
     float o[kMaxDimsPerLane];
 #pragma unroll
     for (int j = 0; j < kMaxDimsPerLane; ++j) o[j] = lane + 32 * j < hd ? partial[2 + lane + 32 * j] : 0.0f;
     merge(total, partial[0], partial[1], o);
   }
-  float* out = a.out + row * a.ldo + head * hd;
+  float* out = out_all + row * ldo + head * hd;
 #pragma unroll
   for (int j = 0; j < kMaxDimsPerLane; ++j) {
     if (lane + 32 * j < hd) out[lane + 32 * j] = total.o[j] / total.l;
@@ -224,6 +208,15 @@ size_t attention_shared_bytes(const AttentionShape& shape) {
 }
 
 }  // namespace
+
+Status merge_splits(const BatchRows& batch, const AttentionShape& shape, const float* partials, int64_t max_splits,
+                    float* out, int64_t ldo, gpu::stream_t stream) {
+  const int64_t items = batch.n_rows * shape.n_head;
+  attention_merge_kernel<<<static_cast<unsigned>((items + 7) / 8), 256, 0, stream>>>(batch, shape, partials,
+                                                                                    max_splits, out, ldo);
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "attention merge(rows=" + std::to_string(batch.n_rows) + ")");
+  return {};
+}
 
 Status kv_store(const KvLayer& kv, const BatchRows& batch, const float* k, int64_t ldk, const float* v, int64_t ldv,
                 gpu::stream_t stream) {
@@ -259,8 +252,14 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
   const int64_t max_splits = max_position / kAttentionSplit + 1;
   const bool split_blocks = batch.n_rows <= kSplitBlocksMaxRows;
   if (split_blocks && scratch == nullptr) return Error{context + ": no scratch for the split partials"};
+  if (attention_mma_supports(kv, shape)) {
+    float* partials = split_blocks ? static_cast<float*>(scratch) : nullptr;
+    GUFO_RETURN_IF_ERROR(attention_mma(kv, batch, shape, q, ldq, max_splits, partials, out, ldo, stream));
+    if (split_blocks) return merge_splits(batch, shape, partials, max_splits, out, ldo, stream);
+    return {};
+  }
   AttentionArgs args{kv, batch, shape, q, ldq, out, ldo, split_blocks ? static_cast<float*>(scratch) : nullptr,
-                     max_splits};
+                     max_splits, static_cast<int>(group)};
   const size_t smem = attention_shared_bytes(shape);
   // NOTE(attention): past the default 48 KiB (head_dim 256 with a large GQA group) a block must
   // ask for its shared memory, up to what the device allows; the common layouts never ask.
@@ -280,11 +279,7 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
                   static_cast<unsigned>(split_blocks ? max_splits : 1));
   attention_kernel<<<grid, static_cast<unsigned>(group * 32), smem, stream>>>(args);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
-  if (split_blocks) {
-    const int64_t items = batch.n_rows * shape.n_head;
-    attention_merge_kernel<<<static_cast<unsigned>((items + 7) / 8), 256, 0, stream>>>(args);
-    GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context + " merge");
-  }
+  if (split_blocks) return merge_splits(batch, shape, args.partials, max_splits, out, ldo, stream);
   return {};
 }
 

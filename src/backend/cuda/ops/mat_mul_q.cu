@@ -3,9 +3,9 @@
 // bit the CPU's (backend/cpu/quant/dot_kernels.h, "Accumulation order"):
 //   for each super-block b in order:  S, M = exact int32 sums;  acc = chain(acc, b, S, M)
 // The integer sums may be split any way (they are exact); only the float chain is ordered.
+// Up to 8 activation rows (decode) go to mat_vec_q.cu, laid out for bandwidth; the same bits.
 // Tiles: a lane group computes 16 weight rows x 8 activation rows per MMA (weights are the
-// MMA's A operand, so a decode step of 1 row is 8 columns with 7 padding: the same
-// instruction path for every batch); warps of a block may split the super-blocks between
+// MMA's A operand, padding columns where a batch is short); warps of a block may split the super-blocks between
 // them (kWarpsK > 1, for small batches) and hand the integer sums to warp 0, which runs the
 // chain in order. Without MMA (HIP builds) each lane computes its fragment's sums with dp4a
 // style loops: the same integers, so the same results.
@@ -24,7 +24,8 @@ namespace {
 // mma.m16n8k32 .s8: a[0] row g cols 4t.., a[1] row g+8, a[2] row g cols 16+4t.., a[3] row
 // g+8 cols 16+4t..; b[0] rows 4t.. col g, b[1] rows 16+4t..; c[0..1] row g cols 2t, 2t+1,
 // c[2..3] row g+8 (g = lane / 4, t = lane % 4).
-__device__ inline void mma_k32(int (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+// (mma_k32 and mma_k16 go unused in HIP builds, which take the portable path)
+[[maybe_unused]] __device__ inline void mma_k32(int (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
 #if !defined(GUFO_HIP)
   asm volatile(
       "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -35,7 +36,7 @@ __device__ inline void mma_k32(int (&c)[4], const uint32_t (&a)[4], const uint32
 }
 
 // The two k-halves of mma_k32 separately (m16n8k16 .s8: a[0] row g, a[1] row g+8, b col g).
-__device__ inline void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b) {
+[[maybe_unused]] __device__ inline void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b) {
 #if !defined(GUFO_HIP)
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
@@ -281,18 +282,15 @@ struct Config {
   }
 };
 
-// NOTE(mat_mul_q): three tilings, all computing the same numbers: up to 8 activation rows
-// (decode) one 16 x 8 tile per block with 4 warps splitting the super-blocks; up to 32 rows
-// 16 x 32; beyond, 64 x 64 per block of 4 warps, each 32 x 32 (prefill).
-using DecodeConfig = Config<1, 1, 1, 1, 4>;
+// NOTE(mat_mul_q): two tilings, computing the same numbers (and those of mat_vec_q.cu, which
+// takes up to 8 activation rows): up to 32 rows one 16 x 32 tile per block with 4 warps
+// splitting the super-blocks; beyond, 64 x 64 per block of 4 warps, each 32 x 32 (prefill).
 using SmallBatchConfig = Config<1, 4, 1, 1, 4>;
 using PrefillConfig = Config<2, 4, 2, 2, 1>;
 
 template <class T>
 void launch_for_type(const Args& args, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
-  if (n_tokens <= 8) {
-    DecodeConfig::launch<T>(args, n_rows, n_tokens, n_expert, stream);
-  } else if (n_tokens <= 32) {
+  if (n_tokens <= 32) {
     SmallBatchConfig::launch<T>(args, n_rows, n_tokens, n_expert, stream);
   } else {
     PrefillConfig::launch<T>(args, n_rows, n_tokens, n_expert, stream);
@@ -318,7 +316,7 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
   const int64_t n_tokens = experts != nullptr ? experts->max_rows : x.rows;
   const int64_t n_expert = experts != nullptr ? experts->n_expert : 1;
   if (x.rows == 0 || w.rows == 0 || n_tokens == 0) return {};
-  if (mat_vec_q_enabled() && mat_vec_q_fits(x, experts)) {
+  if (mat_vec_q_fits(x, experts)) {
     const Status s = mat_vec_q({w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}}, stream);
     if (!s.ok()) return Error{context + ": " + s.error().message, s.error().kind};
     return {};

@@ -1,12 +1,16 @@
 // Integer matmul for up to 8 activation rows (decode and small batches), in the CPU's
 // accumulation order like mat_mul_q.cu, so the same bits: S and M of each super-block are
 // exact integer sums, then the float chain runs over the super-blocks in ascending order.
-// The work is split for bandwidth rather than reuse: kLanes lanes share a weight row, lane l
-// computing the integer sums of super-blocks l*kPerLane.. of each round with 16-byte loads
-// (a Q4_K super-block is nine of them), and the chain walks the round's super-blocks in order,
-// taking each lane's sums and scales by shuffles. Every lane runs the same shuffles.
+// The work is laid out for bandwidth: a warp owns one weight row, and its lanes read the
+// row's quants as consecutive 16-byte pieces (a lane group of LaneShare::kLanes lanes per
+// super-block, 32 / kLanes super-blocks side by side), so each load instruction of the warp
+// covers ~512 contiguous bytes. A lane's share of S and M is an exact integer; the group adds
+// the shares by shuffles (integers: any order is exact), then every lane runs the chain over
+// the round's super-blocks in order, taking each group's sums and scales by shuffles.
+// NOTE(mat_vec_q): one weight row per warp. Two (sharing the activation loads) measured slower
+// on the H200: tg128 of a Qwen3-8B shape 177 t/s against 191 (95 registers against 56, so
+// fewer warps in flight); ncu showed both latency-bound, not at the DRAM roofline.
 // Tested by tests/ops/mat_mul_test.cpp (against the CPU, bit for bit).
-#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/check.cuh"
@@ -19,142 +23,129 @@ namespace {
 constexpr int kMaxRows = 8;
 constexpr int kWarps = 4;
 
-struct Words8 {
-  uint32_t w[8];
-};
+__device__ inline uint4 load16(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 
-// 32 consecutive bytes as 8 words (two 16-byte loads).
-__device__ inline Words8 load32(const void* p) {
-  const uint4 a = reinterpret_cast<const uint4*>(p)[0];
-  const uint4 b = reinterpret_cast<const uint4*>(p)[1];
-  return {{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}};
+__device__ inline int dot16(const uint4& q, const uint4& x) {
+  return dot4(q.w, x.w, dot4(q.z, x.z, dot4(q.y, x.y, dot4(q.x, x.x, 0))));
 }
 
-__device__ inline int dot32(const Words8& q, const Words8& x) {
-  int s = 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) s = dot4(q.w[i], x.w[i], s);
-  return s;
-}
-// The two 16-element halves separately (Q6_K's scales are per 16).
-__device__ inline void dot32_halves(const Words8& q, const Words8& x, int& lo, int& hi) {
-  lo = hi = 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) lo = dot4(q.w[i], x.w[i], lo);
-#pragma unroll
-  for (int i = 4; i < 8; ++i) hi = dot4(q.w[i], x.w[i], hi);
+// f applied to each of the four words (bytewise unpacking of 16 quants).
+template <class F>
+__device__ inline uint4 map4(const uint4& v, F&& f) {
+  return {f(v.x), f(v.y), f(v.z), f(v.w)};
 }
 
-// The exact integer sums of super-block sb of weight row `row` against activation rows xr:
-// s (the scaled quant products) and m (Q4_K/Q5_K's mins times the activation sums), and the
-// block's float scales. The weights are loaded and unpacked once for all rows.
+// The 16 activation quants of row xr at element k.
+__device__ inline uint4 acts16(const QuantActs& x, int64_t xr, int64_t k) { return load16(x.qs + xr * x.k + k); }
+
+// A lane's exact share of super-block sb's S and M for each activation row, and the block's
+// float scales (d, dmin: the same in every lane of the group).
 template <class T>
-struct UnitDot;
+struct LaneShare;
 
+// Q8_0: two lanes per 32-block, 16 quants each.
 template <>
-struct UnitDot<TraitsQ8_0> {
+struct LaneShare<TraitsQ8_0> {
+  static constexpr int kLanes = 2;
   template <int kRows>
-  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, const QuantActs& x,
-                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& dw, float& dmin) {
-    const Words8 q = load32(weight_row(w, row) + sb * 32);
+  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
+                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
+    const uint4 q = load16(weight_row(w, row) + sb * 32 + sub * 16);
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      s[t] = dot32(q, load32(x.qs + xr[t] * x.k + sb * 32));
+      s[t] = dot16(q, acts16(x, xr[t], sb * 32 + sub * 16));
       m[t] = 0;
     }
-    const TraitsQ8_0::RowBlock rb = TraitsQ8_0::row_block(w, row, sb);
-    dw = rb.d;
-    dmin = rb.dmin;
+    d = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
+    dmin = 0.0f;
   }
 };
 
+// Q4_K and Q5_K: eight lanes per super-block; lane `sub` reads qs bytes sub*16.., which hold
+// elements h*16.. (h = sub % 2) of sub-block 2p (low nibbles) and 2p + 1 (high), p = sub / 2.
 template <class Block, bool kFifthBit>
-struct UnitDot<TraitsQ45K<Block, kFifthBit>> {
-  using T = TraitsQ45K<Block, kFifthBit>;
+struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
+  static constexpr int kLanes = 8;
   template <int kRows>
-  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, const QuantActs& x,
-                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& dw, float& dmin) {
-    const Block* b = T::block(w, row, sb);
-    const typename T::RowBlock rb = T::row_block(w, row, sb);
-    Words8 high{};
-    if constexpr (kFifthBit) high = load32(b->qh);
-#pragma unroll
-    for (int t = 0; t < kRows; ++t) s[t] = 0;
-#pragma unroll
-    for (int pair = 0; pair < 4; ++pair) {
-      const Words8 packed = load32(b->qs + pair * 32);
-#pragma unroll
-      for (int nibble = 0; nibble < 2; ++nibble) {
-        const int c = 2 * pair + nibble;
-        Words8 q;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          q.w[i] = (packed.w[i] >> (4 * nibble)) & 0x0f0f0f0fu;
-          if constexpr (kFifthBit) q.w[i] |= ((high.w[i] >> c) & 0x01010101u) << 4;
-        }
-#pragma unroll
-        for (int t = 0; t < kRows; ++t) s[t] += rb.sc[c] * dot32(q, load32(x.qs + xr[t] * x.k + sb * 256 + c * 32));
-      }
+  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
+                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
+    const Block* b = reinterpret_cast<const Block*>(weight_row(w, row)) + sb;
+    const int p = sub / 2, h = sub % 2;
+    const uint4 packed = load16(b->qs + sub * 16);
+    uint4 lo = map4(packed, [](uint32_t v) { return v & 0x0f0f0f0fu; });
+    uint4 hi = map4(packed, [](uint32_t v) { return (v >> 4) & 0x0f0f0f0fu; });
+    if constexpr (kFifthBit) {
+      const uint4 high = load16(b->qh + h * 16);
+      lo = {lo.x | (((high.x >> (2 * p)) & 0x01010101u) << 4), lo.y | (((high.y >> (2 * p)) & 0x01010101u) << 4),
+            lo.z | (((high.z >> (2 * p)) & 0x01010101u) << 4), lo.w | (((high.w >> (2 * p)) & 0x01010101u) << 4)};
+      hi = {hi.x | (((high.x >> (2 * p + 1)) & 0x01010101u) << 4), hi.y | (((high.y >> (2 * p + 1)) & 0x01010101u) << 4),
+            hi.z | (((high.z >> (2 * p + 1)) & 0x01010101u) << 4), hi.w | (((high.w >> (2 * p + 1)) & 0x01010101u) << 4)};
     }
+    const quant::ScaleMin lo_sm = quant::unpack_scale_min_k4(2 * p, b->scales);
+    const quant::ScaleMin hi_sm = quant::unpack_scale_min_k4(2 * p + 1, b->scales);
+    const int64_t k0 = sb * 256 + 2 * p * 32 + h * 16;
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      const int32_t* sums = x.sum32 + xr[t] * (x.k / 32) + sb * 8;
-      m[t] = 0;
-#pragma unroll
-      for (int c = 0; c < 8; ++c) m[t] += rb.mn[c] * sums[c];
+      s[t] = lo_sm.scale * dot16(lo, acts16(x, xr[t], k0)) + hi_sm.scale * dot16(hi, acts16(x, xr[t], k0 + 32));
+      // The mins once per sub-block pair: the h == 0 lane adds them.
+      const int32_t* sums = x.sum32 + xr[t] * (x.k / 32) + sb * 8 + 2 * p;
+      m[t] = h == 0 ? lo_sm.min * sums[0] + hi_sm.min * sums[1] : 0;
     }
-    dw = rb.d;
-    dmin = rb.dmin;
+    d = quant::fp16_to_fp32(b->d);
+    dmin = quant::fp16_to_fp32(b->dmin);
   }
 };
 
+// Q6_K (device layout, weight_view.h): eight lanes per super-block; lane `sub` reads ql bytes
+// sub*16.. : half hh = sub / 4 of the super-block, quarter q = (sub / 2) % 2 in the low
+// nibbles and q + 2 in the high ones, elements (sub % 2)*16.. of each 32-element chunk, whose
+// high bits are qh bytes hh*32 + (sub % 2)*16.. (bits 2q..); scales per 16 elements.
 template <>
-struct UnitDot<TraitsQ6K> {
+struct LaneShare<TraitsQ6K> {
+  static constexpr int kLanes = 8;
   template <int kRows>
-  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, const QuantActs& x,
-                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& dw, float& dmin) {
+  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
+                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
     const std::byte* base = weight_row(w, row) + sb * 192;
-    const TraitsQ6K::RowBlock rb = TraitsQ6K::row_block(w, row, sb);
+    const int hh = sub / 4, q = (sub / 2) % 2, h = sub % 2;
+    const uint4 ql = load16(base + sub * 16);
+    const uint4 qh = load16(base + 128 + hh * 32 + h * 16);
+    const auto six = [](uint32_t low4, uint32_t high2) { return bytes_minus_32(low4 | (high2 << 4)); };
+    const uint4 lo = {six(ql.x & 0x0f0f0f0fu, (qh.x >> (2 * q)) & 0x03030303u),
+                      six(ql.y & 0x0f0f0f0fu, (qh.y >> (2 * q)) & 0x03030303u),
+                      six(ql.z & 0x0f0f0f0fu, (qh.z >> (2 * q)) & 0x03030303u),
+                      six(ql.w & 0x0f0f0f0fu, (qh.w >> (2 * q)) & 0x03030303u)};
+    const uint4 hi = {six((ql.x >> 4) & 0x0f0f0f0fu, (qh.x >> (2 * q + 4)) & 0x03030303u),
+                      six((ql.y >> 4) & 0x0f0f0f0fu, (qh.y >> (2 * q + 4)) & 0x03030303u),
+                      six((ql.z >> 4) & 0x0f0f0f0fu, (qh.z >> (2 * q + 4)) & 0x03030303u),
+                      six((ql.w >> 4) & 0x0f0f0f0fu, (qh.w >> (2 * q + 4)) & 0x03030303u)};
+    const int c_lo = 4 * hh + q, c_hi = c_lo + 2;
+    const int8_t* sc = w.scales + row * (w.d_per_row * 16) + sb * 16;
+    const int sc_lo = sc[2 * c_lo + h], sc_hi = sc[2 * c_hi + h];
 #pragma unroll
-    for (int t = 0; t < kRows; ++t) s[t] = m[t] = 0;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const Words8 qh = load32(base + 128 + half * 32);
-#pragma unroll
-      for (int low_half = 0; low_half < 2; ++low_half) {
-        const Words8 ql = load32(base + half * 64 + low_half * 32);
-#pragma unroll
-        for (int nibble = 0; nibble < 2; ++nibble) {
-          const int quarter = 2 * nibble + low_half;  // quarter % 2 picks the ql run, quarter / 2 the nibble
-          const int c = 4 * half + quarter;
-          Words8 q;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            const uint32_t lo4 = (ql.w[i] >> (4 * nibble)) & 0x0f0f0f0fu;
-            const uint32_t hi2 = (qh.w[i] >> (2 * quarter)) & 0x03030303u;
-            q.w[i] = bytes_minus_32(lo4 | (hi2 << 4));
-          }
-#pragma unroll
-          for (int t = 0; t < kRows; ++t) {
-            int lo, hi;
-            dot32_halves(q, load32(x.qs + xr[t] * x.k + sb * 256 + c * 32), lo, hi);
-            s[t] += rb.sc[2 * c] * lo + rb.sc[2 * c + 1] * hi;
-          }
-        }
-      }
+    for (int t = 0; t < kRows; ++t) {
+      s[t] = sc_lo * dot16(lo, acts16(x, xr[t], sb * 256 + c_lo * 32 + h * 16)) +
+             sc_hi * dot16(hi, acts16(x, xr[t], sb * 256 + c_hi * 32 + h * 16));
+      m[t] = 0;
     }
-    dw = rb.d;
-    dmin = rb.dmin;
+    d = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
+    dmin = 0.0f;
   }
 };
 
-// blockIdx: x = rows of kWarps * (32 / kLanes), z = expert (expert mode).
-template <class T, int kLanes, int kPerLane, int kRows>
+// blockIdx: x = rows of kWarps (a warp per weight row), z = expert (expert mode).
+template <class T, int kRows>
 __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecArgs a) {
+  using Share = LaneShare<T>;
+  constexpr int kLanes = Share::kLanes;
+  constexpr int kPerRound = 32 / kLanes;  // super-blocks side by side in one round
+  // NOTE(mat_vec_q): rounds are unrolled so that several rounds' loads are in flight before
+  // the first chain step waits on them; fewer with more activation rows (registers).
+  constexpr int kUnroll = kRows <= 2 ? 4 : 2;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int sub = lane % kLanes;
-  const int leader = lane - sub;
+  const int slot = lane / kLanes;
   int64_t x_begin = 0, x_end = a.x.rows, n_rows = a.w.rows, w_offset = 0;
   if (a.experts.offsets != nullptr) {
     const int e = static_cast<int>(blockIdx.z);
@@ -164,89 +155,79 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecArgs a) {
     n_rows = a.w.rows_per_expert;
     w_offset = static_cast<int64_t>(e) * a.w.rows_per_expert;
   }
-  const int64_t r = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * (32 / kLanes) + lane / kLanes;
-  const int64_t row = w_offset + (r < n_rows ? r : n_rows - 1);
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  if (r >= n_rows) return;  // the whole warp; no block-wide barrier follows
+  const int64_t row = w_offset + r;
   int64_t xr[kRows];
 #pragma unroll
   for (int t = 0; t < kRows; ++t) {
     const int64_t j = x_begin + t < x_end ? x_begin + t : x_end - 1;
     xr[t] = a.experts.x_rows != nullptr ? static_cast<int64_t>(a.experts.x_rows[j]) : j;
   }
-  const int64_t n_units = a.x.k / T::kSuperBlock;
-  constexpr int kRound = kLanes * kPerLane;
+  const int64_t n_sb = a.x.k / T::kSuperBlock;
   float acc[kRows];
 #pragma unroll
   for (int t = 0; t < kRows; ++t) acc[t] = 0.0f;
-  for (int64_t u0 = 0; u0 < n_units; u0 += kRound) {
-    int s[kPerLane][kRows], m[kPerLane][kRows];
-    float dw[kPerLane], dmin[kPerLane];
+  for (int64_t sb0 = 0; sb0 < n_sb; sb0 += kPerRound * kUnroll) {
+    int s[kUnroll][kRows], m[kUnroll][kRows];
+    float d[kUnroll], dmin[kUnroll], dx[kUnroll][kRows];
 #pragma unroll
-    for (int k = 0; k < kPerLane; ++k) {
-      const int64_t u = u0 + sub * kPerLane + k;
-      UnitDot<T>::run(a.w, row, u < n_units ? u : n_units - 1, a.x, xr, s[k], m[k], dw[k], dmin[k]);
-    }
-    // The chain, in super-block order: lane j's units come j-th.
-    for (int j = 0; j < kLanes; ++j) {
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t sb = sb0 + u * kPerRound + slot < n_sb ? sb0 + u * kPerRound + slot : n_sb - 1;
+      Share::run(a.w, row, sb, sub, a.x, xr, s[u], m[u], d[u], dmin[u]);
+      // NOTE(mat_vec_q): the activation scales are loaded here, with the quants, and reach the
+      // chain by shuffles: a load inside the chain would wait once per super-block.
 #pragma unroll
-      for (int k = 0; k < kPerLane; ++k) {
-        const int64_t u = u0 + j * kPerLane + k;
-        const float dw_j = gpu::shfl(dw[k], leader + j);
-        const float dmin_j = gpu::shfl(dmin[k], leader + j);
+      for (int t = 0; t < kRows; ++t) dx[u][t] = a.x.d[xr[t] * n_sb + sb];
+      // The group's shares added up: exact integers, so the order does not matter.
+#pragma unroll
+      for (int mask = 1; mask < kLanes; mask *= 2) {
 #pragma unroll
         for (int t = 0; t < kRows; ++t) {
-          const int s_j = gpu::shfl(s[k][t], leader + j);
-          const int m_j = gpu::shfl(m[k][t], leader + j);
-          if (u < n_units) acc[t] = T::chain(acc[t], dw_j, dmin_j, a.x.d[xr[t] * n_units + u], s_j, m_j);
+          s[u][t] += gpu::shfl_xor(s[u][t], mask);
+          if constexpr (T::kMins) m[u][t] += gpu::shfl_xor(m[u][t], mask);
+        }
+      }
+    }
+    // The chain, in super-block order: group j of round u holds super-block sb0 + u*kPerRound + j.
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int j = 0; j < kPerRound; ++j) {
+        const int64_t sb = sb0 + u * kPerRound + j;
+        if (sb >= n_sb) break;  // the same in every lane
+        const int src = j * kLanes;
+        const float d_j = gpu::shfl(d[u], src);
+        const float dmin_j = T::kMins ? gpu::shfl(dmin[u], src) : 0.0f;
+#pragma unroll
+        for (int t = 0; t < kRows; ++t) {
+          const int s_j = gpu::shfl(s[u][t], src);
+          const int m_j = T::kMins ? gpu::shfl(m[u][t], src) : 0;  // (no mins: m is 0)
+          acc[t] = T::chain(acc[t], d_j, dmin_j, gpu::shfl(dx[u][t], src), s_j, m_j);
         }
       }
     }
   }
-  if (sub != 0 || r >= n_rows) return;
+  if (lane != 0) return;
 #pragma unroll
   for (int t = 0; t < kRows; ++t) {
     if (x_begin + t < x_end) a.out[(x_begin + t) * a.ldo + r] = acc[t];
   }
 }
 
-template <class T, int kLanes, int kPerLane>
-void launch_rows(const MatVecArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
-  constexpr int kRowsPerBlock = kWarps * (32 / kLanes);
-  const dim3 grid(static_cast<unsigned>((n_rows + kRowsPerBlock - 1) / kRowsPerBlock), 1,
-                  static_cast<unsigned>(n_expert));
-  switch (n_tokens) {
-    case 1: mat_vec_q_kernel<T, kLanes, kPerLane, 1><<<grid, 32 * kWarps, 0, stream>>>(a); break;
-    case 2: mat_vec_q_kernel<T, kLanes, kPerLane, 2><<<grid, 32 * kWarps, 0, stream>>>(a); break;
-    case 3:
-    case 4: mat_vec_q_kernel<T, kLanes, kPerLane, 4><<<grid, 32 * kWarps, 0, stream>>>(a); break;
-    default: mat_vec_q_kernel<T, kLanes, kPerLane, 8><<<grid, 32 * kWarps, 0, stream>>>(a); break;
-  }
-}
-
-// NOTE(mat_vec_q): lanes per row follow the super-blocks a row has, so that short rows
-// (1.7B's 2048 = 8 Q4_K super-blocks) keep every lane busy; Q8_0 lanes take 4 blocks of 32
-// per round (128 bytes, like a K-quant's 144) rather than one.
 template <class T>
 void launch_type(const MatVecArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
-  constexpr int kPerLane = T::kSuperBlock == 32 ? 4 : 1;
-  const int64_t units = a.x.k / T::kSuperBlock / kPerLane;
-  if (units >= 32) {
-    launch_rows<T, 32, kPerLane>(a, n_rows, n_tokens, n_expert, stream);
-  } else if (units >= 16) {
-    launch_rows<T, 16, kPerLane>(a, n_rows, n_tokens, n_expert, stream);
-  } else {
-    launch_rows<T, 8, kPerLane>(a, n_rows, n_tokens, n_expert, stream);
+  const dim3 grid(static_cast<unsigned>((n_rows + kWarps - 1) / kWarps), 1, static_cast<unsigned>(n_expert));
+  switch (n_tokens) {
+    case 1: mat_vec_q_kernel<T, 1><<<grid, 32 * kWarps, 0, stream>>>(a); break;
+    case 2: mat_vec_q_kernel<T, 2><<<grid, 32 * kWarps, 0, stream>>>(a); break;
+    case 3:
+    case 4: mat_vec_q_kernel<T, 4><<<grid, 32 * kWarps, 0, stream>>>(a); break;
+    default: mat_vec_q_kernel<T, 8><<<grid, 32 * kWarps, 0, stream>>>(a); break;
   }
 }
 
 }  // namespace
-
-bool mat_vec_q_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("GUFO_CUDA_MATVEC");
-    return value != nullptr && std::string(value) == "1";
-  }();
-  return enabled;
-}
 
 bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts) {
   return (experts != nullptr ? experts->max_rows : x.rows) <= kMaxRows;

@@ -4,6 +4,7 @@
 // Tested by tests/ops/row_ops_test.cpp.
 #include <cfloat>
 #include <climits>
+#include <cstdint>
 #include <string>
 
 #include "backend/cuda/check.cuh"
@@ -35,21 +36,55 @@ __global__ void get_rows_kernel(WeightView table, const int32_t* ids, float* out
   }
 }
 
-// One lane group per normalized segment; lane l sums elements l, l + 32, ... in order.
-__global__ void rms_norm_kernel(const float* x, int64_t n_segments, int64_t cols, const float* w, int64_t group,
-                                float eps, float* out) {
-  const int64_t segment = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu::group_lanes) +
-                          threadIdx.x / gpu::group_lanes;
-  if (segment >= n_segments) return;
-  const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
+// kThreads threads per normalized segment (a lane group for a head's 128 values, a block
+// for a 4096-wide row): thread i sums the squares of its float4 pieces i, i + kThreads, ...
+// in order, then a fixed tree adds the threads' sums (butterfly in each group, groups in
+// order), so every segment is summed in one order whatever the batch. The loads of a thread
+// are independent, so a wide row is read with all of them in flight rather than one by one.
+template <int kThreads, bool kVec4>
+__global__ void __launch_bounds__(256) rms_norm_kernel(const float* x, int64_t n_segments, int64_t cols,
+                                                       const float* w, int64_t group, float eps, float* out) {
+  constexpr int kGroups = kThreads / gpu::group_lanes;
+  __shared__ float group_sums[256 / gpu::group_lanes];
+  const int64_t segment = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kThreads) + threadIdx.x / kThreads;
+  const int tid = static_cast<int>(threadIdx.x % kThreads);
   const int64_t per_row = cols / group;
-  const int64_t base = (segment / per_row) * cols + (segment % per_row) * group;
+  const bool live = segment < n_segments;
+  const int64_t base = live ? (segment / per_row) * cols + (segment % per_row) * group : 0;
   const float* in = x + base;
+  constexpr int kWidth = kVec4 ? 4 : 1;
+  const int64_t pieces = live ? group / kWidth : 0;
   float sum_sq = 0.0f;
-  for (int64_t j = lane; j < group; j += gpu::group_lanes) sum_sq += in[j] * in[j];
+  for (int64_t i = tid; i < pieces; i += kThreads) {
+    if constexpr (kVec4) {
+      const float4 v = reinterpret_cast<const float4*>(in)[i];
+      sum_sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    } else {
+      sum_sq += in[i] * in[i];
+    }
+  }
   sum_sq = gpu::group_sum(sum_sq);
+  if constexpr (kGroups > 1) {
+    const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
+    const int g = static_cast<int>(threadIdx.x / gpu::group_lanes);
+    if (lane == 0) group_sums[g] = sum_sq;
+    __syncthreads();
+    sum_sq = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kGroups; ++j) sum_sq += group_sums[j];
+  }
+  if (!live) return;
   const float inv_rms = 1.0f / sqrtf(sum_sq / static_cast<float>(group) + eps);
-  for (int64_t j = lane; j < group; j += gpu::group_lanes) out[base + j] = in[j] * inv_rms * w[j];
+  for (int64_t i = tid; i < pieces; i += kThreads) {
+    if constexpr (kVec4) {
+      const float4 v = reinterpret_cast<const float4*>(in)[i];
+      const float4 g = reinterpret_cast<const float4*>(w)[i];
+      reinterpret_cast<float4*>(out + base)[i] =
+          make_float4(v.x * inv_rms * g.x, v.y * inv_rms * g.y, v.z * inv_rms * g.z, v.w * inv_rms * g.w);
+    } else {
+      out[base + i] = in[i] * inv_rms * w[i];
+    }
+  }
 }
 
 __global__ void add_kernel(const float* a, const float* b, int64_t n, int64_t cols, bool broadcast, float* out) {
@@ -167,9 +202,21 @@ Status rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int6
   }
   const int64_t segments = rows * (cols / group);
   if (segments == 0) return {};
-  constexpr int64_t kSegmentsPerBlock = kThreads / gpu::group_lanes;
-  rms_norm_kernel<<<blocks_for(segments, kSegmentsPerBlock), kThreads, 0, stream>>>(x, segments, cols, w, group, eps,
-                                                                                     out);
+  // NOTE(rms_norm): float4 pieces where every row and segment starts 16-byte aligned; a
+  // block per segment from 1024 values (one warp would walk a 4096-wide row 128 loads deep).
+  const bool vec4 = group % 4 == 0 && cols % 4 == 0 &&
+                    ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(out)) & 15) == 0;
+  const bool wide = group >= 1024;
+  const unsigned grid = wide ? static_cast<unsigned>(segments) : blocks_for(segments, kThreads / gpu::group_lanes);
+  if (wide && vec4) {
+    rms_norm_kernel<256, true><<<grid, 256, 0, stream>>>(x, segments, cols, w, group, eps, out);
+  } else if (wide) {
+    rms_norm_kernel<256, false><<<grid, 256, 0, stream>>>(x, segments, cols, w, group, eps, out);
+  } else if (vec4) {
+    rms_norm_kernel<gpu::group_lanes, true><<<grid, kThreads, 0, stream>>>(x, segments, cols, w, group, eps, out);
+  } else {
+    rms_norm_kernel<gpu::group_lanes, false><<<grid, kThreads, 0, stream>>>(x, segments, cols, w, group, eps, out);
+  }
   return launched("rms_norm", segments);
 }
 
