@@ -9,6 +9,7 @@
 #   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + short libFuzzer runs of the GGUF
 #      reader and the tokenizer
 #   5. `cuda` (g++-12 + nvcc): compile only; its GPU tests run on a GPU machine (ctest --preset gpu)
+#   6. `hip` (clang-15 + Debian's HIP 5.2): the GPU backend for AMD gfx90a and gfx1030, compile only
 # Usage: scripts/test.sh        GUFO_FUZZ_SECONDS=N changes step 4's fuzz time (default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,4 +29,5 @@ if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
 else
   echo "test.sh: no CUDA toolkit; skipping the 'cuda' compile check" >&2
 fi
+cmake --workflow --preset hip
 echo "test.sh: all test steps passed"

@@ -59,7 +59,7 @@ void put_array(Bytes& out, const Array& array) {
   std::visit(
       [&](const auto& elements) {
         for (const auto& element : elements) {
-          using T = std::decay_t<decltype(elements)>::value_type;
+          using T = typename std::decay_t<decltype(elements)>::value_type;
           put_element<T>(out, element);
         }
       },
