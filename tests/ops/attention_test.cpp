@@ -139,24 +139,29 @@ TEST(CudaAttention, MatchesTheCpuOverLayoutsCachesAndPositions) {
 TEST(CudaAttention, ARowIsTheSameAloneAndInALongBatch) {
   GUFO_REQUIRE_GPU();
   std::mt19937 rng(10);
-  const cuda::AttentionShape shape{.n_head = 32, .n_head_kv = 8, .head_dim = 128, .scale = 0.088f};
-  Cache cache = make_cache(8 * 128, true, 2048, rng);
-  Rows batch;
-  for (int32_t i = 0; i < 40; ++i) {
-    batch.seq_ids.push_back(i % 2);
-    batch.positions.push_back(50 * i + 3);
-  }
-  const int64_t width = 32 * 128;
-  const std::vector<float> q = random_floats(batch.seq_ids.size() * static_cast<size_t>(width), rng);
-  const std::vector<float> all = gpu_attention(cache, batch, shape, q);
   int cases = 0;
-  for (size_t r : {0, 7, 20, 39}) {
-    const Rows one{{batch.seq_ids[r]}, {batch.positions[r]}};
-    const std::vector<float> q_one(q.begin() + r * width, q.begin() + (r + 1) * width);
-    const std::vector<float> alone = gpu_attention(cache, one, shape, q_one);
-    EXPECT_EQ(compare(alone, std::vector<float>(all.begin() + r * width, all.begin() + (r + 1) * width)).mismatches, 0u)
-        << "row " << r << " at position " << batch.positions[r];
-    ++cases;
+  // f16: the tensor-core kernel; f32: the scalar one. 80 rows: past the split-block bound, so
+  // the batch walks its splits in blocks while a row alone gets a block per split.
+  for (bool f16 : {true, false}) {
+    const cuda::AttentionShape shape{.n_head = 32, .n_head_kv = 8, .head_dim = 128, .scale = 0.088f};
+    Cache cache = make_cache(8 * 128, f16, 4096, rng);
+    Rows batch;
+    for (int32_t i = 0; i < 80; ++i) {
+      batch.seq_ids.push_back(i % 2);
+      batch.positions.push_back(50 * i + 3);
+    }
+    const int64_t width = 32 * 128;
+    const std::vector<float> q = random_floats(batch.seq_ids.size() * static_cast<size_t>(width), rng);
+    const std::vector<float> all = gpu_attention(cache, batch, shape, q);
+    for (size_t r : {0, 7, 20, 39, 79}) {
+      const Rows one{{batch.seq_ids[r]}, {batch.positions[r]}};
+      const std::vector<float> q_one(q.begin() + r * width, q.begin() + (r + 1) * width);
+      const std::vector<float> alone = gpu_attention(cache, one, shape, q_one);
+      EXPECT_EQ(compare(alone, std::vector<float>(all.begin() + r * width, all.begin() + (r + 1) * width)).mismatches,
+                0u)
+          << "row " << r << " at position " << batch.positions[r] << " f16=" << f16;
+      ++cases;
+    }
   }
   EXPECT_GT(cases, 0);
 }

@@ -24,8 +24,11 @@ constexpr int kTile = 32;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxDimsPerLane = kMaxHeadDim / 32;
 // NOTE(attention): up to this many rows each split gets a block (decode: a long context still
-// fills the GPU); beyond, a block walks its row's splits (prefill has blocks enough).
-constexpr int64_t kSplitBlocksMaxRows = 16;
+// fills the GPU); beyond, a block walks its row's splits (prefill has blocks enough). 64, not
+// 16: a batch of decoding sequences is one run per row, which attention_mma.cu's walking
+// blocks would take one after another (17 streams would get 2 blocks per KV head). Either
+// way a row gets the same bits (attention_split.cuh), so the bound is free to move.
+constexpr int64_t kSplitBlocksMaxRows = 64;
 
 __device__ inline float load_kv(const KvLayer& kv, const void* base, int64_t index) {
   return kv.f16 ? quant::fp16_to_fp32(static_cast<const uint16_t*>(base)[index]) : static_cast<const float*>(base)[index];

@@ -61,17 +61,19 @@ __device__ inline void ldmatrix_trans(uint32_t& b0, uint32_t& b1, const __half* 
   const auto address = static_cast<unsigned>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(b0), "=r"(b1)
-               : "r"(address));
+               : "r"(address)
+               : "memory");
 }
 
 // 16 bytes global -> shared without a register stop; zero-filled when !valid.
 __device__ inline void copy16_async(void* dst, const void* src, bool valid) {
   const auto address = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(src), "r"(valid ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
 }
 __device__ inline void copies_wait() {
-  asm volatile("cp.async.commit_group;\n" ::);
-  asm volatile("cp.async.wait_group 0;\n" ::);
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 #endif
 
