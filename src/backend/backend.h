@@ -101,7 +101,9 @@ struct MemoryInfo {
 
 // What a forward call returns for its output rows; an empty span is not wanted.
 struct ForwardOutputs {
-  std::span<float> logits;    // [n_outputs, n_vocab] row-major
+  // The graph's output rows, row-major: [n_outputs, n_vocab] logits, or [n_outputs, n_embd]
+  // hidden states for a GraphOutput::Hidden graph.
+  std::span<float> logits;
   std::span<int32_t> argmax;  // [n_outputs]: the largest logit, ties to the lower index
 };
 

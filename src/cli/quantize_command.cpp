@@ -1,8 +1,9 @@
-// `gufo quantize IN.gguf OUT.gguf TYPE [--quiet] [--threads N]`: re-encodes a GGUF under one
+// `gufo quantize IN.gguf OUT.gguf TYPE [--quiet] [--threads N] [--override-kv KEY=TYPE:VALUE]...`: re-encodes a GGUF under one
 // of llama.cpp's mixes (src/quantize/quantize_model.cpp); this file only wires flags.
 // Tested by tests/unit/quantize/quantize_model_test.cpp (Cli).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "quantize/quantize_model.h"
@@ -16,6 +17,7 @@ struct QuantizeCommandOptions {
   std::string type;
   unsigned n_threads = 0;
   bool quiet = false;
+  std::vector<std::string> overrides;
 };
 
 int run_quantize(const QuantizeCommandOptions& options) {
@@ -27,6 +29,11 @@ int run_quantize(const QuantizeCommandOptions& options) {
   quantize::QuantizeOptions quantize_options;
   quantize_options.n_threads = options.n_threads;
   quantize_options.progress = options.quiet ? nullptr : stderr;
+  for (const std::string& text : options.overrides) {
+    Result<quantize::KvOverride> parsed = quantize::parse_kv_override(text);
+    if (!parsed.ok()) return report_error(parsed.error());
+    quantize_options.overrides.push_back(std::move(parsed).value());
+  }
   Status done = quantize::quantize_model(options.in_path, options.out_path, *mix, quantize_options);
   if (!done.ok()) return report_error(done.error());
   return 0;
@@ -44,6 +51,10 @@ Command register_quantize(CLI::App& root) {
   app->add_option("TYPE", options->type, "q8_0, q6_k, q5_k_m or q4_k_m")->required();
   app->add_option("--threads", options->n_threads, "worker threads (default: all cores)");
   app->add_flag("--quiet", options->quiet, "no progress on stderr");
+  app->add_option("--override-kv", options->overrides,
+                  "KEY=TYPE:VALUE: set a metadata key in OUT (TYPE int, float, bool or str; as llama-quantize), "
+                  "e.g. qwen3.pooling_type=int:3; repeatable")
+      ->allow_extra_args(false);
   return Command{app, [options] { return run_quantize(*options); }};
 }
 

@@ -27,6 +27,7 @@
 #include "cli/generation_flags.h"
 #include "cli/serve_models.h"
 #include "cli/stop_signals.h"
+#include "model/hparams.h"
 #include "engine/scheduler.h"
 #include "server/http_server.h"
 #include "server/reasoning.h"
@@ -48,7 +49,15 @@ struct ServeOptions {
   bool log_disable = false;
   double grace_seconds = 5.0;
   std::string reasoning_format = "deepseek";  // server/reasoning.h
+  std::string pooling;                        // "": each model's {arch}.pooling_type
 };
+
+std::optional<model::Pooling> pooling_of(const std::string& name) {
+  for (const model::Pooling p : {model::Pooling::None, model::Pooling::Mean, model::Pooling::Cls, model::Pooling::Last}) {
+    if (name == model::pooling_name(p)) return p;
+  }
+  return std::nullopt;
+}
 
 // The stop signals as the serving thread sees them (StopSignals' handler fills it).
 class StopRequest {
@@ -136,7 +145,8 @@ int run_serve(ServeOptions options) {
   const bool on_cpu = options.backend.device == "cpu";
   server::ModelRegistry models(
       std::move(sources).value(),
-      serve_model_loader({.backend = options.backend, .n_ctx = options.n_ctx, .engine = options.engine}),
+      serve_model_loader({.backend = options.backend, .n_ctx = options.n_ctx, .engine = options.engine,
+                          .pooling = pooling_of(options.pooling)}),
       // NOTE(models): only host memory is known before a load; on a GPU the load itself fails
       // when the device is full, and that request gets the error.
       {.max_loaded = options.max_loaded, .free_memory = on_cpu ? available_host_memory : std::function<uint64_t()>()});
@@ -220,6 +230,10 @@ Command register_serve(CLI::App& root) {
   app->add_option("--grace", o->grace_seconds, "seconds running requests get to finish on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
   app->add_flag("--log-disable", o->log_disable, "no access log (a line per request on stderr)");
+  app->add_option("--pooling", o->pooling,
+                  "how /v1/embeddings pools the final hidden states: none, mean, cls or last (default: what each "
+                  "GGUF declares in {arch}.pooling_type, else mean)")
+      ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
   return Command{app, [o] { return run_serve(*o); }};
 }
 

@@ -56,7 +56,9 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
                                        .tokenizer = model->loaded.tokenizer.get(),
                                        .chat_prompt = model->chat_prompt ? &*model->chat_prompt : nullptr,
                                        .n_ctx = n_ctx,
-                                       .n_vocab = static_cast<int32_t>(weights.hparams().n_vocab)};
+                                       .n_vocab = static_cast<int32_t>(weights.hparams().n_vocab),
+                                       .n_embd = weights.hparams().n_embd,
+                                       .pooling = options.pooling.value_or(weights.hparams().pooling)};
   std::fprintf(stderr, "gufo serve: loaded %s: %d parallel, context %lld, KV pool %lld tokens, on %s\n",
                source.name.c_str(), engine.n_parallel, static_cast<long long>(n_ctx),
                static_cast<long long>(model->scheduler->options().kv_tokens),

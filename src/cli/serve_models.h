@@ -26,6 +26,7 @@ struct ServeModelOptions {
   BackendFlags backend;
   std::optional<int64_t> n_ctx;  // unset: min(model's, 4096)
   engine::SchedulerOptions engine;
+  std::optional<model::Pooling> pooling;  // --pooling: overrides every model's {arch}.pooling_type
 };
 
 server::ModelRegistry::Loader serve_model_loader(ServeModelOptions options);

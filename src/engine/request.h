@@ -1,8 +1,9 @@
 // What a client hands the serving engine (engine/scheduler.h) and what comes back: the
 // options of one generation, and a stream of events (text as it becomes safe to show, with
 // the tokens' log-probabilities when asked; then one final event with the stop reason and
-// token counts). The engine thread produces events; a client thread consumes them and may
-// cancel at any time. Tested through tests/unit/engine/scheduler_test.cpp.
+// token counts; an embedding gets only the final one, with its vector). The engine thread
+// produces events; a client thread consumes them and may cancel at any time.
+// Tested through tests/unit/engine/scheduler_test.cpp and embedding_test.cpp.
 #pragma once
 
 #include <atomic>
@@ -48,6 +49,9 @@ struct RequestEvent {
   int32_t cached_tokens = 0;      // prompt tokens whose keys and values came from the prefix cache
   int32_t completion_tokens = 0;
   std::string stop_string;  // Done with StopReason::StopString: which one
+  // Done of an embedding (Scheduler::submit_embeddings): the pooled final hidden state,
+  // [n_embd], not normalized.
+  std::vector<float> embedding;
   std::string error;  // Error: what went wrong (the request is over)
 
   static RequestEvent done(StopReason reason, int32_t prompt_tokens, int32_t cached_tokens, int32_t completion_tokens) {

@@ -87,9 +87,46 @@ struct Scheduler::Sequence {
   std::string matched_stop;     // the stop string that ended it, if one did
   std::vector<TokenLogprob> pending_logprobs;
   int32_t n_generated = 0;
+  // Embeddings only: how the rows pool, and the pooled rows so far (mean: their sum, in
+  // position order, so chunking and batch-mates never change it).
+  std::optional<model::Pooling> pooling;
+  std::vector<double> pooled;
+  // Whether this sequence counts as a place in the queue while it waits: each generation does;
+  // of an embedding batch only its last input, so that the batch takes one place however long.
+  bool holds_queue_place = true;
   Clock::time_point submitted_at = Clock::now();
   Clock::time_point last_token_at;
 };
+
+struct Scheduler::Part {
+  Sequence* seq;
+  int32_t begin;  // positions begin..end-1 of seq's tokens
+  int32_t end;
+
+  // The positions whose output rows the sequence needs from this part: the last token's
+  // (its logits pick the next token) once the part reaches it; for an embedding, the rows
+  // its pooling reads.
+  std::vector<int32_t> output_positions() const {
+    const auto n = static_cast<int32_t>(seq->tokens.size());
+    std::vector<int32_t> positions;
+    if (seq->pooling == model::Pooling::Mean) {
+      for (int32_t pos = begin; pos < end; ++pos) positions.push_back(pos);
+    } else if (seq->pooling == model::Pooling::Cls) {
+      if (begin == 0) positions.push_back(0);
+    } else if (end == n) {
+      positions.push_back(n - 1);
+    }
+    return positions;
+  }
+};
+
+void Scheduler::pool_rows(Sequence& seq, size_t n_rows, const float* rows) {
+  const size_t n_embd = seq.pooled.size();
+  for (size_t r = 0; r < n_rows; ++r) {
+    const float* row = rows + r * n_embd;
+    for (size_t i = 0; i < n_embd; ++i) seq.pooled[i] += static_cast<double>(row[i]);  // one row for cls, last
+  }
+}
 
 Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, backend::Backend& backend,
                                                      const tokenizer::Tokenizer& tokenizer, SchedulerOptions options) {
@@ -150,19 +187,59 @@ Submission Scheduler::submit(const std::vector<int32_t>& prompt, const std::vect
     seqs.back()->channel = handle;
     seqs.back()->choice = static_cast<int32_t>(i);
   }
-  const int32_t count = static_cast<int32_t>(seqs.size());
+  const auto count = static_cast<int32_t>(seqs.size());
+  return enqueue(std::move(seqs), n, count);
+}
+
+Submission Scheduler::submit_embeddings(const std::vector<std::vector<int32_t>>& inputs, model::Pooling pooling) {
+  if (pooling != model::Pooling::Mean && pooling != model::Pooling::Cls && pooling != model::Pooling::Last) {
+    return {SubmitStatus::Invalid,
+            "pooling '" + std::string(model::pooling_name(pooling)) + "' gives no embedding (mean, cls or last do)",
+            nullptr};
+  }
+  if (inputs.empty()) return {SubmitStatus::Invalid, "no inputs to embed", nullptr};
+  RequestHandle handle = std::make_shared<RequestChannel>();
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  int64_t n_tokens = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int64_t n = static_cast<int64_t>(inputs[i].size());
+    const std::string which = inputs.size() == 1 ? "the input" : "input " + std::to_string(i);
+    if (n < 1) return {SubmitStatus::Invalid, which + " has no tokens", nullptr};
+    if (n > options_.n_ctx) {
+      return {SubmitStatus::TooLong,
+              which + " has " + std::to_string(n) + " tokens; the context holds " + std::to_string(options_.n_ctx),
+              nullptr};
+    }
+    RequestOptions options;
+    options.max_tokens = 0;
+    options.use_prefix_cache = pooling == model::Pooling::Last;
+    seqs.push_back(std::make_unique<Sequence>(*tokenizer_, inputs[i], options));
+    seqs.back()->channel = handle;
+    seqs.back()->choice = static_cast<int32_t>(i);
+    seqs.back()->pooling = pooling;
+    seqs.back()->pooled.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0);
+    seqs.back()->holds_queue_place = i + 1 == inputs.size();
+    n_tokens += n;
+  }
+  return enqueue(std::move(seqs), n_tokens, 1);
+}
+
+Submission Scheduler::enqueue(std::vector<std::unique_ptr<Sequence>> seqs, int64_t prompt_tokens,
+                              int32_t queue_places) {
+  RequestHandle handle = seqs.front()->channel;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return {SubmitStatus::ShuttingDown, "the server is shutting down", nullptr};
     if (!device_failure_.empty()) return {SubmitStatus::ShuttingDown, device_failure_, nullptr};
-    if (n_queued_ + stats_.running + count > options_.n_parallel + options_.max_queue) {
+    if (queue_places_ + stats_.running + queue_places > options_.n_parallel + options_.max_queue) {
       return {SubmitStatus::QueueFull,
               "the server is busy: " + std::to_string(stats_.running) + " sequences running and " +
                   std::to_string(n_queued_) + " waiting",
               nullptr};
     }
-    n_queued_ += count;
-    stats_.prompt_tokens += static_cast<uint64_t>(n);
+    n_queued_ += static_cast<int32_t>(seqs.size());
+    queue_places_ += queue_places;
+    stats_.prompt_tokens += static_cast<uint64_t>(prompt_tokens);
     for (auto& seq : seqs) submitted_.push_back(std::move(seq));
   }
   wake_.notify_one();
@@ -232,6 +309,7 @@ void Scheduler::drop_cancelled() {
       {
         std::lock_guard lock(mutex_);
         --n_queued_;
+        queue_places_ -= (*it)->holds_queue_place ? 1 : 0;
         ++stats_.requests_cancelled;
       }
       (*it)->send(RequestEvent::done(StopReason::Cancelled, (*it)->n_prompt, 0, (*it)->n_generated));
@@ -271,6 +349,7 @@ void Scheduler::admit() {
     {
       std::lock_guard lock(mutex_);
       --n_queued_;
+      queue_places_ -= seq.holds_queue_place ? 1 : 0;
       ++stats_.running;
       if (first_admission) stats_.cached_prompt_tokens += static_cast<uint64_t>(seq.cached_tokens);
     }
@@ -285,11 +364,13 @@ void Scheduler::preempt_newest() {
   release(*seq, true);
   seq->n_computed = 0;
   seq->n_registered = 0;
+  std::fill(seq->pooled.begin(), seq->pooled.end(), 0.0);
   free_slots_.push_back(seq->slot);
   seq->slot = -1;
   {
     std::lock_guard lock(mutex_);
     ++n_queued_;
+    queue_places_ += seq->holds_queue_place ? 1 : 0;
     --stats_.running;
     ++stats_.preemptions;
   }
@@ -308,6 +389,7 @@ void Scheduler::fail_after_device_loss(const std::string& message) {
     {
       std::lock_guard lock(mutex_);
       --n_queued_;
+      queue_places_ -= waiting_.front()->holds_queue_place ? 1 : 0;
       ++stats_.requests_failed;
     }
     waiting_.front()->send(RequestEvent::failure(message));
@@ -323,11 +405,6 @@ void Scheduler::step() {
   // Each sequence's next segment: one token when decoding, else the prompt up to the next
   // multiple of the step budget. Blocks first, in admission order; a sequence that cannot
   // get its block preempts the newest one (perhaps itself).
-  struct Part {
-    Sequence* seq;
-    int32_t begin;
-    int32_t end;
-  };
   std::vector<Part> planned;
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence& seq = *running_[i];
@@ -360,45 +437,53 @@ void Scheduler::step() {
     budget -= n;
   }
   if (parts.empty()) return;
+  // Generations want logits, embeddings the hidden state: one forward call each.
+  std::vector<Part> generating;
+  std::vector<Part> embedding;
+  for (const Part& p : parts) (p.seq->pooling ? embedding : generating).push_back(p);
+  if (!generating.empty() && !run_parts(generating, model::GraphOutput::Logits)) return;
+  if (!embedding.empty()) run_parts(embedding, model::GraphOutput::Hidden);
+}
+
+bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput output) {
   // A failure fails the sequences of this batch (their cache is in an unknown state), or
   // every request when the device is gone.
   const auto fail_parts = [&](const Error& error) {
     if (error.kind == ErrorKind::DeviceLost) {
       fail_after_device_loss("the device failed: " + error.message);
-      return;
+      return false;
     }
     for (const Part& p : parts) fail(*p.seq, error.message);
+    return true;
   };
 
   backend::Batch batch;
+  std::vector<std::vector<int32_t>> outputs;  // each part's output positions
   int64_t prefill_rows = 0;
   for (const Part& p : parts) {
     if (Status s = cache_->set_blocks(p.seq->slot, p.seq->blocks, p.seq->n_computed); !s.ok()) {
-      fail_parts(s.error());
-      return;
+      return fail_parts(s.error());
     }
+    const int32_t first_row = static_cast<int32_t>(batch.tokens.size());
     for (int32_t pos = p.begin; pos < p.end; ++pos) {
       batch.tokens.push_back(p.seq->tokens[static_cast<size_t>(pos)]);
       batch.positions.push_back(pos);
       batch.seq_ids.push_back(p.seq->slot);
     }
-    if (p.end == static_cast<int32_t>(p.seq->tokens.size())) {
-      batch.output_rows.push_back(static_cast<int32_t>(batch.tokens.size()) - 1);
-    }
+    outputs.push_back(p.output_positions());
+    for (int32_t pos : outputs.back()) batch.output_rows.push_back(first_row + pos - p.begin);
     if (p.end - p.begin > 1 || p.begin < p.seq->n_prompt) prefill_rows += p.end - p.begin;
   }
-  Result<model::Graph> graph = model_->build_graph(
-      {.n_tokens = batch.n_tokens(), .n_outputs = static_cast<int64_t>(batch.output_rows.size())});
-  if (!graph.ok()) {
-    fail_parts(graph.error());
-    return;
-  }
-  const int64_t n_vocab = model_->hparams().n_vocab;
-  std::vector<float> logits(batch.output_rows.size() * static_cast<size_t>(n_vocab));
+  Result<model::Graph> graph = model_->build_graph({.n_tokens = batch.n_tokens(),
+                                                    .n_outputs = static_cast<int64_t>(batch.output_rows.size()),
+                                                    .output = output});
+  if (!graph.ok()) return fail_parts(graph.error());
+  const model::HParams& hp = model_->hparams();
+  const auto width = static_cast<size_t>(output == model::GraphOutput::Logits ? hp.n_vocab : hp.n_embd);
+  std::vector<float> values(batch.output_rows.size() * width);
   const Clock::time_point start = Clock::now();
-  if (Status s = backend_->forward(*graph, batch, *cache_, {.logits = logits, .argmax = {}}); !s.ok()) {
-    fail_parts(s.error());
-    return;
+  if (Status s = backend_->forward(*graph, batch, *cache_, {.logits = values, .argmax = {}}); !s.ok()) {
+    return fail_parts(s.error());
   }
   const double elapsed = seconds_between(start, Clock::now());
   {
@@ -409,20 +494,28 @@ void Scheduler::step() {
     stats_.prefill_seconds += elapsed * share;
     stats_.decode_seconds += elapsed * (1.0 - share);
   }
-  size_t output = 0;
-  for (const Part& p : parts) {
+  const float* rows = values.data();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Part& p = parts[i];
     Sequence& seq = *p.seq;
+    const size_t n_rows = outputs[i].size();
     seq.n_computed = p.end;
     register_full_blocks(seq);
-    if (p.end == static_cast<int32_t>(seq.tokens.size())) {
-      emit_token(seq, logits.data() + output * static_cast<size_t>(n_vocab));
-      ++output;
+    if (seq.pooling) {
+      pool_rows(seq, n_rows, rows);
+      if (p.end == static_cast<int32_t>(seq.tokens.size())) finish(seq, StopReason::EndOfGeneration);
+    } else if (n_rows == 1) {
+      emit_token(seq, rows);
     }
+    rows += n_rows * width;
   }
+  return true;
 }
 
 void Scheduler::register_full_blocks(Sequence& seq) {
-  if (!options_.prefix_cache) return;
+  // Mean and cls embeddings never start from cached blocks: theirs would only push out
+  // prefixes that generations reuse.
+  if (!options_.prefix_cache || (seq.pooling && seq.pooling != model::Pooling::Last)) return;
   const int32_t block = options_.block_size;
   while ((seq.n_registered + 1) * block <= seq.n_computed) {
     const int32_t i = seq.n_registered;
@@ -506,6 +599,10 @@ void Scheduler::finish(Sequence& seq, StopReason reason) {
   }
   RequestEvent done = RequestEvent::done(reason, seq.n_prompt, std::max(seq.cached_tokens, 0), seq.n_generated);
   done.stop_string = std::move(seq.matched_stop);
+  if (seq.pooling && reason != StopReason::Cancelled) {
+    const double count = seq.pooling == model::Pooling::Mean ? static_cast<double>(seq.n_prompt) : 1.0;
+    for (double v : seq.pooled) done.embedding.push_back(static_cast<float>(v / count));
+  }
   seq.send(std::move(done));
   remove_running(seq);
 }

@@ -31,6 +31,8 @@
 #include "engine/model.h"
 #include "engine/request.h"
 #include "engine/stats.h"
+#include "model/graph.h"
+#include "model/hparams.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -48,7 +50,7 @@ struct SchedulerOptions {
   DType cache_type = DType::F16;
 };
 
-enum class SubmitStatus { Accepted, QueueFull, TooLong, ShuttingDown };
+enum class SubmitStatus { Accepted, QueueFull, TooLong, Invalid, ShuttingDown };
 
 struct Submission {
   SubmitStatus status = SubmitStatus::Accepted;
@@ -69,6 +71,14 @@ class Scheduler {
   // them together. Refused as a whole when the queue cannot take them all, the prompt
   // cannot fit the context, or the engine is stopping.
   Submission submit(const std::vector<int32_t>& prompt, const std::vector<RequestOptions>& choices);
+  // Queues one embedding per input: its tokens run through the model like a prompt, in the
+  // same continuous batch as generations but in forward calls of their own that return the
+  // final normalized hidden state, which `pooling` (mean, cls or last) reduces to one vector
+  // per input. The handle's final event per input (choice = its index) carries the vector,
+  // unnormalized. Mean and cls need every row, so only last pooling reuses cached prefixes.
+  // A batch of inputs takes one place in the queue (it holds no more than their tokens), and
+  // is refused as a whole like submit().
+  Submission submit_embeddings(const std::vector<std::vector<int32_t>>& inputs, model::Pooling pooling);
   // Stops taking requests, cancels every queued and running one (each gets its final
   // event) and joins the engine thread.
   void shutdown();
@@ -78,6 +88,7 @@ class Scheduler {
 
  private:
   struct Sequence;
+  struct Part;  // a sequence's rows in one step
   Scheduler(const Model& model, backend::Backend& backend, const tokenizer::Tokenizer& tokenizer,
             SchedulerOptions options, std::unique_ptr<backend::KvCache> cache);
   void loop();
@@ -87,6 +98,11 @@ class Scheduler {
   bool ensure_block(Sequence& seq);
   void preempt_newest();
   void step();
+  // One forward over `parts` (all generations, or all embeddings); false when the device
+  // was lost, which fails every request.
+  bool run_parts(const std::vector<Part>& parts, model::GraphOutput output);
+  void pool_rows(Sequence& seq, size_t n_rows, const float* rows);  // n_rows hidden states
+  Submission enqueue(std::vector<std::unique_ptr<Sequence>> seqs, int64_t prompt_tokens, int32_t queue_places);
   void fail_after_device_loss(const std::string& message);
   void emit_token(Sequence& seq, const float* logits);
   void finish(Sequence& seq, StopReason reason);
@@ -113,7 +129,8 @@ class Scheduler {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Sequence>> submitted_;
-  int32_t n_queued_ = 0;  // submitted_ + waiting_
+  int32_t n_queued_ = 0;      // sequences in submitted_ + waiting_
+  int32_t queue_places_ = 0;  // the places they take (Sequence::holds_queue_place)
   bool stopping_ = false;
   std::string device_failure_;  // set when the backend lost its device: nothing more runs
   EngineStats stats_;

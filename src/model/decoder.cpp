@@ -86,6 +86,7 @@ Result<Graph> build_decoder(const HParams& hp, const WeightTable& weights, Batch
   // Only the rows that need logits go through the output norm and the vocab projection.
   x = b.output_rows(x, "result_rows");
   x = b.rms_norm(x, b.weight("output_norm.weight"), norm, "result_norm");
+  if (shape.output == GraphOutput::Hidden) return b.finish(x);  // [n_outputs, n_embd]: embeddings
   const NodeId output = hp.tied_output ? token_embd : b.weight("output.weight");  // [n_vocab, n_embd]
   return b.finish(b.mat_mul(x, output, "logits"));  // [n_outputs, n_vocab]
 }

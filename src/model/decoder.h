@@ -21,7 +21,8 @@ struct DecoderOptions {
 // The options of an architecture (architectures.cpp).
 DecoderOptions decoder_options(Arch arch);
 
-// Token ids in, logits [n_outputs, n_vocab] out.
+// Token ids in, logits [n_outputs, n_vocab] out; or, for GraphOutput::Hidden, the final
+// normalized hidden state [n_outputs, n_embd] ("result_norm") that embeddings pool.
 Result<Graph> build_decoder(const HParams& hp, const WeightTable& weights, BatchShape shape);
 
 }  // namespace gufo::model

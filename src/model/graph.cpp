@@ -48,6 +48,7 @@ std::string_view op_name(Op op) {
 GraphBuilder::GraphBuilder(const WeightTable& weights, BatchShape shape) : weights_(weights) {
   graph_.n_tokens = shape.n_tokens;
   graph_.n_outputs = shape.n_outputs;
+  graph_.output_kind = shape.output;
   if (shape.n_tokens < 1 || shape.n_outputs < 0 || shape.n_outputs > shape.n_tokens) {
     fail("batch of " + std::to_string(shape.n_tokens) + " tokens with " +
          std::to_string(shape.n_outputs) + " outputs");

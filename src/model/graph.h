@@ -83,9 +83,14 @@ struct Node {
   std::string name;
 };
 
+// What a graph's output rows are: logits [n_outputs, n_vocab] (generation, scoring), or the
+// final normalized hidden state [n_outputs, n_embd] that embeddings are pooled from.
+enum class GraphOutput { Logits, Hidden };
+
 struct Graph {
   std::vector<Node> nodes;  // topological order: sources come before their users
-  NodeId output = kNoNode;  // logits [n_outputs, n_vocab]
+  NodeId output = kNoNode;  // logits [n_outputs, n_vocab], or the hidden state (output_kind)
+  GraphOutput output_kind = GraphOutput::Logits;
   int64_t n_tokens = 0;
   int64_t n_outputs = 0;
 };
@@ -93,7 +98,8 @@ struct Graph {
 // The shape one forward call is built for.
 struct BatchShape {
   int64_t n_tokens = 0;
-  int64_t n_outputs = 0;  // rows of logits wanted (1 for decode, n_tokens to score a text)
+  int64_t n_outputs = 0;  // rows of output wanted (1 for decode, n_tokens to score a text)
+  GraphOutput output = GraphOutput::Logits;
 };
 
 // Records nodes and checks shapes as they are added; the first error is kept and returned

@@ -71,6 +71,22 @@ Status load_moe(const gguf::File& file, const std::string& p, HParams& hp) {
   return {};
 }
 
+// llama.cpp writes {arch}.pooling_type as uint32 (convert_hf_to_gguf, and llama-quantize's
+// --override-kv KEY=int:N). NOTE(pooling): another type or an unknown value is a malformed
+// file, refused at load like any other bad key (naming it), even for generation, which does
+// not pool; `gufo quantize --override-kv` mends it.
+Status load_pooling(const gguf::File& file, const std::string& key, HParams& hp) {
+  if (!file.has(key)) return {};
+  auto value = file.get_u32(key);
+  if (!value.ok()) return Error{file.name() + ": " + key + ": expected a uint32"};
+  if (*value > static_cast<uint32_t>(Pooling::Rank)) {
+    return Error{file.name() + ": " + key + ": " + std::to_string(*value) +
+                 " is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)"};
+  }
+  hp.pooling = static_cast<Pooling>(*value);
+  return {};
+}
+
 }  // namespace
 
 Result<HParams> load_hparams(const gguf::File& file) {
@@ -142,7 +158,19 @@ Result<HParams> load_hparams(const gguf::File& file) {
   hp.rope_type = hp.arch == Arch::Llama ? RopeType::Normal : RopeType::Neox;
   hp.has_qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe;
   hp.has_qkv_bias = hp.arch == Arch::Qwen2;
+  GUFO_RETURN_IF_ERROR(load_pooling(file, p + "pooling_type", hp));
   return hp;
+}
+
+std::string_view pooling_name(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::None: return "none";
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Last: return "last";
+    case Pooling::Rank: return "rank";
+  }
+  return "unknown";
 }
 
 }  // namespace gufo::model

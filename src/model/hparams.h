@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/result.h"
 #include "gguf/file.h"
@@ -18,6 +19,12 @@ enum class Arch { Qwen3, Llama, Qwen2, Qwen3Moe };
 // x[i + head_dim/2]. The GGUF ecosystem stores llama's q/k weights permuted for normal rope
 // and qwen2/qwen3's unpermuted for neox rope, so the type follows from the architecture.
 enum class RopeType { Normal, Neox };
+
+// How /v1/embeddings turns a sequence's final hidden states into one vector, by the values
+// of llama.cpp's {arch}.pooling_type: none (no pooled vector), mean over the tokens, the
+// first token (cls), the last token (Qwen3-Embedding), rank (rerankers).
+enum class Pooling : uint32_t { None = 0, Mean = 1, Cls = 2, Last = 3, Rank = 4 };
+std::string_view pooling_name(Pooling pooling);
 
 struct HParams {
   Arch arch = Arch::Qwen3;
@@ -37,6 +44,7 @@ struct HParams {
   bool has_qk_norm = false;     // qwen3: RMSNorm over each head of q and k
   bool has_qkv_bias = false;    // qwen2
   bool tied_output = false;     // no output.weight: the logits use token_embd
+  Pooling pooling = Pooling::Mean;  // {arch}.pooling_type; mean when the file declares none
   // Mixture of experts (qwen3moe; all 0 for dense models): every layer's FFN is the weighted
   // sum of n_expert_used of n_expert SwiGLU experts of width n_ff_exp.
   int64_t n_expert = 0;          // {arch}.expert_count

@@ -88,6 +88,7 @@ Status quantize_model(const std::string& in_path, const std::string& out_path, Q
   for (const gguf::MetadataEntry& entry : file.metadata()) writer.set(entry.key, entry.value);
   writer.set("general.file_type", gguf::Value::u32(quant_mix_file_type(mix)));
   writer.set("general.quantization_version", gguf::Value::u32(2));  // GGML_QUANT_VERSION
+  for (const KvOverride& o : options.overrides) writer.set(o.key, o.value);
 
   const size_t n_tensors = file.tensors().size();
   const unsigned n_threads = resolve_thread_count(options.n_threads);

@@ -99,7 +99,10 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
 }
 
 std::variant<engine::RequestHandle, ApiError> submit_plan(const ServedModel& model, const GenerationPlan& plan) {
-  engine::Submission submission = model.scheduler->submit(plan.prompt, plan.choices);
+  return accepted_or_error(model.scheduler->submit(plan.prompt, plan.choices), plan.prompt_param);
+}
+
+std::variant<engine::RequestHandle, ApiError> accepted_or_error(engine::Submission submission, const std::string& param) {
   switch (submission.status) {
     case engine::SubmitStatus::Accepted:
       return submission.handle;
@@ -107,7 +110,9 @@ std::variant<engine::RequestHandle, ApiError> submit_plan(const ServedModel& mod
       return ApiError{.status = 429, .message = submission.message, .type = "rate_limit_error", .param = "",
                       .code = "rate_limit_exceeded", .retry_after_seconds = 1};
     case engine::SubmitStatus::TooLong:
-      return bad_request(submission.message, plan.prompt_param, "context_length_exceeded");
+      return bad_request(submission.message, param, "context_length_exceeded");
+    case engine::SubmitStatus::Invalid:
+      return bad_request(submission.message, param);
     case engine::SubmitStatus::ShuttingDown:
       break;
   }

@@ -22,6 +22,7 @@
 #include "engine/chat_prompt.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "model/hparams.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/reasoning.h"
@@ -38,6 +39,8 @@ struct ServedModel {
   const engine::ChatPrompt* chat_prompt = nullptr;  // null: the model has no chat template
   int64_t n_ctx = 0;
   int32_t n_vocab = 0;  // logits per token (logit_bias keys must be below)
+  int64_t n_embd = 0;   // an embedding's width (before `dimensions`)
+  model::Pooling pooling = model::Pooling::Mean;  // how /v1/embeddings pools (the GGUF's, or --pooling)
 };
 
 // A request made ready for the engine.
@@ -62,6 +65,8 @@ std::variant<std::vector<int32_t>, ApiError> render_prompt(const ServedModel& mo
 
 // Submits the plan; a full queue is a 429 (retry_after set), a shutting-down engine a 503.
 std::variant<engine::RequestHandle, ApiError> submit_plan(const ServedModel& model, const GenerationPlan& plan);
+// The handle of an accepted submission, or its refusal as the API error (400s name `param`).
+std::variant<engine::RequestHandle, ApiError> accepted_or_error(engine::Submission submission, const std::string& param);
 
 // plan_generation + submit_plan: the plan (shared with the writer of the answer) and the
 // engine's handle for its events.

@@ -15,6 +15,7 @@
 
 #include "server/access_log.h"
 #include "server/anthropic_response.h"
+#include "server/chat_page.h"
 #include "server/json_text.h"
 #include "server/listen_socket.h"
 
@@ -50,19 +51,28 @@ std::optional<std::string_view> bearer_token(std::string_view header) {
 
 // Metrics are labelled by route, never by the raw path a client sent (an unbounded set).
 std::string route_label(const httplib::Request& req) {
-  static constexpr std::string_view kRoutes[] = {"/health",         "/ready",
+  static constexpr std::string_view kRoutes[] = {"/", "/health",    "/ready",
                                                  "/metrics",        "/v1/models",
                                                  "/v1/chat/completions", "/v1/completions",
                                                  "/v1/messages",    "/v1/messages/count_tokens",
-                                                 "/v1/responses"};
+                                                 "/v1/responses",   "/v1/embeddings"};
   for (const std::string_view route : kRoutes) {
     if (req.path == route) return std::string(route);
   }
   if (req.path.starts_with("/v1/models/")) return "/v1/models/{id}";
+  if (req.path == "/index.html") return "/";
   return "other";
 }
 
-
+// NOTE(csp): the chat page may run only its own script and style (by hash, so that no text
+// that ends up in the page can run or restyle it), talk only to this server, load nothing
+// else (its icon is a data: URL) and not be framed by another site.
+std::string chat_page_policy() {
+  const ChatPage& page = chat_page();
+  return "default-src 'none'; script-src 'sha256-" + std::string(page.script_sha256) + "'; " +
+         "style-src 'sha256-" + std::string(page.style_sha256) + "'; connect-src 'self'; img-src data:; " +
+         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+}
 
 }  // namespace
 
@@ -223,6 +233,16 @@ void HttpServer::reply_error(httplib::Response& res, const std::string& route, c
 }
 
 void HttpServer::routes() {
+  // The chat page: static, so it needs no API key (the API requests it makes carry one).
+  const auto chat_page_route = [this, policy = chat_page_policy()](const httplib::Request&,
+                                                                    httplib::Response& res) {
+    res.set_header("Content-Security-Policy", policy);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    reply(res, "/", 200, std::string(chat_page().html), "text/html; charset=utf-8");
+  };
+  http_->Get("/", chat_page_route);
+  http_->Get(R"(/index\.html)", chat_page_route);
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     reply(res, "/health", 200, R"({"status":"ok"})");
   });
@@ -234,10 +254,12 @@ void HttpServer::routes() {
     reply(res, "/ready", ready ? 200 : 503, status);
   });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    // The default model's engine (see NOTE(metrics) in metrics.h).
-    engine::EngineStats stats;
+    // Every loaded model's engine, one labelled series each (metrics.h).
+    std::vector<ModelStats> stats;
     if (ready_.load(std::memory_order_acquire)) {
-      if (auto model = models_->loaded(models_->default_name())) stats = model->served().scheduler->stats();
+      for (const auto& model : models_->loaded_models()) {
+        stats.push_back({.model = model->served().name, .stats = model->served().scheduler->stats()});
+      }
     }
     counters_.count("/metrics", 200);
     res.status = 200;
@@ -272,6 +294,7 @@ void HttpServer::routes() {
   http_->Post("/v1/completions",
               [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
   http_->Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) { responses(req, res); });
+  http_->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
   http_->Post("/v1/messages",
               [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, false); });
   http_->Post("/v1/messages/count_tokens",

@@ -1,7 +1,8 @@
 // `gufo serve`'s HTTP side (cpp-httplib): the OpenAI routes (POST /v1/chat/completions,
-// POST /v1/completions, POST /v1/responses, GET /v1/models, GET /v1/models/{id}), Anthropic's Messages API
+// POST /v1/completions, POST /v1/responses, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}), Anthropic's Messages API
 // (POST /v1/messages, POST /v1/messages/count_tokens), GET /health (the process answers), GET /ready (the
-// model is loaded and the engine takes requests) and GET /metrics (Prometheus). Requests are
+// model is loaded and the engine takes requests), GET /metrics (Prometheus) and GET / (the chat page,
+// server/chat_page.h; also /index.html). Requests are
 // checked (server/openai_request.h), rendered with the model's chat template, and handed to
 // the engine (engine/scheduler.h); answers are whole JSON objects or server-sent events.
 // A client that goes away mid-answer cancels its generation (writes fail; while nothing
@@ -75,6 +76,7 @@ class HttpServer {
   void completion(const httplib::Request& req, httplib::Response& res, bool chat);
   void anthropic_messages(const httplib::Request& req, httplib::Response& res, bool count_only);
   void responses(const httplib::Request& req, httplib::Response& res);  // responses_routes.cpp
+  void embeddings(const httplib::Request& req, httplib::Response& res);  // embeddings_routes.cpp
 
   // The first steps of every generation route: the API key, a 503 while loading or
   // stopping, the body as JSON and the model it names. On failure the error has been

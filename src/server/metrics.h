@@ -1,13 +1,15 @@
-// GET /metrics: the engine's counters (engine/stats.h) and the server's own (HTTP requests
-// by route and status) in the Prometheus text exposition format, version 0.0.4.
-// NOTE(metrics): with several models, the engine counters are the default model's; one
-// labelled series per model is still to come.
+// GET /metrics: the engine's counters (engine/stats.h), one series per loaded model labelled
+// model="<id>" (as vLLM labels model_name), and the server's own (HTTP requests by route and
+// status) in the Prometheus text exposition format, version 0.0.4. A model that is unloaded
+// takes its series with it; loaded again, its counters start from zero (a counter reset, which
+// Prometheus' rate() allows for).
 // Tested by tests/unit/server/metrics_test.cpp and the functional suite's concurrency profile.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -31,6 +33,11 @@ class HttpCounters {
   std::map<std::pair<std::string, int>, uint64_t> counts_;
 };
 
-std::string render_metrics(const engine::EngineStats& stats, const std::map<std::pair<std::string, int>, uint64_t>& http);
+struct ModelStats {
+  std::string model;  // the id /v1/models lists
+  engine::EngineStats stats;
+};
+
+std::string render_metrics(std::span<const ModelStats> models, const std::map<std::pair<std::string, int>, uint64_t>& http);
 
 }  // namespace gufo::server

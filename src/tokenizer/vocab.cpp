@@ -114,7 +114,11 @@ Result<Vocab> build_vocab(const VocabSpec& spec, const std::string& name) {
   if (spec.add_bos && vocab.bos_id < 0) {
     return Error{prefix + "tokenizer.ggml.add_bos_token is true but there is no bos_token_id"};
   }
+  if (spec.add_eos && vocab.eos_id < 0) {
+    return Error{prefix + "tokenizer.ggml.add_eos_token is true but there is no eos_token_id"};
+  }
   vocab.add_bos = spec.add_bos;
+  vocab.add_eos = spec.add_eos;
   return vocab;
 }
 
@@ -145,6 +149,9 @@ Result<Vocab> load_vocab(const gguf::File& file) {
   GUFO_RETURN_IF_ERROR(optional_id("tokenizer.ggml.padding_token_id", spec.pad_id));
   if (file.has("tokenizer.ggml.add_bos_token")) {
     GUFO_ASSIGN_OR_RETURN(spec.add_bos, file.get_bool("tokenizer.ggml.add_bos_token"));
+  }
+  if (file.has("tokenizer.ggml.add_eos_token")) {
+    GUFO_ASSIGN_OR_RETURN(spec.add_eos, file.get_bool("tokenizer.ggml.add_eos_token"));
   }
   return build_vocab(spec, file.name());
 }

@@ -42,6 +42,9 @@ struct Vocab {
   int32_t eos_id = -1;
   int32_t pad_id = -1;
   bool add_bos = false;
+  // EOS closes every input of an embedding model that asks for it (Qwen3-Embedding pools the
+  // last token, which must be <|endoftext|>); generation never appends it.
+  bool add_eos = false;
 
   int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
   static uint64_t pair_key(int32_t left, int32_t right) {
@@ -59,6 +62,7 @@ struct VocabSpec {
   std::vector<std::string> merges;
   int64_t bos_id = -1, eos_id = -1, pad_id = -1;
   bool add_bos = false;
+  bool add_eos = false;
 };
 
 // Validates `spec`; errors start with `name` and name the key and index at fault.

@@ -58,7 +58,7 @@ test('the same request again is served from the cache, streamed or not, with the
   assert.equal(streamed.text, first.choices[0].message.content);
   assert.equal(streamed.reasoning, reasoningOf(first.choices[0].message));
   assert.ok(streamed.usage.prompt_tokens_details.cached_tokens > 0);
-  const m = await cached.metrics();
+  const m = await cached.engineMetrics();
   assert.ok(m.gufo_prompt_tokens_cached_total > 0);
   assert.ok(m.gufo_prefix_cache_hit_ratio > 0 && m.gufo_prefix_cache_hit_ratio < 1);
 });

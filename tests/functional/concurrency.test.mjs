@@ -29,14 +29,14 @@ test('16 concurrent streams each equal the same request run alone; metrics add u
     const r = await client.chat.completions.create(request(i));
     alone.push({ text: r.choices[0].message.content, reasoning: reasoningOf(r.choices[0].message), usage: r.usage });
   }
-  const before = await server.metrics();
+  const before = await server.engineMetrics();
   const results = await Promise.all(
     Array.from({ length: n }, (_, i) =>
       client.chat.completions
         .create({ ...request(i), stream: true, stream_options: { include_usage: true } })
         .then(collectStream)),
   );
-  const after = await server.metrics();
+  const after = await server.engineMetrics();
   let prompt = 0;
   let completion = 0;
   for (let i = 0; i < n; ++i) {
@@ -83,7 +83,7 @@ test('a burst beyond --parallel and the queue gets 429 with Retry-After; the res
     const patient = small.client({ maxRetries: 5 });
     const later = await Promise.all(Array.from({ length: 3 }, (_, i) => patient.chat.completions.create(request(i))));
     assert.equal(later.length, 3);
-    const m = await small.metrics();
+    const m = await small.engineMetrics();
     assert.equal(m['gufo_http_requests_total{route="/v1/chat/completions",status="429"}'] >= refused.length, true);
   } finally {
     assert.equal(await small.stop(), 0);

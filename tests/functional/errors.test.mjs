@@ -155,7 +155,7 @@ test('/metrics labels requests by route, never by the raw path', async () => {
 
 test('a client that disconnects mid-stream cancels its generation; the server goes on', async () => {
   const client = server.client({ apiKey: 'sesame' });
-  const before = await server.metrics();
+  const before = await server.engineMetrics();
   const controller = new AbortController();
   // A generation that cannot end by itself (end-of-turn tokens banned) and runs to the end of
   // the context: far more than the socket buffers hold, so the server is still writing when
@@ -177,7 +177,7 @@ test('a client that disconnects mid-stream cancels its generation; the server go
   // The engine notices at its next write and frees the sequence.
   let m;
   for (let i = 0; i < 100; ++i) {
-    m = await server.metrics();
+    m = await server.engineMetrics();
     if (m['gufo_requests_total{outcome="cancelled"}'] > (before['gufo_requests_total{outcome="cancelled"}'] ?? 0)) break;
     await new Promise((r) => setTimeout(r, 100));
   }

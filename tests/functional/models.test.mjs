@@ -2,7 +2,8 @@
 // /v1/models and a request picks one by id; each answers as a server of that model alone
 // would; models load on first use and at most --max-loaded stay (the least recently used
 // goes, and comes back when asked for); a model that cannot load fails its requests, not
-// the server; `-m` given twice serves both, the first as the default.
+// the server; `-m` given twice serves both, the first as the default, and /metrics has each
+// one's engine series under its own model label.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -92,6 +93,16 @@ test('-m given twice serves both, the first as the default; duplicate ids are re
     assert.deepEqual((await client.models.list()).data.map((m) => m.id), ['gufo-tiny-q8_0', 'gufo-tiny-moe-q8_0']);
     assert.equal((await client.chat.completions.create({ messages: question, max_tokens: 2 })).model, 'gufo-tiny-q8_0');
     assert.equal((await ask(client, 'gufo-tiny-moe-q8_0')).model, 'gufo-tiny-moe-q8_0');
+    // /metrics: one series per loaded model, each counting its own requests and tokens.
+    await ask(client, 'gufo-tiny-moe-q8_0');
+    const m = await server.metrics();
+    assert.equal(m['gufo_requests_total{model="gufo-tiny-q8_0",outcome="ok"}'], 1);
+    assert.equal(m['gufo_requests_total{model="gufo-tiny-moe-q8_0",outcome="ok"}'], 2);
+    assert.equal(m['gufo_completion_tokens_total{model="gufo-tiny-q8_0"}'], 2);
+    const moe = await server.engineMetrics('gufo-tiny-moe-q8_0');
+    assert.ok(moe.gufo_completion_tokens_total > 2 && moe.gufo_completion_tokens_total <= 48);
+    assert.equal(moe.gufo_time_to_first_token_seconds_count, 2);
+    assert.equal((await server.engineMetrics()).gufo_time_to_first_token_seconds_count, 1);  // the default model's
   } finally {
     assert.equal(await server.stop(), 0);
   }

@@ -83,6 +83,7 @@ constexpr size_t kMaxGraphs = 64;
 struct PlanKey {
   int64_t n_tokens;
   int64_t n_outputs;
+  model::GraphOutput output;
   auto operator<=>(const PlanKey&) const = default;
 };
 
@@ -97,6 +98,7 @@ struct GraphKey {
   uint64_t cache;  // CudaKvCache::id()
   int64_t n_tokens;
   int64_t n_outputs;
+  model::GraphOutput output;
   bool logits;
   bool argmax;
   auto operator<=>(const GraphKey&) const = default;
@@ -315,7 +317,7 @@ Status CudaBackend::reserve(OwnedMemory<Kind>& memory, size_t bytes, const char*
 }
 
 Result<const Plan*> CudaBackend::plan_for(const model::Graph& graph, const CudaKvCache& cache) {
-  const PlanKey key{graph.n_tokens, graph.n_outputs};
+  const PlanKey key{graph.n_tokens, graph.n_outputs, graph.output_kind};
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     Plan plan;
@@ -560,7 +562,8 @@ Status CudaBackend::forward(const model::Graph& graph, const backend::Batch& bat
   GUFO_RETURN_IF_ERROR(cache.sync_tables(stream_));
 
   if (graphs_.size() >= kMaxGraphs) evict_graphs();
-  const GraphKey key{cache.id(), graph.n_tokens, graph.n_outputs, !outputs.logits.empty(), !outputs.argmax.empty()};
+  const GraphKey key{cache.id(), graph.n_tokens, graph.n_outputs, graph.output_kind, !outputs.logits.empty(),
+                     !outputs.argmax.empty()};
   const bool graphable = graphs_enabled_ && profile_ == nullptr && tap == nullptr && graph.n_tokens <= kGraphMaxTokens;
   CapturedGraph* captured = graphable ? &graphs_[key] : nullptr;
   if (captured != nullptr && captured->exec == nullptr && !captured->failed && ++captured->uses >= 2) {

@@ -40,6 +40,28 @@ export class Server {
     return out;
   }
 
+  // /metrics with one model's engine series under their plain names ('gufo_requests_total{
+  // outcome="ok"}', 'gufo_running_sequences'): its model="<id>" label dropped and other models'
+  // series left out. `id` defaults to the default model: the first that /v1/models lists, or
+  // behind --api-key the first in /metrics (the default while it stays loaded).
+  async engineMetrics(id) {
+    const listed = await this.fetch('/v1/models').then((r) => (r.ok ? r.json() : null), () => null);
+    const all = await this.metrics();
+    const first = Object.keys(all).map((k) => /^gufo_running_sequences\{model="((?:[^"\\]|\\.)*)"\}$/.exec(k))
+      .find(Boolean)?.[1];
+    const model = id ?? listed?.data?.[0]?.id ?? first;
+    const out = {};
+    for (const [key, value] of Object.entries(all)) {
+      const m = /^([^{]+)\{model="((?:[^"\\]|\\.)*)",?(.*)\}$/.exec(key);
+      if (!m) {
+        out[key] = value;
+      } else if (m[2] === model) {
+        out[m[3] ? `${m[1]}{${m[3]}}` : m[1]] = value;
+      }
+    }
+    return out;
+  }
+
   // SIGTERM; resolves with the exit code (a clean shutdown is 0).
   async stop() {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');

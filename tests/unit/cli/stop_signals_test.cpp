@@ -30,9 +30,14 @@ TEST(StopSignals, EachSignalReachesTheHandlerWithItsCount) {
       arrived.notify_all();
     });
     for (const int signal_number : {SIGTERM, SIGINT}) {
+      // Counted before the signal goes: the handler may run before this thread takes the lock.
+      size_t want = 0;
+      {
+        std::lock_guard lock(mutex);
+        want = seen.size() + 1;
+      }
       ASSERT_EQ(kill(getpid(), signal_number), 0);
       std::unique_lock lock(mutex);
-      const size_t want = seen.size() + 1;
       ASSERT_TRUE(arrived.wait_for(lock, std::chrono::seconds(10), [&] { return seen.size() == want; }));
     }
   }

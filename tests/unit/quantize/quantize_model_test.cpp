@@ -199,5 +199,31 @@ TEST_F(QuantizeModel, Cli) {
   EXPECT_TRUE(gguf::File::open(in_path_).ok());  // the input survived OUT == IN
 }
 
+TEST_F(QuantizeModel, OverrideKvSetsMetadataAsLlamaQuantizeDoes) {
+  const std::string out = (dir_ / "override.gguf").string();
+  auto ok = run_gufo("quantize " + in_path_ + " " + out + " q8_0 --quiet --override-kv test.pooling_type=int:3 "
+                     "--override-kv tokenizer.ggml.add_eos_token=bool:true --override-kv general.name=str:a=b:c "
+                     "--override-kv test.scale=float:0.5",
+                     dir_);
+  ASSERT_EQ(ok.exit_code, 0) << ok.stderr_text;
+  auto file = gguf::File::open(out);
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  EXPECT_EQ(*file->get_u32("test.pooling_type"), 3u);  // int is written as uint32, as llama-quantize does
+  EXPECT_EQ(*file->get_bool("tokenizer.ggml.add_eos_token"), true);
+  EXPECT_EQ(*file->get_string("general.name"), "a=b:c");  // the first '=' and ':' split
+  EXPECT_EQ(*file->get_f32("test.scale"), 0.5f);
+  std::filesystem::remove(out);
+
+  for (const std::string bad : {"novalue", "=int:3", "k=3", "k=int:-1", "k=int:4294967296", "k=int:3x",
+                                 "k=bool:yes", "k=float:inf", "k=float:", "k=u8:1"}) {
+    SCOPED_TRACE(bad);
+    auto refused = run_gufo("quantize " + in_path_ + " " + out + " q8_0 --quiet --override-kv " + bad, dir_);
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_EQ(testing::line_count(refused.stderr_text), 1) << refused.stderr_text;
+    EXPECT_NE(refused.stderr_text.find("--override-kv '" + bad + "'"), std::string::npos) << refused.stderr_text;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+}
+
 }  // namespace
 }  // namespace gufo::quantize
