@@ -3,7 +3,7 @@
 // GGUF's template. Tested by tests/unit/template/cli_test.cpp.
 #include <nlohmann/json.hpp>
 
-#include <fstream>
+
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/read_file.h"
 #include "cli/default_model.h"
 #include "gguf/file.h"
 #include "template/chat_template.h"
@@ -31,22 +32,6 @@ struct RenderTemplateOptions {
   bool no_thinking = false;
   bool no_generation_prompt = false;
 };
-
-// NOTE(cli): messages and templates are small; 256 MiB keeps a wrong path from eating memory.
-constexpr std::streamoff kMaxInputBytes = std::streamoff{256} << 20;
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot open the file"};
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) return Error{path + ": cannot read the file"};
-  if (size > kMaxInputBytes) return Error{path + ": file larger than 256 MiB"};
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<size_t>(size), '\0');
-  if (size > 0 && !in.read(text.data(), size)) return Error{path + ": cannot read the file"};
-  return text;
-}
 
 Result<ordered_json> read_json(const std::string& path) {
   GUFO_ASSIGN_OR_RETURN(std::string text, read_file(path));

@@ -12,9 +12,11 @@
 #include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
+#include "cli/read_file.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/validate_prefill.h"
+#include "grammar/gbnf.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::cli {
@@ -30,6 +32,7 @@ struct RunOptions {
   std::vector<std::string> stop;
   bool validate_prefill = false;
   SamplerFlags sampler;
+  std::string grammar_path;  // GBNF: only what it allows is generated
 };
 
 // After the text, as llama.cpp does: how fast the prompt was read and the answer written.
@@ -96,6 +99,13 @@ int run_run(const RunOptions& options) {
   generate.n_predict = options.n_predict;
   generate.stop = options.stop;
   generate.sampler = resolve_sampler(options.sampler, "gufo run");
+  if (!options.grammar_path.empty()) {
+    Result<std::string> text = read_file(options.grammar_path);
+    if (!text.ok()) return report_error(text.error());
+    Result<grammar::Grammar> parsed = grammar::parse_gbnf(*text);
+    if (!parsed.ok()) return report_error(Error{options.grammar_path + ": " + parsed.error().message});
+    generate.grammar = std::make_shared<const grammar::Grammar>(std::move(parsed).value());
+  }
   if (options.sampler.verbose) std::fprintf(stderr, "gufo run: on %s\n", backend.capabilities().device.c_str());
   auto result = engine::generate(*session, *tok, prompt, generate, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -122,6 +132,7 @@ Command register_run(CLI::App& root) {
   add_backend_flags(*app, o->backend);
   add_sampler_flags(*app, o->sampler);
   app->add_option("--stop", o->stop, "stop before this text (repeatable)");
+  app->add_option("--grammar", o->grammar_path, "a GBNF grammar file (llama.cpp's syntax): generate only what it allows");
   app->add_flag("--validate-prefill", o->validate_prefill,
                 "check batch prefill against token-by-token decoding first");
   return Command{app, [o] { return run_run(*o); }};

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+
+#include "engine/constraint.h"
 
 namespace gufo::engine {
 
@@ -66,6 +69,8 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   const std::vector<int32_t> eog = end_of_generation_tokens(tokenizer.vocab());
   Sampler sampler(options.sampler);
   for (int32_t token : prompt) sampler.accept(token);
+  std::optional<Constraint> constraint;
+  if (options.grammar) constraint.emplace(options.grammar, vocabulary_trie(tokenizer, eog), ThinkTokens{}, false, false);
 
   GenerateResult result;
   tokenizer::Detokenizer detokenizer(tokenizer);
@@ -83,7 +88,9 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       result.reason = StopReason::Cancelled;
       break;
     }
+    if (constraint && !constraint->mask(logits)) break;  // nothing continues the grammar: Length
     const int32_t token = sampler.sample(logits);
+    if (constraint) constraint->accept(token);
     sampler.accept(token);
     result.tokens.push_back(token);
     if (std::find(eog.begin(), eog.end(), token) != eog.end()) {

@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
+#include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -25,6 +26,9 @@ struct GenerateOptions {
   // When set and true (another thread or a signal handler sets it), generation ends after
   // the current token with StopReason::Cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // Only what this grammar allows (engine/constraint.h); null: no constraint. A grammar that
+  // no token can continue ends the generation with StopReason::Length.
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 enum class StopReason { Length, EndOfGeneration, StopString, ContextFull, Cancelled };

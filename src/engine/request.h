@@ -20,6 +20,7 @@
 
 #include "engine/generate.h"
 #include "engine/sampler.h"
+#include "grammar/grammar.h"
 
 namespace gufo::engine {
 
@@ -29,6 +30,13 @@ struct RequestOptions {
   SamplerParams sampler;
   int32_t top_logprobs = -1;  // < 0: no log-probabilities; else the chosen token's and this many more
   bool use_prefix_cache = true;
+  // Constrained decoding: every token is one the grammar allows (grammar/token_matcher.h), and
+  // an end token only once it is complete; null: no constraint.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  // With a grammar: a leading <think>...</think> block is left free (the model thinks, then
+  // answers under the grammar); thinking_open: the prompt has already opened it.
+  bool free_thinking = false;
+  bool thinking_open = false;
 };
 
 struct TokenLogprob {

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <numeric>
+#include <optional>
 
 namespace gufo::engine {
 
@@ -91,6 +93,7 @@ struct Scheduler::Sequence {
   // position order, so chunking and batch-mates never change it).
   std::optional<model::Pooling> pooling;
   std::vector<double> pooled;
+  std::optional<Constraint> constraint;  // options.grammar, as the engine applies it
   // Whether this sequence counts as a place in the queue while it waits: each generation does;
   // of an embedding batch only its last input, so that the batch takes one place however long.
   bool holds_queue_place = true;
@@ -164,6 +167,7 @@ Scheduler::Scheduler(const Model& model, backend::Backend& backend, const tokeni
       pool_(static_cast<int32_t>(cache_->spec().n_blocks), options.block_size),
       end_tokens_(end_of_generation_tokens(tokenizer.vocab())) {
   for (int32_t s = options_.n_parallel - 1; s >= 0; --s) free_slots_.push_back(s);
+  think_tokens_ = think_tokens(tokenizer.vocab());
   stats_.kv_blocks_total = pool_.n_blocks();
   thread_ = std::thread([this] { loop(); });
 }
@@ -186,6 +190,10 @@ Submission Scheduler::submit(const std::vector<int32_t>& prompt, const std::vect
     seqs.push_back(std::make_unique<Sequence>(*tokenizer_, prompt, choices[i]));
     seqs.back()->channel = handle;
     seqs.back()->choice = static_cast<int32_t>(i);
+    if (choices[i].grammar) {
+      seqs.back()->constraint.emplace(choices[i].grammar, token_trie(), think_tokens_, choices[i].free_thinking,
+                                      choices[i].thinking_open, mask_cache(choices[i].grammar));
+    }
   }
   const auto count = static_cast<int32_t>(seqs.size());
   return enqueue(std::move(seqs), n, count);
@@ -525,9 +533,44 @@ void Scheduler::register_full_blocks(Sequence& seq) {
   }
 }
 
+std::shared_ptr<const grammar::TokenTrie> Scheduler::token_trie() {
+  std::call_once(trie_once_, [this] { token_trie_ = vocabulary_trie(*tokenizer_, end_tokens_); });
+  return token_trie_;
+}
+
+std::shared_ptr<grammar::MaskCache> Scheduler::mask_cache(const std::shared_ptr<const grammar::Grammar>& grammar) {
+  constexpr size_t kMaxCaches = 16;  // NOTE(grammar): beyond that, the oldest are dropped (all at once)
+  std::shared_ptr<const grammar::TokenTrie> trie = token_trie();
+  std::lock_guard lock(mask_caches_mutex_);
+  auto it = mask_caches_.find(grammar.get());
+  if (it == mask_caches_.end()) {
+    if (mask_caches_.size() >= kMaxCaches) mask_caches_.clear();  // generations running keep theirs
+    it = mask_caches_.emplace(grammar.get(), std::make_pair(grammar, std::make_shared<grammar::MaskCache>(grammar, trie)))
+             .first;
+  }
+  return it->second.second;
+}
+
+// The next token: drawn from the logits, or, under a grammar, from those it allows.
+std::optional<int32_t> Scheduler::next_token(Sequence& seq, std::span<const float> logits) {
+  if (!seq.constraint) return seq.sampler.sample(logits);
+  std::vector<float> masked(logits.begin(), logits.end());
+  if (!seq.constraint->mask(masked)) return std::nullopt;
+  const int32_t token = seq.sampler.sample(masked);
+  seq.constraint->accept(token);
+  return token;
+}
+
 void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
   const std::span<const float> logits(logits_row, static_cast<size_t>(model_->hparams().n_vocab));
-  const int32_t token = seq.sampler.sample(logits);
+  const std::optional<int32_t> next = next_token(seq, logits);
+  if (!next) {
+    // NOTE(grammar): no token of the vocabulary continues the grammar here; the answer ends
+    // as if it had run out of tokens, never in a loop.
+    finish(seq, StopReason::Length);
+    return;
+  }
+  const int32_t token = *next;
   seq.sampler.accept(token);
   seq.tokens.push_back(token);
   ++seq.n_generated;

@@ -19,20 +19,25 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/result.h"
+#include "engine/constraint.h"
 #include "engine/kv_blocks.h"
 #include "engine/model.h"
 #include "engine/request.h"
 #include "engine/stats.h"
 #include "model/graph.h"
 #include "model/hparams.h"
+#include "grammar/token_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -105,12 +110,18 @@ class Scheduler {
   Submission enqueue(std::vector<std::unique_ptr<Sequence>> seqs, int64_t prompt_tokens, int32_t queue_places);
   void fail_after_device_loss(const std::string& message);
   void emit_token(Sequence& seq, const float* logits);
+  std::optional<int32_t> next_token(Sequence& seq, std::span<const float> logits);
   void finish(Sequence& seq, StopReason reason);
   void fail(Sequence& seq, const std::string& message);
   void release(Sequence& seq, bool keep_cached);
   void remove_running(Sequence& seq);
   void register_full_blocks(Sequence& seq);
   void publish_occupancy();
+  // The vocabulary as a token trie for constrained decoding, built by the first request that
+  // needs it (on its own thread, not the engine's) and shared by all after.
+  std::shared_ptr<const grammar::TokenTrie> token_trie();
+  // The mask cache of `grammar` over this vocabulary, shared by all its generations.
+  std::shared_ptr<grammar::MaskCache> mask_cache(const std::shared_ptr<const grammar::Grammar>& grammar);
 
   const Model* model_;
   backend::Backend* backend_;
@@ -119,6 +130,14 @@ class Scheduler {
   std::unique_ptr<backend::KvCache> cache_;
   KvBlockPool pool_;
   std::vector<int32_t> end_tokens_;
+  ThinkTokens think_tokens_;
+  std::once_flag trie_once_;
+  std::shared_ptr<const grammar::TokenTrie> token_trie_;
+  std::mutex mask_caches_mutex_;
+  // The grammar is kept too, so that its address is not reused while its entry stands.
+  std::map<const grammar::Grammar*,
+           std::pair<std::shared_ptr<const grammar::Grammar>, std::shared_ptr<grammar::MaskCache>>>
+      mask_caches_;
 
   // Engine thread only.
   std::deque<std::unique_ptr<Sequence>> waiting_;

@@ -5,6 +5,8 @@
 #include <random>
 #include <string_view>
 
+#include "server/grammar_cache.h"
+
 namespace gufo::server {
 
 namespace {
@@ -60,6 +62,7 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
     const Result<std::string> tail =
         model.tokenizer->decode(std::span<const int32_t>(plan.prompt).last(std::min<size_t>(plan.prompt.size(), 4)));
     plan.prompt_opened_thinking = tail.ok() && prompt_opens_thinking(*tail);
+    plan.prompt_closed_thinking = tail.ok() && prompt_closes_thinking(*tail);
   }
 
   const engine::SchedulerOptions& engine_options = model.scheduler->options();
@@ -85,6 +88,12 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
     }
     max_tokens = std::min(max_tokens, *r.max_tokens);
   }
+  std::shared_ptr<const grammar::Grammar> grammar;
+  if (r.grammar) {
+    Result<std::shared_ptr<const grammar::Grammar>> compiled = compiled_grammar(*r.grammar);
+    if (!compiled.ok()) return bad_request("'" + r.grammar_param + "': " + compiled.error().message, r.grammar_param);
+    grammar = std::move(compiled).value();
+  }
   for (int32_t i = 0; i < r.n; ++i) {
     engine::RequestOptions options;
     options.max_tokens = max_tokens;
@@ -93,6 +102,11 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
     options.sampler.penalty_last_n = static_cast<int32_t>(model.n_ctx);
     options.sampler.seed = r.seeded ? r.sampler.seed + static_cast<uint64_t>(i) : random_seed();
     options.top_logprobs = r.logprobs ? r.top_logprobs : -1;
+    options.grammar = grammar;
+    // Thoughts split off stay free; left in the content, they would break the constraint;
+    // after a prompt that closed them, none may come.
+    options.free_thinking = plan.split_reasoning && !plan.prompt_closed_thinking;
+    options.thinking_open = plan.prompt_opened_thinking;
     plan.choices.push_back(std::move(options));
   }
   return plan;

@@ -50,6 +50,7 @@ struct GenerationPlan {
   std::vector<engine::RequestOptions> choices;
   bool split_reasoning = false;         // chat: thoughts go apart from the content
   bool prompt_opened_thinking = false;  // the template ended the prompt inside <think>
+  bool prompt_closed_thinking = false;  // ... or after an empty <think></think> (thinking off)
   std::string prompt_param;             // the field a prompt problem is reported against
 };
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string_view>
 
+#include "grammar/json_gbnf.h"
 #include "server/json_text.h"
 #include "server/reasoning.h"
 
@@ -286,6 +287,36 @@ void parse_tools(Fields& fields, CompletionRequest& out) {
 
 }  // namespace
 
+// What the answer is constrained to: OpenAI's response_format, or llama.cpp's 'grammar' (GBNF
+// text). A constraint Gufo cannot apply yet is refused, never silently left out.
+void parse_constraint(Fields& fields, CompletionRequest& out) {
+  if (const ordered_json* format = fields.get("response_format"); format != nullptr && !fields.failed()) {
+    const auto type = format->is_object() ? format->find("type") : format->end();
+    if (!format->is_object() || type == format->end() || !type->is_string()) {
+      return fields.fail("'response_format' must be an object with a string 'type'", "response_format", "invalid_type");
+    }
+    if (*type == "json_object") {
+      out.grammar = std::string(grammar::kJsonObjectGbnf);
+      out.grammar_param = "response_format";
+    } else if (*type == "json_schema") {
+      return fields.fail("'response_format' of type json_schema is not supported yet (json_object and 'grammar' are)",
+                         "response_format.json_schema", "unsupported_value");
+    } else if (*type != "text") {
+      return fields.fail("'response_format.type' must be text, json_object or json_schema, not " + type->dump(),
+                         "response_format.type");
+    }
+  }
+  if (const std::optional<std::string> gbnf = fields.string("grammar")) {
+    if (out.grammar) return fields.fail("give 'response_format' or 'grammar', not both", "grammar");
+    out.grammar = *gbnf;
+    out.grammar_param = "grammar";
+  }
+  if (fields.get("json_schema") != nullptr && !fields.failed()) {
+    fields.fail("'json_schema' is not supported yet (response_format json_object and 'grammar' are)", "json_schema",
+                "unsupported_value");
+  }
+}
+
 ParsedRequest parse_completion_request(const ordered_json& body, bool chat, const RequestLimits& limits) {
   if (!body.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_type");
   Fields fields(body);
@@ -361,6 +392,7 @@ ParsedRequest parse_completion_request(const ordered_json& body, bool chat, cons
   }
   parse_stop(fields, limits, out);
   parse_logit_bias(fields, limits, out);
+  parse_constraint(fields, out);
   (void)fields.string("user");
 
   if (chat) {

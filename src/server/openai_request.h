@@ -59,6 +59,9 @@ struct CompletionRequest {
   bool logprobs = false;
   int32_t top_logprobs = 0;
   bool echo = false;                             // completions: not supported when true
+  // The answer's constraint as GBNF: response_format json_object's, or llama.cpp's 'grammar'.
+  std::optional<std::string> grammar;
+  std::string grammar_param;                     // the field it came from, for errors
 };
 
 using ParsedRequest = std::variant<CompletionRequest, ApiError>;

@@ -127,7 +127,12 @@ ReasoningDelta split_reasoning(std::string_view text, bool prompt_opened_thinkin
 
 bool prompt_opens_thinking(std::string_view prompt_tail) {
   while (!prompt_tail.empty() && is_space(prompt_tail.back())) prompt_tail.remove_suffix(1);
-  return prompt_tail.size() >= kOpen.size() && prompt_tail.substr(prompt_tail.size() - kOpen.size()) == kOpen;
+  return prompt_tail.ends_with(kOpen);
+}
+
+bool prompt_closes_thinking(std::string_view prompt_tail) {
+  while (!prompt_tail.empty() && is_space(prompt_tail.back())) prompt_tail.remove_suffix(1);
+  return prompt_tail.ends_with(kClose);
 }
 
 std::optional<bool> parse_reasoning_format(std::string_view name) {

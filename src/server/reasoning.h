@@ -51,6 +51,9 @@ ReasoningDelta split_reasoning(std::string_view text, bool prompt_opened_thinkin
 // Whether a rendered prompt leaves a thinking block open for the model to continue (its
 // text, trailing whitespace aside, ends with "<think>").
 bool prompt_opens_thinking(std::string_view prompt_tail);
+// Whether it ends with a closed "<think>...</think>" (Qwen3's template with enable_thinking
+// false): the answer comes without thoughts.
+bool prompt_closes_thinking(std::string_view prompt_tail);
 
 // `--reasoning-format` and the request's `reasoning_format`, with llama.cpp's values: "none"
 // (false: the raw text is the content), "deepseek" or "auto" (true: split); nullopt for

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader and then the tokenizer for DURATION_S seconds each, from scratch
+# Fuzzes the GGUF reader, the tokenizer and the GBNF grammar parser for DURATION_S seconds each, from scratch
 # corpora seeded with the committed test files (tests/data/bad, good; the tokenizer corpus),
 # and prints how many inputs ran. Crashing inputs are saved in the scratch directory (path
 # printed); keep them as regression inputs (GGUF: tests/data/bad/ with a line in
@@ -12,7 +12,7 @@ set -euo pipefail
 duration=${1:?usage: run_fuzz.sh DURATION_S [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${2:-$root/build/asan}
-for program in tests/fuzz/gguf_reader_fuzz tests/fuzz/tokenizer_fuzz bin/gufo; do
+for program in tests/fuzz/gguf_reader_fuzz tests/fuzz/tokenizer_fuzz tests/fuzz/grammar_fuzz bin/gufo; do
   if [[ ! -x $build/$program ]]; then
     echo "run_fuzz.sh: no $build/$program; build it with: cmake --preset asan && cmake --build --preset asan" >&2
     exit 2
@@ -61,5 +61,11 @@ JSON.parse(fs.readFileSync(corpus, "utf8")).cases.forEach((text, i) => {
                                                       Buffer.from(text)]));
 });' "$root/tests/data/tokenizer/corpus.json" "$work/tokenizer/corpus"
 GUFO_FUZZ_VOCABS=$vocabs run_one tokenizer "$build/tests/fuzz/tokenizer_fuzz" -max_len=4096
+
+# Grammar: GBNF texts, each followed by a 0 byte and some input for the matcher.
+mkdir -p "$work/grammar/corpus"
+printf 'root ::= "a" [b-d]* ("e" | "f"){1,3}\0abbdef' > "$work/grammar/corpus/small"
+printf 'root ::= "[" item ("," item)* "]"\nitem ::= [0-9]+ | "\\"" [^"]* "\\""\0[1,"x",22]' > "$work/grammar/corpus/list"
+run_one grammar "$build/tests/fuzz/grammar_fuzz" -max_len=2048
 
 rm -rf "$work"

@@ -112,6 +112,36 @@ TEST_F(GenerationCli, RunBadInputIsOneLine) {
       << beyond.err;
 }
 
+TEST_F(GenerationCli, RunGrammarAllowsOnlyWhatItMatches) {
+  // The tiny random model writes anything; the grammar leaves it three words and a period.
+  std::ofstream(dir() / "answer.gbnf") << "root ::= \"Answer: \" (\"yes\" | \"no\" | \"maybe\") \".\"\n";
+  for (const char* seed : {"1", "2", "3", "4"}) {
+    const Output result = gufo("run -m " + model("tiny-qwen3") + " -p 'Hello world' -n 40 --temp 1.5 --seed " + seed +
+                               " --grammar " + (dir() / "answer.gbnf").string());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_TRUE(result.out == "Answer: yes.\n" || result.out == "Answer: no.\n" || result.out == "Answer: maybe.\n")
+        << result.out;  // run ends its text with a newline
+  }
+  // Too few tokens for the grammar: it stops at the limit with what it has, a prefix.
+  const Output cut = gufo("run -m " + model("tiny-qwen3") + " -p 'Hello' -n 3 --temp 0 --grammar " +
+                          (dir() / "answer.gbnf").string());
+  ASSERT_EQ(cut.exit_code, 0) << cut.err;
+  ASSERT_TRUE(cut.out.ends_with("\n")) << cut.out;
+  const std::string text = cut.out.substr(0, cut.out.size() - 1);
+  EXPECT_FALSE(text.empty());
+  EXPECT_TRUE(std::string("Answer: yes.").starts_with(text) || std::string("Answer: no.").starts_with(text) ||
+              std::string("Answer: maybe.").starts_with(text))
+      << text;
+  EXPECT_LT(text.size(), std::string("Answer: no.").size());  // cut short by -n 3
+  std::ofstream(dir() / "bad.gbnf") << "root ::= answer\n";
+  for (const std::string& path : {(dir() / "bad.gbnf").string(), (dir() / "none.gbnf").string()}) {
+    const Output bad = gufo("run -m " + model("tiny-qwen3") + " -p hi --grammar " + path);
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_EQ(lines(bad.err), 1) << bad.err;
+    EXPECT_NE(bad.err.find(path + ": "), std::string::npos) << bad.err;
+  }
+}
+
 TEST_F(GenerationCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
   const std::string run = "run -m " + model("tiny-qwen3") + " -p hi ";
   const std::string chat = "chat -m " + model("tiny-qwen3") + " ";

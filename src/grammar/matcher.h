@@ -1,0 +1,60 @@
+// Runs a Grammar over bytes: a pushdown recognizer that keeps every way the input so far can
+// continue (a set of stacks; each stack's top is the code-point set to read next, and an
+// empty stack means a complete match), as llama.cpp's grammar sampler does. Bytes are read as
+// UTF-8: a code point is matched when its last byte comes, and a byte in the middle of one is
+// allowed when some code point it could still become would match. Right recursion (x*, the
+// usual list) keeps the stacks shallow: a rule that ends is popped before its last symbol is
+// expanded. Copying a Matcher is how a caller tries bytes without committing to them. A
+// grammar so ambiguous that it would keep more than 16,384 stacks has the byte that gets it
+// there refused (NOTE(grammar) in matcher.cpp).
+// Tested by tests/unit/grammar/matcher_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammar/grammar.h"
+
+namespace gufo::grammar {
+
+struct Frame {
+  uint32_t rule = 0;
+  uint32_t alt = 0;
+  uint32_t pos = 0;  // the next symbol of rules[rule].alternatives[alt]
+  auto operator<=>(const Frame&) const = default;
+};
+using Stack = std::vector<Frame>;
+
+class Matcher {
+ public:
+  // The grammar must have passed check_grammar (no left recursion).
+  explicit Matcher(std::shared_ptr<const Grammar> grammar);
+
+  // Reads one byte if the grammar allows it here; false leaves the matcher as it was.
+  bool accept_byte(uint8_t byte);
+  // Reads every byte or none: false leaves the matcher as it was.
+  bool accept(std::string_view bytes);
+  // Whether the input so far is a whole match (also at a code point boundary).
+  bool can_end() const;
+  // Whether any byte at all may come next.
+  bool can_continue() const;
+  // The whole state as bytes: two matchers with equal keys accept the same continuations.
+  std::string key() const;
+
+ private:
+  // Reads one code point; false (and no change) if no stack takes it.
+  bool advance(uint32_t code_point);
+  bool may_complete(uint32_t lo, uint32_t hi) const;
+
+  std::shared_ptr<const Grammar> grammar_;
+  std::vector<Stack> stacks_;
+  // A code point being read: its bits so far and the continuation bytes still due.
+  uint32_t partial_ = 0;
+  int due_ = 0;
+  uint32_t least_ = 0;  // the smallest code point its length may encode
+};
+
+}  // namespace gufo::grammar

@@ -1,0 +1,54 @@
+// compiled_grammar (see grammar_cache.h).
+#include "server/grammar_cache.h"
+
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "grammar/gbnf.h"
+
+namespace gufo::server {
+
+namespace {
+
+constexpr size_t kMaxGrammars = 64;
+
+struct Cache {
+  std::mutex mutex;
+  std::list<std::string> order;  // most recently used first
+  std::unordered_map<std::string, std::pair<std::shared_ptr<const grammar::Grammar>, std::list<std::string>::iterator>>
+      entries;
+};
+
+Cache& cache() {
+  static Cache instance;
+  return instance;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::string& text) {
+  Cache& c = cache();
+  {
+    std::lock_guard lock(c.mutex);
+    if (auto it = c.entries.find(text); it != c.entries.end()) {
+      c.order.splice(c.order.begin(), c.order, it->second.second);
+      return it->second.first;
+    }
+  }
+  // Compiled outside the lock: a slow grammar does not hold up the others.
+  GUFO_ASSIGN_OR_RETURN(grammar::Grammar parsed, grammar::parse_gbnf(text));
+  auto compiled = std::make_shared<const grammar::Grammar>(std::move(parsed));
+  std::lock_guard lock(c.mutex);
+  if (c.entries.contains(text)) return c.entries.at(text).first;
+  c.order.push_front(text);
+  c.entries.emplace(text, std::make_pair(compiled, c.order.begin()));
+  if (c.entries.size() > kMaxGrammars) {
+    c.entries.erase(c.order.back());
+    c.order.pop_back();
+  }
+  return compiled;
+}
+
+}  // namespace gufo::server

@@ -1,0 +1,97 @@
+// Constraint: what the engine lets a constrained generation pick. Tokens the grammar refuses
+// get -inf (the sampler can never draw them, whatever the temperature or logit_bias); end
+// tokens only once the grammar is complete; with free thinking the first token may open
+// <think>, whose text is free except that it may not end there, and the grammar starts
+// after </think>; no allowed token at all is reported, so the generation can stop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/constraint.h"
+#include "engine/sampler.h"
+#include "grammar/gbnf.h"
+
+namespace gufo::engine {
+namespace {
+
+// 0..2: "yes", "no", "."; 3: <think>; 4: </think>; 5: "maybe"; 6: the end token.
+constexpr int32_t kYes = 0, kNo = 1, kDot = 2, kOpen = 3, kClose = 4, kMaybe = 5, kEnd = 6;
+
+std::shared_ptr<const grammar::TokenTrie> trie() {
+  return std::make_shared<const grammar::TokenTrie>(
+      std::vector<std::string>{"yes", "no", ".", "<think>", "</think>", "maybe", ""}, std::vector<int32_t>{kEnd});
+}
+
+std::shared_ptr<const grammar::Grammar> yes_or_no() {
+  auto g = grammar::parse_gbnf(R"(root ::= ("yes" | "no") ".")");
+  EXPECT_TRUE(g.ok());
+  return std::make_shared<const grammar::Grammar>(std::move(g).value());
+}
+
+std::vector<int32_t> allowed(Constraint& c) {
+  std::vector<float> logits(7, 1.0f);
+  if (!c.mask(logits)) return {-1};
+  std::vector<int32_t> out;
+  for (int32_t id = 0; id < 7; ++id) {
+    if (!std::isinf(logits[static_cast<size_t>(id)])) out.push_back(id);
+  }
+  return out;
+}
+
+TEST(Constraint, OnlyWhatTheGrammarAllowsAndEndOnlyWhenComplete) {
+  Constraint c(yes_or_no(), trie(), {.open = kOpen, .close = kClose}, false, false);
+  EXPECT_EQ(allowed(c), (std::vector<int32_t>{kYes, kNo}));
+  c.accept(kNo);
+  EXPECT_EQ(allowed(c), (std::vector<int32_t>{kDot}));
+  c.accept(kDot);
+  EXPECT_EQ(allowed(c), (std::vector<int32_t>{kEnd}));
+}
+
+TEST(Constraint, TheSamplerCannotEscapeTheMask) {
+  // A huge bias toward a refused token and a high temperature still draw only allowed ones.
+  SamplerParams params;
+  params.temperature = 2.0f;
+  params.top_k = 0;
+  params.top_p = 1.0f;
+  params.min_p = 0.0f;
+  params.logit_bias = {{kMaybe, 100.0f}};
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    params.seed = seed;
+    Sampler sampler(params);
+    Constraint c(yes_or_no(), trie(), {}, false, false);
+    std::vector<float> logits = {0.0f, 0.0f, 5.0f, 5.0f, 5.0f, 9.0f, 9.0f};
+    ASSERT_TRUE(c.mask(logits));
+    const int32_t token = sampler.sample(logits);
+    EXPECT_TRUE(token == kYes || token == kNo) << token;
+  }
+}
+
+TEST(Constraint, FreeThinkingComesFirstThenTheGrammar) {
+  Constraint c(yes_or_no(), trie(), {.open = kOpen, .close = kClose}, true, false);
+  EXPECT_EQ(allowed(c), (std::vector<int32_t>{kYes, kNo, kOpen}));
+  c.accept(kOpen);
+  EXPECT_EQ(allowed(c), (std::vector<int32_t>{kYes, kNo, kDot, kOpen, kClose, kMaybe}));  // free, but no end
+  c.accept(kMaybe);
+  c.accept(kClose);
+  EXPECT_EQ(allowed(c), (std::vector<int32_t>{kYes, kNo}));  // no second <think>
+  // Not opened at the first token: the grammar from there on.
+  Constraint direct(yes_or_no(), trie(), {.open = kOpen, .close = kClose}, true, false);
+  direct.accept(kYes);
+  EXPECT_EQ(allowed(direct), (std::vector<int32_t>{kDot}));
+  // The prompt already opened it.
+  Constraint open(yes_or_no(), trie(), {.open = kOpen, .close = kClose}, true, true);
+  EXPECT_EQ(allowed(open).size(), 6u);
+}
+
+TEST(Constraint, ADeadEndIsReported) {
+  auto g = grammar::parse_gbnf(R"(root ::= "yes" "!")");  // no token spells "!"
+  ASSERT_TRUE(g.ok());
+  Constraint c(std::make_shared<const grammar::Grammar>(std::move(g).value()), trie(), {}, false, false);
+  c.accept(kYes);
+  EXPECT_EQ(allowed(c), (std::vector<int32_t>{-1}));
+}
+
+}  // namespace
+}  // namespace gufo::engine

@@ -1,0 +1,138 @@
+// TokenMatcher: the mask a trie walk gives equals trying every token alone with a byte
+// Matcher, at every step of a generation; control tokens (no bytes) are never allowed and
+// end tokens only once the grammar is complete; an accepted token advances, a refused one
+// changes nothing, and rollback(k) returns to the state (and mask) of k tokens before.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "grammar/gbnf.h"
+#include "grammar/json_gbnf.h"
+#include "grammar/token_matcher.h"
+
+namespace gufo::grammar {
+namespace {
+
+// A small vocabulary with the shapes real ones have: single bytes, words, pieces with
+// leading spaces, multi-byte UTF-8 whole and split, JSON punctuation fused with quotes.
+std::vector<std::string> vocabulary() {
+  std::vector<std::string> v;
+  for (int b = 0; b < 256; ++b) v.emplace_back(1, static_cast<char>(b));
+  for (const char* piece : {"{\"", "\":", "\",", "\"}", " \"", "true", "false", "null", "12", "-3", ".5", "e+",
+                            "\xC3\xA9", "\xC3", "\xA9t", "name", " name", "\n  ", "}}", "[]", "{}", ", ", "\\n",
+                            "\\u00", "ab", "abc", "a", "bc", "x\"", "\"x"}) {
+    v.emplace_back(piece);
+  }
+  v.emplace_back("");  // a control token: never allowed
+  v.emplace_back("");  // the end token
+  return v;
+}
+
+std::vector<bool> brute_force(const Matcher& state, const std::vector<std::string>& vocab, int32_t end_token) {
+  std::vector<bool> allowed(vocab.size(), false);
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    if (vocab[id].empty()) continue;
+    Matcher trial = state;
+    allowed[id] = trial.accept(vocab[id]);
+  }
+  allowed[static_cast<size_t>(end_token)] = state.can_end();
+  return allowed;
+}
+
+std::shared_ptr<const Grammar> parsed(std::string_view text) {
+  auto g = parse_gbnf(text);
+  EXPECT_TRUE(g.ok()) << g.error().message;
+  return std::make_shared<const Grammar>(std::move(g).value());
+}
+
+int32_t id_of(const std::vector<std::string>& vocab, const std::string& piece) {
+  for (size_t i = 256; i < vocab.size(); ++i) {
+    if (vocab[i] == piece) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(static_cast<unsigned char>(piece[0]));  // a single byte
+}
+
+TEST(TokenMatcher, MasksEqualTryingEveryTokenAlone) {
+  const std::vector<std::string> vocab = vocabulary();
+  const auto end = static_cast<int32_t>(vocab.size() - 1);
+  const auto trie = std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end});
+  const auto grammar = parsed(kJsonObjectGbnf);
+  TokenMatcher tokens(grammar, trie);
+  Matcher bytes(grammar);
+  // A generation, token by token, checking the mask before each.
+  for (const std::string piece : {"{\"", "name", "\":", " \"", "\xC3", "\xA9t", "x\"", ", ", "\"x", "\":", "-3",
+                                   ".5", "e+", "12", "}"}) {
+    std::vector<bool> mask;
+    tokens.allowed_tokens(mask);
+    ASSERT_EQ(mask, brute_force(bytes, vocab, end)) << "before " << piece;
+    const int32_t id = id_of(vocab, piece);
+    ASSERT_TRUE(mask[static_cast<size_t>(id)]) << piece;
+    ASSERT_TRUE(tokens.accept_token(id)) << piece;
+    ASSERT_TRUE(bytes.accept(piece));
+  }
+  std::vector<bool> mask;
+  tokens.allowed_tokens(mask);
+  EXPECT_TRUE(mask[static_cast<size_t>(end)]);  // {"name": "étx", "x": -3.5e+12} is whole
+  EXPECT_FALSE(mask[static_cast<size_t>(end - 1)]);  // the control token never
+  EXPECT_TRUE(tokens.accept_token(end));
+}
+
+TEST(TokenMatcher, SharedMasksAgreeWithTryingEveryTokenAcrossUtf8States) {
+  // Single bytes as tokens (as byte-level vocabularies have): lead bytes of valid and of
+  // surrogate or overlong sequences share cached states only where that cannot change what
+  // may follow. Every mask must still equal the brute force, with one cache for all.
+  std::vector<std::string> vocab;
+  for (int b = 0; b < 256; ++b) vocab.emplace_back(1, static_cast<char>(b));
+  vocab.emplace_back("");  // the end token
+  const auto end = static_cast<int32_t>(vocab.size() - 1);
+  const auto trie = std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end});
+  const auto grammar = parsed(R"(root ::= "\"" [^"]* "\"")");
+  const auto cache = std::make_shared<MaskCache>(grammar, trie);
+  for (const std::string& text : {std::string("\"\xE4\xB8\xAD\xED\x9F\xBF\xE0\xA0\x80\xF4\x8F\xBF\xBF\""),
+                                  std::string("\"\xED\x9F\xBF\xE4\xB8\xAD\xF0\x90\x80\x80\"")}) {
+    TokenMatcher tokens(grammar, trie, cache);
+    Matcher bytes(grammar);
+    for (const char c : text) {
+      std::vector<bool> mask;
+      tokens.allowed_tokens(mask);
+      ASSERT_EQ(mask, brute_force(bytes, vocab, end)) << testing::PrintToString(text);
+      ASSERT_TRUE(tokens.accept_token(static_cast<uint8_t>(c)));
+      ASSERT_TRUE(bytes.accept_byte(static_cast<uint8_t>(c)));
+    }
+  }
+}
+
+TEST(TokenMatcher, RefusedTokensChangeNothingAndRollbackRestores) {
+  const std::vector<std::string> vocab = vocabulary();
+  const auto end = static_cast<int32_t>(vocab.size() - 1);
+  const auto trie = std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end});
+  TokenMatcher m(parsed(R"(root ::= "abc" [0-9]+)"), trie);
+  std::vector<bool> at_start;
+  m.allowed_tokens(at_start);
+  EXPECT_FALSE(m.accept_token(end));  // not complete yet
+  EXPECT_FALSE(m.accept_token(id_of(vocab, "bc")));
+  EXPECT_FALSE(m.accept_token(end - 1));
+  EXPECT_FALSE(m.accept_token(static_cast<int32_t>(vocab.size())));
+  EXPECT_TRUE(m.accept_token(id_of(vocab, "ab")));
+  std::vector<bool> after_ab;
+  m.allowed_tokens(after_ab);
+  EXPECT_TRUE(after_ab[static_cast<size_t>(id_of(vocab, "c"))]);
+  EXPECT_FALSE(after_ab[static_cast<size_t>(id_of(vocab, "abc"))]);
+  EXPECT_TRUE(m.accept_token(id_of(vocab, "c")));
+  EXPECT_TRUE(m.accept_token(id_of(vocab, "12")));
+  EXPECT_TRUE(m.can_end());
+  m.rollback(2);
+  std::vector<bool> mask;
+  m.allowed_tokens(mask);
+  EXPECT_EQ(mask, after_ab);
+  m.rollback(100);  // more than there are: back to the start
+  m.allowed_tokens(mask);
+  EXPECT_EQ(mask, at_start);
+  EXPECT_TRUE(mask[static_cast<size_t>(id_of(vocab, "abc"))]);
+  EXPECT_TRUE(mask[static_cast<size_t>(id_of(vocab, "a"))]);
+  EXPECT_FALSE(mask[static_cast<size_t>(id_of(vocab, "bc"))]);
+}
+
+}  // namespace
+}  // namespace gufo::grammar
