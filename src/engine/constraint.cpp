@@ -22,6 +22,8 @@ std::shared_ptr<const grammar::TokenTrie> vocabulary_trie(const tokenizer::Token
   for (int32_t id = 0; id < vocab.n_vocab(); ++id) {
     const tokenizer::TokenType type = vocab.types[static_cast<size_t>(id)];
     if (type == tokenizer::TokenType::Control || type == tokenizer::TokenType::Unused) continue;
+    // An end token ends; it is never the text it is spelled with (allowed once complete).
+    if (std::find(end_tokens.begin(), end_tokens.end(), id) != end_tokens.end()) continue;
     Result<std::string> text = tokenizer.token_bytes(id);
     if (text.ok()) bytes[static_cast<size_t>(id)] = std::move(text).value();
   }

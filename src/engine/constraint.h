@@ -27,8 +27,8 @@ struct ThinkTokens {
 // The ids of <think> and </think> in `vocab`, if it has them.
 ThinkTokens think_tokens(const tokenizer::Vocab& vocab);
 
-// `tokenizer`'s vocabulary as a token trie: every token's bytes except control and unused
-// tokens (never text), with `end_tokens` allowed once a grammar is complete.
+// `tokenizer`'s vocabulary as a token trie: every token's bytes except control, unused and
+// end tokens (never text), with `end_tokens` allowed once a grammar is complete.
 std::shared_ptr<const grammar::TokenTrie> vocabulary_trie(const tokenizer::Tokenizer& tokenizer,
                                                           std::vector<int32_t> end_tokens);
 

@@ -129,6 +129,11 @@ int32_t Sampler::sample(std::span<const float> logits) {
     r -= weights_[i];
     if (r < 0.0) return candidates_[i].id;
   }
+  // Rounding left r at or above 0: the last candidate that can be drawn (a masked one, weight
+  // 0, never; constrained decoding relies on it).
+  for (size_t i = cut; i-- > 0;) {
+    if (weights_[i] > 0.0) return candidates_[i].id;
+  }
   return candidates_[cut - 1].id;
 }
 

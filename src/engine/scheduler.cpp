@@ -539,7 +539,7 @@ std::shared_ptr<const grammar::TokenTrie> Scheduler::token_trie() {
 }
 
 std::shared_ptr<grammar::MaskCache> Scheduler::mask_cache(const std::shared_ptr<const grammar::Grammar>& grammar) {
-  constexpr size_t kMaxCaches = 16;  // NOTE(grammar): beyond that, the oldest are dropped (all at once)
+  constexpr size_t kMaxCaches = 16;  // NOTE(grammar): beyond that, all are dropped at once
   std::shared_ptr<const grammar::TokenTrie> trie = token_trie();
   std::lock_guard lock(mask_caches_mutex_);
   auto it = mask_caches_.find(grammar.get());
@@ -554,9 +554,9 @@ std::shared_ptr<grammar::MaskCache> Scheduler::mask_cache(const std::shared_ptr<
 // The next token: drawn from the logits, or, under a grammar, from those it allows.
 std::optional<int32_t> Scheduler::next_token(Sequence& seq, std::span<const float> logits) {
   if (!seq.constraint) return seq.sampler.sample(logits);
-  std::vector<float> masked(logits.begin(), logits.end());
-  if (!seq.constraint->mask(masked)) return std::nullopt;
-  const int32_t token = seq.sampler.sample(masked);
+  masked_logits_.assign(logits.begin(), logits.end());
+  if (!seq.constraint->mask(masked_logits_)) return std::nullopt;
+  const int32_t token = seq.sampler.sample(masked_logits_);
   seq.constraint->accept(token);
   return token;
 }

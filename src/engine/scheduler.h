@@ -143,6 +143,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   std::vector<int32_t> free_slots_;                 // backend sequence ids
+  std::vector<float> masked_logits_;                // a constrained sequence's logits, masked
 
   // Shared with submitters (mutex_).
   mutable std::mutex mutex_;

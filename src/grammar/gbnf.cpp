@@ -17,7 +17,8 @@ constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 constexpr int kUnbounded = -1;
 
 bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
 }
 
 class Parser {
@@ -26,7 +27,8 @@ class Parser {
 
   Result<Grammar> parse() {
     if (text_.size() > limits_.max_bytes) {
-      return Error{"grammar: " + std::to_string(text_.size()) + " bytes; at most " + std::to_string(limits_.max_bytes)};
+      return Error{"grammar: " + std::to_string(text_.size()) + " bytes; at most " +
+                   std::to_string(limits_.max_bytes)};
     }
     skip_space(true);
     while (ok() && pos_ < text_.size()) {
@@ -35,7 +37,8 @@ class Parser {
     }
     if (!ok()) return Error{error_};
     for (const auto& [name, id] : rule_ids_) {
-      if (!defined_[id]) return Error{used_at_[id] + ": rule '" + name + "' is used but never defined"};
+      if (!defined_[id])
+        return Error{location(used_at_[id]) + ": rule '" + name + "' is used but never defined"};
     }
     const auto root = rule_ids_.find("root");
     if (root == rule_ids_.end()) return Error{"grammar: no 'root' rule (the grammar starts there)"};
@@ -46,7 +49,9 @@ class Parser {
 
  private:
   bool ok() const { return error_.empty(); }
-  char peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
+  char peek(size_t ahead = 0) const {
+    return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
+  }
   bool at_end() const { return pos_ >= text_.size(); }
 
   std::string location(size_t at) const {
@@ -91,11 +96,12 @@ class Parser {
 
   // The rule named `name`, first named at `at`.
   uint32_t rule_id(const std::string& name, size_t at) {
-    const auto [it, added] = rule_ids_.try_emplace(name, static_cast<uint32_t>(grammar_.rules.size()));
+    const auto [it, added] =
+        rule_ids_.try_emplace(name, static_cast<uint32_t>(grammar_.rules.size()));
     if (added) {
       grammar_.rules.push_back(Rule{.name = name, .alternatives = {}});
       defined_.push_back(false);
-      used_at_.push_back(location(at));
+      used_at_.push_back(at);
     }
     return it->second;
   }
@@ -104,18 +110,30 @@ class Parser {
     const uint32_t id = static_cast<uint32_t>(grammar_.rules.size());
     grammar_.rules.push_back(Rule{.name = base + "-" + std::to_string(id), .alternatives = {}});
     defined_.push_back(true);
-    used_at_.push_back(location(pos_));
+    used_at_.push_back(pos_);
     return id;
   }
 
   Symbol chars(CharSet set) {
+    set.normalize();
+    count_symbols(set.ranges.size());  // a class costs by its ranges
     grammar_.char_sets.push_back(std::move(set));
-    return Symbol{.kind = Symbol::Kind::Chars, .index = static_cast<uint32_t>(grammar_.char_sets.size() - 1)};
+    return Symbol{.kind = Symbol::Kind::Chars,
+                  .index = static_cast<uint32_t>(grammar_.char_sets.size() - 1)};
+  }
+
+  // One code point of a literal: one set per distinct code point, shared.
+  Symbol literal_char(uint32_t code_point) {
+    const auto [it, added] = literal_sets_.try_emplace(code_point, 0);
+    if (added)
+      it->second = chars(CharSet{.ranges = {{code_point, code_point}}, .negated = false}).index;
+    return Symbol{.kind = Symbol::Kind::Chars, .index = it->second};
   }
 
   void count_symbols(size_t n) {
     n_symbols_ += n;
-    if (n_symbols_ > limits_.max_symbols) fail("the grammar grows past " + std::to_string(limits_.max_symbols) + " symbols");
+    if (n_symbols_ > limits_.max_symbols)
+      fail("the grammar grows past " + std::to_string(limits_.max_symbols) + " symbols");
   }
 
   void parse_rule() {
@@ -159,9 +177,12 @@ class Parser {
       if (c == '"') {
         ++pos_;
         while (ok() && peek() != '"') {
-          if (at_end()) return fail("unterminated string literal"), seq;
+          if (at_end()) {
+            fail("unterminated string literal");
+            return seq;
+          }
           const std::optional<uint32_t> cp = parse_char();
-          if (cp) seq.push_back(chars(CharSet{.ranges = {{*cp, *cp}}, .negated = false}));
+          if (cp) seq.push_back(literal_char(*cp));
         }
         ++pos_;
         count_symbols(seq.size() - item_start);
@@ -179,19 +200,28 @@ class Parser {
         seq.push_back(Symbol{.kind = Symbol::Kind::Rule, .index = rule_id(name, at)});
         count_symbols(1);
       } else if (c == '(') {
-        if (++depth_ > limits_.max_nesting) return fail("parentheses nest deeper than " + std::to_string(limits_.max_nesting)), seq;
+        if (++depth_ > limits_.max_nesting) {
+          fail("parentheses nest deeper than " + std::to_string(limits_.max_nesting));
+          return seq;
+        }
         ++pos_;
         skip_space(true);
         const uint32_t group = new_rule(rule_name);
         std::vector<Sequence> alternatives = parse_alternates(rule_name, true);
         grammar_.rules[group].alternatives = std::move(alternatives);
-        if (ok() && peek() != ')') return fail("expected ')'"), seq;
+        if (ok() && peek() != ')') {
+          fail("expected ')'");
+          return seq;
+        }
         ++pos_;
         --depth_;
         seq.push_back(Symbol{.kind = Symbol::Kind::Rule, .index = group});
         count_symbols(1);
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-        if (!have_item) return fail(std::string("'") + c + "' repeats nothing"), seq;
+        if (!have_item) {
+          fail(std::string("'") + c + "' repeats nothing");
+          return seq;
+        }
         ++pos_;
         int min = 0;
         int max = kUnbounded;
@@ -232,22 +262,34 @@ class Parser {
     if (!ok()) return false;
     skip_space(false);
     if (peek() == '}') {
-      if (!low) return fail("expected a number in {}"), false;
+      if (!low) {
+        fail("expected a number in {}");
+        return false;
+      }
       ++pos_;
       min = max = *low;
       return true;
     }
-    if (peek() != ',') return fail("expected ',' or '}' in a repetition"), false;
+    if (peek() != ',') {
+      fail("expected ',' or '}' in a repetition");
+      return false;
+    }
     ++pos_;
     skip_space(false);
     const std::optional<int> high = number();
     if (!ok()) return false;
     skip_space(false);
-    if (peek() != '}') return fail("expected '}'"), false;
+    if (peek() != '}') {
+      fail("expected '}'");
+      return false;
+    }
     ++pos_;
     min = low.value_or(0);
     max = high.value_or(kUnbounded);
-    if (max != kUnbounded && max < min) return fail("a repetition {m,n} with n < m"), false;
+    if (max != kUnbounded && max < min) {
+      fail("a repetition {m,n} with n < m");
+      return false;
+    }
     return true;
   }
 
@@ -263,12 +305,14 @@ class Parser {
       grammar_.rules[wrapped].alternatives = {item};
       one = Symbol{.kind = Symbol::Kind::Rule, .index = wrapped};
     }
-    count_symbols(static_cast<size_t>(min) + (max == kUnbounded ? 2 : static_cast<size_t>(max - min) * 2));
+    count_symbols(static_cast<size_t>(min) +
+                  (max == kUnbounded ? 2 : static_cast<size_t>(max - min) * 2));
     if (!ok()) return;
     for (int i = 0; i < min; ++i) seq.push_back(one);
     if (max == kUnbounded) {
       const uint32_t star = new_rule(rule_name);
-      grammar_.rules[star].alternatives = {{one, Symbol{.kind = Symbol::Kind::Rule, .index = star}}, {}};
+      grammar_.rules[star].alternatives = {{one, Symbol{.kind = Symbol::Kind::Rule, .index = star}},
+                                           {}};
       seq.push_back(Symbol{.kind = Symbol::Kind::Rule, .index = star});
       return;
     }
@@ -290,7 +334,10 @@ class Parser {
       ++pos_;
     }
     while (ok() && peek() != ']') {
-      if (at_end()) return fail("unterminated character class"), set;
+      if (at_end()) {
+        fail("unterminated character class");
+        return set;
+      }
       const std::optional<uint32_t> lo = parse_char();
       if (!lo) return set;
       uint32_t hi = *lo;
@@ -298,7 +345,10 @@ class Parser {
         ++pos_;
         const std::optional<uint32_t> end = parse_char();
         if (!end) return set;
-        if (*end < *lo) return fail("a character range whose end is below its start"), set;
+        if (*end < *lo) {
+          fail("a character range whose end is below its start");
+          return set;
+        }
         hi = *end;
       }
       set.ranges.emplace_back(*lo, hi);
@@ -315,20 +365,37 @@ class Parser {
       const char e = peek();
       ++pos_;
       switch (e) {
-        case 'x': return parse_hex(2);
-        case 'u': return parse_hex(4);
-        case 'U': return parse_hex(8);
-        case 't': return '\t';
-        case 'n': return '\n';
-        case 'r': return '\r';
-        case '\\': case '"': case '[': case ']': case '-': case '^': return static_cast<uint32_t>(e);
+        case 'x':
+          return parse_hex(2);
+        case 'u':
+          return parse_hex(4);
+        case 'U':
+          return parse_hex(8);
+        case 't':
+          return '\t';
+        case 'n':
+          return '\n';
+        case 'r':
+          return '\r';
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+          return static_cast<uint32_t>(e);
         default:
           pos_ -= 2;  // point at the backslash
-          fail(std::string("unknown escape '\\") + (e == '\0' ? std::string("") : std::string(1, e)) + "'");
+          fail(std::string("unknown escape '\\") +
+               (e == '\0' ? std::string("") : std::string(1, e)) + "'");
           return std::nullopt;
       }
     }
-    const int length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    const int length = c < 0x80           ? 1
+                       : (c >> 5) == 0x6  ? 2
+                       : (c >> 4) == 0xE  ? 3
+                       : (c >> 3) == 0x1E ? 4
+                                          : 0;
     if (length == 0 || pos_ + static_cast<size_t>(length) > text_.size()) {
       fail("invalid UTF-8");
       return std::nullopt;
@@ -350,7 +417,10 @@ class Parser {
     uint32_t cp = 0;
     for (int i = 0; i < digits; ++i) {
       const char h = peek();
-      const int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      const int v = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
       if (v < 0) {
         fail("expected " + std::to_string(digits) + " hex digits");
         return std::nullopt;
@@ -360,6 +430,10 @@ class Parser {
     }
     if (cp > kMaxCodePoint) {
       fail("a code point above U+10FFFF");
+      return std::nullopt;
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+      fail("a surrogate (U+D800..U+DFFF) is not a code point UTF-8 can hold");
       return std::nullopt;
     }
     return cp;
@@ -374,7 +448,8 @@ class Parser {
   Grammar grammar_;
   std::map<std::string, uint32_t> rule_ids_;
   std::vector<bool> defined_;
-  std::vector<std::string> used_at_;  // where each rule was first named
+  std::vector<size_t> used_at_;  // where each rule was first named (an offset: location() is slow)
+  std::map<uint32_t, uint32_t> literal_sets_;  // code point -> its set in grammar_.char_sets
 };
 
 // The rules with an alternative whose every symbol holds, where a rule symbol holds when its
@@ -383,10 +458,10 @@ class Parser {
 // over the grammar, linear in its size (no pass-until-nothing-changes).
 std::vector<bool> rules_where_some_alternative_has_all(const Grammar& g, bool chars_hold) {
   std::vector<bool> result(g.rules.size(), false);
-  std::vector<uint32_t> owner;    // alternative -> its rule
-  std::vector<size_t> missing;    // alternative -> symbols not yet known to hold
+  std::vector<uint32_t> owner;  // alternative -> its rule
+  std::vector<size_t> missing;  // alternative -> symbols not yet known to hold
   std::vector<std::vector<uint32_t>> users(g.rules.size());  // rule -> alternatives naming it
-  std::vector<uint32_t> ready;    // rules just found to hold
+  std::vector<uint32_t> ready;                               // rules just found to hold
   for (uint32_t r = 0; r < g.rules.size(); ++r) {
     for (const Sequence& seq : g.rules[r].alternatives) {
       const auto alt = static_cast<uint32_t>(owner.size());
@@ -424,7 +499,9 @@ std::vector<bool> rules_where_some_alternative_has_all(const Grammar& g, bool ch
 
 }  // namespace
 
-Result<Grammar> parse_gbnf(std::string_view text, const GbnfLimits& limits) { return Parser(text, limits).parse(); }
+Result<Grammar> parse_gbnf(std::string_view text, const GbnfLimits& limits) {
+  return Parser(text, limits).parse();
+}
 
 Status check_grammar(const Grammar& g) {
   const size_t n = g.rules.size();
@@ -442,7 +519,8 @@ Status check_grammar(const Grammar& g) {
   const std::vector<bool> nullable = rules_where_some_alternative_has_all(g, false);
   const std::vector<bool> productive = rules_where_some_alternative_has_all(g, true);
   if (!productive[g.root]) {
-    return Error{"grammar: rule '" + g.rules[g.root].name + "' matches nothing finite (it only recurses)"};
+    return Error{"grammar: rule '" + g.rules[g.root].name +
+                 "' matches nothing finite (it only recurses)"};
   }
   // Left recursion: a rule reachable from itself before any code point is read. Depth-first
   // over the "can start with" edges, with an explicit stack (a chain may be long).

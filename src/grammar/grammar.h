@@ -13,15 +13,17 @@
 namespace gufo::grammar {
 
 // One code point out of a union of inclusive ranges, or (negated) any code point outside them.
+// The queries want the ranges sorted, disjoint and not adjacent: call normalize() after
+// building one.
 struct CharSet {
   std::vector<std::pair<uint32_t, uint32_t>> ranges;
   bool negated = false;
 
+  void normalize();
   bool contains(uint32_t code_point) const;
   // Whether some code point in [lo, hi] is in the set (a partly read UTF-8 sequence).
   bool intersects(uint32_t lo, uint32_t hi) const;
-  // Whether every code point in [lo, hi] is (false also when unsure: ranges that only
-  // together cover it).
+  // Whether every code point in [lo, hi] is.
   bool contains_all(uint32_t lo, uint32_t hi) const;
 };
 

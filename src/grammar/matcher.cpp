@@ -8,45 +8,51 @@ namespace gufo::grammar {
 
 namespace {
 
-// NOTE(grammar): how many ways to go on a grammar may keep at once. Real grammars keep a
-// handful; one that needs more (deeply ambiguous, or built to explode) has the byte that
-// would take it past this refused, rather than taking unbounded time and memory.
+// NOTE(grammar): how much work one step may do. Real grammars keep a handful of stacks of a
+// few frames; one that would need more (deeply ambiguous, or built to explode) has the byte
+// that takes it past these refused, rather than taking unbounded time and memory.
 constexpr size_t kMaxStacks = size_t{1} << 14;
+constexpr size_t kMaxFrames = size_t{1} << 22;  // summed over the stacks one step makes
 
-// Moves `stack` on until its top is a code-point set or it is empty, appending the results
-// to `out`: ended rules are popped, and a rule symbol becomes one stack per alternative. No
-// left recursion (check_grammar) means this always ends.
-void expand(const Grammar& g, Stack stack, std::vector<Stack>& out) {
-  for (;;) {
-    if (out.size() > kMaxStacks) return;  // the caller refuses the byte
+// Moves `start` on until each resulting stack's top is a code-point set or it is empty,
+// appending them to `out`: ended rules are popped, and a rule symbol becomes one stack per
+// alternative. A worklist, not recursion (a chain of rules may be long). No left recursion
+// (check_grammar) means it always ends; false when it outgrew the budget (`frames` counts the
+// frames made so far).
+bool expand(const Grammar& g, Stack start, std::vector<Stack>& out, size_t& frames) {
+  std::vector<Stack> work = {std::move(start)};
+  while (!work.empty()) {
+    Stack stack = std::move(work.back());
+    work.pop_back();
     while (!stack.empty()) {
       const Frame& top = stack.back();
       if (top.pos < g.rules[top.rule].alternatives[top.alt].size()) break;
       stack.pop_back();
     }
-    if (stack.empty()) {
+    if (stack.empty() ||
+        g.rules[stack.back().rule].alternatives[stack.back().alt][stack.back().pos].kind ==
+            Symbol::Kind::Chars) {
+      frames += stack.size();
       out.push_back(std::move(stack));
-      return;
+      if (out.size() > kMaxStacks || frames > kMaxFrames) return false;
+      continue;
     }
     const Frame top = stack.back();
-    const Symbol symbol = g.rules[top.rule].alternatives[top.alt][top.pos];
-    if (symbol.kind == Symbol::Kind::Chars) {
-      out.push_back(std::move(stack));
-      return;
-    }
+    const uint32_t rule = g.rules[top.rule].alternatives[top.alt][top.pos].index;
     // Continue after the rule once it is matched; a frame with nothing left goes now, so
     // that x* stays one frame deep however long the list.
     ++stack.back().pos;
     if (stack.back().pos == g.rules[top.rule].alternatives[top.alt].size()) stack.pop_back();
-    const auto& alternatives = g.rules[symbol.index].alternatives;
-    for (uint32_t a = 1; a < alternatives.size(); ++a) {
-      Stack branch = stack;
-      branch.push_back(Frame{.rule = symbol.index, .alt = a, .pos = 0});
-      expand(g, std::move(branch), out);
+    const auto& alternatives = g.rules[rule].alternatives;  // none: this stack matches nothing
+    for (size_t a = alternatives.size(); a-- > 0;) {        // pushed last first: popped in order
+      frames += stack.size() + 1;
+      if (frames > kMaxFrames || work.size() > kMaxStacks) return false;
+      Stack branch = a == 0 ? std::move(stack) : stack;
+      branch.push_back(Frame{.rule = rule, .alt = static_cast<uint32_t>(a), .pos = 0});
+      work.push_back(std::move(branch));
     }
-    if (alternatives.empty()) return;  // a rule with no alternatives matches nothing
-    stack.push_back(Frame{.rule = symbol.index, .alt = 0, .pos = 0});
   }
+  return true;
 }
 
 void deduplicate(std::vector<Stack>& stacks) {
@@ -63,22 +69,24 @@ const CharSet& next_set(const Grammar& g, const Stack& stack) {
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   const Grammar& g = *grammar_;
-  for (uint32_t a = 0; a < g.rules[g.root].alternatives.size() && stacks_.size() <= kMaxStacks; ++a) {
-    expand(g, Stack{Frame{.rule = g.root, .alt = a, .pos = 0}}, stacks_);
+  size_t frames = 0;
+  bool within = true;
+  for (uint32_t a = 0; a < g.rules[g.root].alternatives.size() && within; ++a) {
+    within = expand(g, Stack{Frame{.rule = g.root, .alt = a, .pos = 0}}, stacks_, frames);
   }
-  if (stacks_.size() > kMaxStacks) stacks_.clear();  // nothing can be read (NOTE(grammar))
+  if (!within) stacks_.clear();  // nothing can be read (NOTE(grammar))
   deduplicate(stacks_);
 }
 
 bool Matcher::advance(uint32_t code_point) {
   const Grammar& g = *grammar_;
   std::vector<Stack> next;
+  size_t frames = 0;
   for (const Stack& stack : stacks_) {
     if (stack.empty() || !next_set(g, stack).contains(code_point)) continue;
     Stack moved = stack;
     ++moved.back().pos;
-    expand(g, std::move(moved), next);
-    if (next.size() > kMaxStacks) return false;
+    if (!expand(g, std::move(moved), next, frames)) return false;
   }
   deduplicate(next);
   if (next.empty()) return false;
@@ -123,13 +131,15 @@ bool Matcher::accept_byte(uint8_t byte) {
     // never encodes what fewer bytes could: that bounds it from below).
     const uint32_t lo = std::max(partial << (6 * due), least);
     const uint32_t hi = std::min((partial << (6 * due)) | ((1u << (6 * due)) - 1), 0x10FFFFu);
-    if (lo > hi || !may_complete(lo, hi)) return false;
+    const bool only_surrogates = lo >= 0xD800 && hi <= 0xDFFF;  // ED A0..BF: never a code point
+    if (lo > hi || only_surrogates || !may_complete(lo, hi)) return false;
     partial_ = partial;
     due_ = due;
     least_ = least;
     return true;
   }
-  if (partial < least || partial > 0x10FFFF || (partial >= 0xD800 && partial <= 0xDFFF)) return false;
+  if (partial < least || partial > 0x10FFFF || (partial >= 0xD800 && partial <= 0xDFFF))
+    return false;
   if (!advance(partial)) return false;
   partial_ = 0;
   due_ = 0;
@@ -147,7 +157,8 @@ bool Matcher::accept(std::string_view bytes) {
 }
 
 bool Matcher::can_end() const {
-  return due_ == 0 && std::any_of(stacks_.begin(), stacks_.end(), [](const Stack& s) { return s.empty(); });
+  return due_ == 0 &&
+         std::any_of(stacks_.begin(), stacks_.end(), [](const Stack& s) { return s.empty(); });
 }
 
 std::string Matcher::key() const {

@@ -76,7 +76,10 @@ int32_t MaskCache::step(uint32_t state, uint8_t byte) {
   const int32_t known = transitions_[state][byte];
   if (known != kUnknown) return known;
   Matcher next = states_[state];
-  const int32_t to = next.accept_byte(byte) ? static_cast<int32_t>(intern(std::move(next))) : kRefused;
+  int32_t to = kRefused;
+  if (next.accept_byte(byte) && (states_.size() < kMaxWalkStates || ids_.contains(next.key()))) {
+    to = static_cast<int32_t>(intern(std::move(next)));
+  }
   transitions_[state][byte] = to;  // after intern(): it may have grown transitions_
   return to;
 }
@@ -84,6 +87,7 @@ int32_t MaskCache::step(uint32_t state, uint8_t byte) {
 void MaskCache::mask(const Matcher& current, std::vector<bool>& out) {
   std::lock_guard lock(mutex_);
   if (states_.size() > kMaxStates) clear();
+  if (masks_.size() > kMaxMasks) masks_.clear();
   const uint32_t start = intern(current);
   if (auto it = masks_.find(start); it != masks_.end()) {
     out = it->second;
@@ -129,16 +133,21 @@ bool TokenMatcher::accept_token(int32_t token) {
   if (token < 0 || token >= trie_->n_vocab()) return false;
   if (is_end_token(token)) {
     if (!state_.can_end()) return false;
-    history_.push_back(state_);
+    remember(state_);
     return true;  // the state stays complete
   }
   const std::string& bytes = trie_->bytes_[static_cast<size_t>(token)];
   if (bytes.empty()) return false;
   Matcher next = state_;
   if (!next.accept(bytes)) return false;
-  history_.push_back(std::move(state_));
+  remember(std::move(state_));
   state_ = std::move(next);
   return true;
+}
+
+void TokenMatcher::remember(Matcher state) {
+  history_.push_back(std::move(state));
+  if (history_.size() > kMaxRollback) history_.pop_front();
 }
 
 void TokenMatcher::rollback(size_t n) {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,7 +62,13 @@ class MaskCache {
   size_t n_states();  // interned so far
 
  private:
-  static constexpr size_t kMaxStates = 1u << 13;  // 1 KiB of transitions each
+  // NOTE(grammar): bounds on what a cache holds: states (1 KiB of transitions each), masks
+  // (n_vocab bits each: 19 KiB for Qwen3's), both cleared when passed at the start of a mask;
+  // within one walk, a state past kMaxWalkStates is not made: its byte is refused (only a
+  // grammar built to explode gets there).
+  static constexpr size_t kMaxStates = 1u << 13;
+  static constexpr size_t kMaxMasks = 256;
+  static constexpr size_t kMaxWalkStates = 1u << 15;
   static constexpr int32_t kRefused = -1;
   static constexpr int32_t kUnknown = -2;
   uint32_t intern(Matcher state);
@@ -87,8 +94,9 @@ class TokenMatcher {
   void allowed_tokens(std::vector<bool>& allowed);
   // Advances by `token`; false (and no change) if it is not allowed.
   bool accept_token(int32_t token);
-  // Undoes the last `n` accepted tokens (at most all of them).
+  // Undoes the last `n` accepted tokens (at most kMaxRollback of them).
   void rollback(size_t n);
+  static constexpr size_t kMaxRollback = 64;  // states kept for rollback
   // Whether the tokens so far are a whole match (an end token may come).
   bool can_end() const { return state_.can_end(); }
   bool is_end_token(int32_t token) const;
@@ -96,7 +104,9 @@ class TokenMatcher {
  private:
   std::shared_ptr<const TokenTrie> trie_;
   Matcher state_;
-  std::vector<Matcher> history_;  // the state before each accepted token
+  void remember(Matcher state);
+
+  std::deque<Matcher> history_;  // the state before each of the last kMaxRollback tokens
   std::shared_ptr<MaskCache> masks_;
 };
 

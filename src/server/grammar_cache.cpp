@@ -12,11 +12,15 @@ namespace gufo::server {
 
 namespace {
 
+// NOTE(grammar): by count and by text size (a compiled grammar takes memory in proportion to
+// its text, up to GbnfLimits' megabyte).
 constexpr size_t kMaxGrammars = 64;
+constexpr size_t kMaxTextBytes = size_t{16} << 20;
 
 struct Cache {
   std::mutex mutex;
   std::list<std::string> order;  // most recently used first
+  size_t text_bytes = 0;          // of the keys held
   std::unordered_map<std::string, std::pair<std::shared_ptr<const grammar::Grammar>, std::list<std::string>::iterator>>
       entries;
 };
@@ -44,7 +48,9 @@ Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::stri
   if (c.entries.contains(text)) return c.entries.at(text).first;
   c.order.push_front(text);
   c.entries.emplace(text, std::make_pair(compiled, c.order.begin()));
-  if (c.entries.size() > kMaxGrammars) {
+  c.text_bytes += text.size();
+  while (c.entries.size() > 1 && (c.entries.size() > kMaxGrammars || c.text_bytes > kMaxTextBytes)) {
+    c.text_bytes -= c.order.back().size();
     c.entries.erase(c.order.back());
     c.order.pop_back();
   }

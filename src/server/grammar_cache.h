@@ -1,6 +1,6 @@
 // Compiled grammars by their text, so that a client sending the same `grammar` (or the JSON
-// mode's) with every request compiles it once. Bounded: the least recently used of
-// kMaxGrammars goes first. Thread-safe. Tested through tests/functional/structured.test.mjs.
+// mode's) with every request compiles it once. Bounded by count and by text size: the least
+// recently used goes first. Thread-safe. Tested through tests/functional/structured.test.mjs.
 #pragma once
 
 #include <memory>

@@ -287,8 +287,11 @@ void parse_tools(Fields& fields, CompletionRequest& out) {
 
 }  // namespace
 
+namespace {
+
 // What the answer is constrained to: OpenAI's response_format, or llama.cpp's 'grammar' (GBNF
-// text). A constraint Gufo cannot apply yet is refused, never silently left out.
+// text; empty means none, as in llama.cpp). A constraint Gufo cannot apply yet is refused,
+// never silently left out.
 void parse_constraint(Fields& fields, CompletionRequest& out) {
   if (const ordered_json* format = fields.get("response_format"); format != nullptr && !fields.failed()) {
     const auto type = format->is_object() ? format->find("type") : format->end();
@@ -296,6 +299,10 @@ void parse_constraint(Fields& fields, CompletionRequest& out) {
       return fields.fail("'response_format' must be an object with a string 'type'", "response_format", "invalid_type");
     }
     if (*type == "json_object") {
+      if (format->contains("schema")) {  // llama.cpp's extension: a schema beside json_object
+        return fields.fail("'response_format.schema' is not supported yet (json_object without one is)",
+                           "response_format.schema", "unsupported_value");
+      }
       out.grammar = std::string(grammar::kJsonObjectGbnf);
       out.grammar_param = "response_format";
     } else if (*type == "json_schema") {
@@ -306,7 +313,7 @@ void parse_constraint(Fields& fields, CompletionRequest& out) {
                          "response_format.type");
     }
   }
-  if (const std::optional<std::string> gbnf = fields.string("grammar")) {
+  if (const std::optional<std::string> gbnf = fields.string("grammar"); gbnf && !gbnf->empty()) {
     if (out.grammar) return fields.fail("give 'response_format' or 'grammar', not both", "grammar");
     out.grammar = *gbnf;
     out.grammar_param = "grammar";
@@ -316,6 +323,8 @@ void parse_constraint(Fields& fields, CompletionRequest& out) {
                 "unsupported_value");
   }
 }
+
+}  // namespace
 
 ParsedRequest parse_completion_request(const ordered_json& body, bool chat, const RequestLimits& limits) {
   if (!body.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_type");

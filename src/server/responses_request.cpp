@@ -1,6 +1,9 @@
 // Responses API request -> CompletionRequest (see responses_request.h).
 #include "server/responses_request.h"
 
+#include <string>
+#include <string_view>
+
 #include "server/json_text.h"
 
 namespace gufo::server {
@@ -159,6 +162,10 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
     chat["tool_choice"] = name != nullptr ? ordered_json{{"type", "function"}, {"function", {{"name", *name}}}} : *choice;
   }
   if (const ordered_json* max = json_member(body, "max_output_tokens")) chat["max_tokens"] = *max;
+  // text.format is the Responses API's response_format ({type: text | json_object | json_schema}).
+  if (const ordered_json* text = json_member(body, "text")) {
+    if (const ordered_json* format = json_member(*text, "format")) chat["response_format"] = *format;
+  }
   for (const char* key : {"model", "stream", "temperature", "top_p", "user"}) {
     if (const ordered_json* value = json_member(body, key)) chat[key] = *value;
   }
@@ -173,6 +180,12 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
   ParsedRequest parsed = parse_completion_request(chat, /*chat=*/true, limits);
   if (auto* e = std::get_if<ApiError>(&parsed)) {
     if (e->param == "max_tokens") e->param = "max_output_tokens";
+    // The chat field's name, as the client wrote it here.
+    for (std::string* text : {&e->param, &e->message}) {
+      if (const size_t at = text->find("response_format"); at != std::string::npos) {
+        text->replace(at, std::string_view("response_format").size(), "text.format");
+      }
+    }
     if (e->param == "tool_choice.function.name") e->param = "tool_choice.name";
     return *e;
   }

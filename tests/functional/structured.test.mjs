@@ -120,6 +120,8 @@ test('what cannot be applied or does not parse is a 400 naming the field', async
     [{ response_format: 'json' }, 'response_format', /object with a string 'type'/],
     [{ response_format: { type: 'json_object' }, grammar: 'root ::= "a"' }, 'grammar', /not both/],
     [{ json_schema: { type: 'object' } }, 'json_schema', /not supported yet/],
+    [{ response_format: { type: 'json_object', schema: { type: 'object' } } }, 'response_format.schema',
+      /not supported yet/],
   ];
   for (const [extra, param, message] of cases) {
     await assert.rejects(client.chat.completions.create({ messages, max_tokens: 4, ...extra }), (e) => {
@@ -131,4 +133,23 @@ test('what cannot be applied or does not parse is a 400 naming the field', async
   }
   const text = await client.chat.completions.create({ messages, max_tokens: 4, response_format: { type: 'text' } });
   assert.equal(text.choices.length, 1);
+  // An empty grammar is no grammar, as in llama.cpp.
+  const plain = { messages, max_tokens: 12, temperature: 0 };
+  assert.equal((await client.chat.completions.create({ ...plain, grammar: '' })).choices[0].message.content,
+    (await client.chat.completions.create(plain)).choices[0].message.content);
+});
+
+test('the Responses API: text.format json_object constrains, json_schema is a 400 naming text.format', async () => {
+  const answer = await client.responses.create({
+    input: prompts[0], text: { format: { type: 'json_object' } }, max_output_tokens: 200, temperature: 0,
+  });
+  assertJsonObject(answer.output_text.trim(), 'responses');
+  await assert.rejects(client.responses.create({
+    input: prompts[0], text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object' } } },
+  }), (e) => {
+    assert.equal(e.status, 400);
+    assert.equal(e.error?.param ?? e.param, 'text.format.json_schema');
+    assert.match(e.message, /'text.format' of type json_schema is not supported yet/);
+    return true;
+  });
 });

@@ -4,6 +4,7 @@
 // undefined rule, no root, left recursion, a root with no finite match, bad syntax, limits.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "grammar/gbnf.h"
@@ -107,6 +108,27 @@ TEST(Gbnf, ErrorsNameWhereAndWhat) {
   EXPECT_EQ(error_of("root ::= \"a\" )"), "grammar:1:14: expected the end of the line");
   EXPECT_EQ(error_of("root ::= \"\\U00110000\""), "grammar:1:21: a code point above U+10FFFF");
   EXPECT_EQ(error_of("root ::= \"\xFF\""), "grammar:1:11: invalid UTF-8");
+  EXPECT_EQ(error_of("root ::= \"\\uD800\""), "grammar:1:17: a surrogate (U+D800..U+DFFF) is not a code point UTF-8 can hold");
+}
+
+TEST(Gbnf, ClassesWithOverlappingAndManyRanges) {
+  // Ranges in any order, overlapping or adjacent, are merged; negation is of the union.
+  const auto g = parsed(R"(root ::= [^x-zb-da-cq] [e-gf-ha-a])");
+  for (const char* ok : {"ea", "wh", "ra"}) EXPECT_TRUE(matches(g, ok)) << ok;
+  for (const char* bad : {"aa", "da", "qa", "za", "ei", "eb"}) EXPECT_FALSE(matches(g, bad)) << bad;
+  // A class costs by its ranges: ten thousand of them (every other code point from U+0100)
+  // are refused under a limit of 1000.
+  std::string many = "root ::= [^";
+  for (int i = 0; i < 10'000; ++i) {
+    char escape[8];
+    std::snprintf(escape, sizeof(escape), "\\u%04x", 0x100 + 2 * i);
+    many += escape;
+  }
+  many += "]";
+  EXPECT_NE(error_of(many, {.max_symbols = 1000}).find("grows past 1000 symbols"), std::string::npos);
+  const auto big = parsed(many);  // within the default limits: binary search, not a scan
+  EXPECT_TRUE(matches(big, "\xC4\x81"));   // U+0101: between two of them
+  EXPECT_FALSE(matches(big, "\xC4\x80"));  // U+0100: one of them
 }
 
 TEST(Gbnf, LimitsBoundWhatAGrammarMayCost) {
