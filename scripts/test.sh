@@ -7,10 +7,11 @@
 #   3. `clang` (clang-16): build + unit tests, side by side in build/clang; then both builds'
 #      `gufo diagnose` must name their real compilers and give different fingerprints
 #   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + short libFuzzer runs of the GGUF
-#      reader and the tokenizer
+#      reader, the tokenizer and the GBNF grammar parser
 #   5. `cuda` (g++-12 + nvcc): compile only; its GPU tests run on a GPU machine (ctest --preset gpu)
 #   6. `hip` (clang-15 + Debian's HIP 5.2): the GPU backend for AMD gfx90a and gfx1030, compile only
-# Usage: scripts/test.sh        GUFO_FUZZ_SECONDS=N changes step 4's fuzz time (default 60).
+# Usage: scripts/test.sh        GUFO_FUZZ_SECONDS=N changes step 4's fuzz time per target (default 40:
+#   three targets, the two minutes that two targets had before).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,7 @@ cmake --workflow --preset default
 cmake --workflow --preset clang
 node tests/toolchain/compare_builds.mjs build/default/bin/gufo g++-12 build/clang/bin/gufo clang++-16
 cmake --workflow --preset asan
-tests/fuzz/run_fuzz.sh "${GUFO_FUZZ_SECONDS:-60}" build/asan
+tests/fuzz/run_fuzz.sh "${GUFO_FUZZ_SECONDS:-40}" build/asan
 
 if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   cmake --workflow --preset cuda
