@@ -56,6 +56,15 @@ bool Constraint::mask(std::span<float> logits) {
   return true;
 }
 
+std::optional<int32_t> Constraint::sample(Sampler& sampler, std::span<const float> logits,
+                                          std::vector<float>& scratch) {
+  scratch.assign(logits.begin(), logits.end());
+  if (!mask(scratch)) return std::nullopt;
+  const int32_t token = sampler.sample(scratch);
+  accept(token);
+  return token;
+}
+
 void Constraint::accept(int32_t token) {
   switch (phase_) {
     case Phase::Thinking:

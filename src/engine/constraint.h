@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "grammar/token_matcher.h"
 #include "tokenizer/tokenizer.h"
@@ -44,6 +46,9 @@ class Constraint {
   bool mask(std::span<float> logits);
   // Records the token chosen from the masked logits.
   void accept(int32_t token);
+  // mask(), a draw from `sampler`, accept(): the next token, or none at a dead end. `scratch`
+  // holds the masked copy of `logits` (kept by the caller, so no allocation per token).
+  std::optional<int32_t> sample(Sampler& sampler, std::span<const float> logits, std::vector<float>& scratch);
 
  private:
   enum class Phase { MayThink, Thinking, Constrained };

@@ -70,6 +70,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   Sampler sampler(options.sampler);
   for (int32_t token : prompt) sampler.accept(token);
   std::optional<Constraint> constraint;
+  std::vector<float> masked;  // the constrained copy of each step's logits
   if (options.grammar) constraint.emplace(options.grammar, vocabulary_trie(tokenizer, eog), ThinkTokens{}, false, false);
 
   GenerateResult result;
@@ -88,9 +89,9 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       result.reason = StopReason::Cancelled;
       break;
     }
-    if (constraint && !constraint->mask(logits)) break;  // nothing continues the grammar: Length
-    const int32_t token = sampler.sample(logits);
-    if (constraint) constraint->accept(token);
+    const std::optional<int32_t> next = constraint ? constraint->sample(sampler, logits, masked) : sampler.sample(logits);
+    if (!next) break;  // nothing continues the grammar: Length
+    const int32_t token = *next;
     sampler.accept(token);
     result.tokens.push_back(token);
     if (std::find(eog.begin(), eog.end(), token) != eog.end()) {

@@ -554,11 +554,7 @@ std::shared_ptr<grammar::MaskCache> Scheduler::mask_cache(const std::shared_ptr<
 // The next token: drawn from the logits, or, under a grammar, from those it allows.
 std::optional<int32_t> Scheduler::next_token(Sequence& seq, std::span<const float> logits) {
   if (!seq.constraint) return seq.sampler.sample(logits);
-  masked_logits_.assign(logits.begin(), logits.end());
-  if (!seq.constraint->mask(masked_logits_)) return std::nullopt;
-  const int32_t token = seq.sampler.sample(masked_logits_);
-  seq.constraint->accept(token);
-  return token;
+  return seq.constraint->sample(seq.sampler, logits, masked_logits_);
 }
 
 void Scheduler::emit_token(Sequence& seq, const float* logits_row) {

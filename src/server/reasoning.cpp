@@ -125,15 +125,15 @@ ReasoningDelta split_reasoning(std::string_view text, bool prompt_opened_thinkin
   return out;
 }
 
-bool prompt_opens_thinking(std::string_view prompt_tail) {
+// Whether `prompt_tail`, trailing whitespace aside, ends with `tag`.
+static bool ends_with_tag(std::string_view prompt_tail, std::string_view tag) {
   while (!prompt_tail.empty() && is_space(prompt_tail.back())) prompt_tail.remove_suffix(1);
-  return prompt_tail.ends_with(kOpen);
+  return prompt_tail.ends_with(tag);
 }
 
-bool prompt_closes_thinking(std::string_view prompt_tail) {
-  while (!prompt_tail.empty() && is_space(prompt_tail.back())) prompt_tail.remove_suffix(1);
-  return prompt_tail.ends_with(kClose);
-}
+bool prompt_opens_thinking(std::string_view prompt_tail) { return ends_with_tag(prompt_tail, kOpen); }
+
+bool prompt_closes_thinking(std::string_view prompt_tail) { return ends_with_tag(prompt_tail, kClose); }
 
 std::optional<bool> parse_reasoning_format(std::string_view name) {
   if (name == "none") return false;
