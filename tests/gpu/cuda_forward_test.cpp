@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -32,6 +34,15 @@ std::unique_ptr<backend::Backend> cuda_backend() {
   auto created = cuda::create_cuda_backend(0);
   EXPECT_TRUE(created.ok()) << created.error().message;
   return created.ok() ? std::move(created).value() : nullptr;
+}
+
+// A backend made with `variable`=0 in the environment (a switch of cuda_backend.cpp), and one
+// made without it.
+std::pair<std::unique_ptr<backend::Backend>, std::unique_ptr<backend::Backend>> backends_off_and_on(const char* variable) {
+  setenv(variable, "0", 1);
+  auto off = cuda_backend();
+  unsetenv(variable);
+  return {std::move(off), cuda_backend()};
 }
 
 std::string shipped(const char* name) { return std::string(GUFO_SOURCE_MODELS_DIR) + "/" + name; }
@@ -236,10 +247,7 @@ TEST_P(CudaForwardShipped, TheSameBitsInAnyBatch) {
 // and the greedy token the device picks is the argmax of the logits.
 TEST_P(CudaForwardShipped, GraphReplaysAndDeviceArgmaxAgreeWithEagerLaunches) {
   GUFO_REQUIRE_GPU();
-  setenv("GUFO_CUDA_GRAPHS", "0", 1);
-  auto eager = cuda_backend();
-  unsetenv("GUFO_CUDA_GRAPHS");
-  auto graphs = cuda_backend();
+  auto [eager, graphs] = backends_off_and_on("GUFO_CUDA_GRAPHS");
   ASSERT_NE(eager, nullptr);
   ASSERT_NE(graphs, nullptr);
   auto m1 = engine::Model::load(shipped(GetParam()), *eager);
@@ -258,6 +266,82 @@ TEST_P(CudaForwardShipped, GraphReplaysAndDeviceArgmaxAgreeWithEagerLaunches) {
     ASSERT_TRUE(a.ok() && b.ok() && greedy.ok());
     EXPECT_EQ(*a, *b);
     EXPECT_EQ(*greedy, static_cast<int32_t>(std::max_element(b->begin(), b->end()) - b->begin()));
+  }
+}
+
+// Embeddings (/v1/embeddings) read the final normalized hidden state (GraphOutput::Hidden):
+// on CUDA each row points where the CPU's does (cosine >= 0.999; a wrong kernel gives ~0),
+// and a row is the same bits whether it comes from a prefill or from a decode step.
+TEST_P(CudaForwardShipped, EmbeddingHiddenStatesMatchTheCpuAndKeepTheirBits) {
+  GUFO_REQUIRE_GPU();
+  auto cuda = cuda_backend();
+  ASSERT_NE(cuda, nullptr);
+  cpu::CpuBackend cpu(4);
+  auto on_cuda = engine::Model::load(shipped(GetParam()), *cuda);
+  auto on_cpu = engine::Model::load(shipped(GetParam()), cpu);
+  ASSERT_TRUE(on_cuda.ok() && on_cpu.ok());
+  const model::HParams& hp = (*on_cpu)->hparams();
+  const int64_t n = 24;
+  const std::vector<int32_t> tokens = some_tokens(static_cast<int>(n), static_cast<int32_t>(hp.n_vocab), 21);
+  const auto hidden = [&](const engine::Model& m, backend::Backend& b, backend::KvCache& cache,
+                          const std::vector<int32_t>& part, int32_t start) {
+    const auto rows = static_cast<int64_t>(part.size());
+    auto graph = m.build_graph({.n_tokens = rows, .n_outputs = rows, .output = model::GraphOutput::Hidden});
+    EXPECT_TRUE(graph.ok());
+    std::vector<float> values(static_cast<size_t>(rows * hp.n_embd));
+    const Status s = b.forward(*graph, backend::Batch::sequence(part, start, true), cache, {.logits = values, .argmax = {}});
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return values;
+  };
+  const backend::KvCacheSpec spec{.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .n_ctx = 64, .n_seq = 1,
+                                  .type = DType::F16};
+  auto cuda_cache = cuda->create_kv_cache(spec);
+  auto cpu_cache = cpu.create_kv_cache(spec);
+  ASSERT_TRUE(cuda_cache.ok() && cpu_cache.ok());
+  const std::vector<float> got = hidden(**on_cuda, *cuda, **cuda_cache, tokens, 0);
+  const std::vector<float> want = hidden(**on_cpu, cpu, **cpu_cache, tokens, 0);
+  for (int64_t r = 0; r < n; ++r) {
+    double dot = 0.0, gg = 0.0, ww = 0.0;
+    for (int64_t i = r * hp.n_embd; i < (r + 1) * hp.n_embd; ++i) {
+      dot += static_cast<double>(got[static_cast<size_t>(i)]) * want[static_cast<size_t>(i)];
+      gg += static_cast<double>(got[static_cast<size_t>(i)]) * got[static_cast<size_t>(i)];
+      ww += static_cast<double>(want[static_cast<size_t>(i)]) * want[static_cast<size_t>(i)];
+    }
+    EXPECT_GE(dot / std::sqrt(gg * ww), 0.999) << "row " << r;
+  }
+  // The last row again, as a decode step after the prefix.
+  auto again = cuda->create_kv_cache(spec);
+  ASSERT_TRUE(again.ok());
+  hidden(**on_cuda, *cuda, **again, std::vector<int32_t>(tokens.begin(), tokens.end() - 1), 0);
+  const std::vector<float> last = hidden(**on_cuda, *cuda, **again, {tokens.back()}, static_cast<int32_t>(n - 1));
+  EXPECT_EQ(last, std::vector<float>(got.end() - hp.n_embd, got.end()));
+}
+
+// The fused runs (backend/cuda/fusion_plan.h: residual add + norm + quantization, q/k norm +
+// RoPE) compute exactly what the separate kernels do: a prompt, then decode steps, with
+// GUFO_CUDA_FUSE=0 and without give the same logits, bit for bit.
+TEST_P(CudaForwardShipped, FusedRunsGiveTheSeparateKernelsLogits) {
+  GUFO_REQUIRE_GPU();
+  auto [separate, fused] = backends_off_and_on("GUFO_CUDA_FUSE");
+  ASSERT_NE(separate, nullptr);
+  ASSERT_NE(fused, nullptr);
+  auto m1 = engine::Model::load(shipped(GetParam()), *separate);
+  auto m2 = engine::Model::load(shipped(GetParam()), *fused);
+  ASSERT_TRUE(m1.ok() && m2.ok());
+  const std::vector<int32_t> tokens = some_tokens(40, static_cast<int32_t>((*m1)->hparams().n_vocab), 9);
+  auto s1 = engine::Session::create(**m1, *separate, 128);
+  auto s2 = engine::Session::create(**m2, *fused, 128);
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  const std::span<const int32_t> prompt(tokens.data(), 24);
+  auto a = s1->eval(prompt, true);
+  auto b = s2->eval(prompt, true);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b) << "prompt";
+  for (size_t i = 24; i < tokens.size(); ++i) {
+    a = s1->eval(std::span<const int32_t>(&tokens[i], 1), false);
+    b = s2->eval(std::span<const int32_t>(&tokens[i], 1), false);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, *b) << "decode step " << i;
   }
 }
 

@@ -175,27 +175,30 @@ TEST(CudaMatMul, ExpertModeGivesEachExpertsProduct) {
   cpu::ThreadPool pool(4);
   std::mt19937 rng(5);
   int cases = 0;
-  for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F32, DType::F16}) {
-    const int64_t n_expert = 6, n = 48, k = 512, tokens = 13;
-    const HostWeight w = random_weight(type, n, k, rng, n_expert);
-    const std::vector<float> x = random_floats(static_cast<size_t>(tokens * k), rng);
-    // Expert e takes tokens with (token + e) % 3 == 0, ascending; expert 4 takes none.
-    std::vector<int32_t> offsets = {0}, x_rows;
-    for (int64_t e = 0; e < n_expert; ++e) {
-      for (int64_t t = 0; t < tokens; ++t) {
-        if (e != 4 && (t + e) % 3 == 0) x_rows.push_back(static_cast<int32_t>(t));
+  // 13 tokens: each expert's rows fit the small-batch tiles; 100: some take the prefill tiles.
+  for (const int64_t tokens : {13, 100}) {
+    for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::F32, DType::F16}) {
+      const int64_t n_expert = 6, n = 48, k = 512;
+      const HostWeight w = random_weight(type, n, k, rng, n_expert);
+      const std::vector<float> x = random_floats(static_cast<size_t>(tokens * k), rng);
+      // Expert e takes tokens with (token + e) % 3 == 0, ascending; expert 4 takes none.
+      std::vector<int32_t> offsets = {0}, x_rows;
+      for (int64_t e = 0; e < n_expert; ++e) {
+        for (int64_t t = 0; t < tokens; ++t) {
+          if (e != 4 && (t + e) % 3 == 0) x_rows.push_back(static_cast<int32_t>(t));
+        }
+        offsets.push_back(static_cast<int32_t>(x_rows.size()));
       }
-      offsets.push_back(static_cast<int32_t>(x_rows.size()));
+      const std::vector<float> want = cpu_expert_products(pool, w.weight, x, offsets, x_rows);
+      const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = tokens};
+      const std::vector<float> got = gpu_product(w.weight, x, tokens, &experts);
+      if (cuda::is_quantized_matmul_type(type)) {
+        EXPECT_EQ(compare(got, want).mismatches, 0u) << dtype_name(type);
+      } else {
+        EXPECT_LT(nmse(got, want), 1e-10) << dtype_name(type);
+      }
+      ++cases;
     }
-    const std::vector<float> want = cpu_expert_products(pool, w.weight, x, offsets, x_rows);
-    const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = tokens};
-    const std::vector<float> got = gpu_product(w.weight, x, tokens, &experts);
-    if (cuda::is_quantized_matmul_type(type)) {
-      EXPECT_EQ(compare(got, want).mismatches, 0u) << dtype_name(type);
-    } else {
-      EXPECT_LT(nmse(got, want), 1e-10) << dtype_name(type);
-    }
-    ++cases;
   }
   EXPECT_GT(cases, 0);
 }

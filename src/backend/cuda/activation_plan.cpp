@@ -62,7 +62,7 @@ class FirstFit {
 
 }  // namespace
 
-ActivationPlan plan_activations(const model::Graph& graph) {
+ActivationPlan plan_activations(const model::Graph& graph, const std::vector<model::NodeId>* run_end) {
   const size_t n = graph.nodes.size();
   std::vector<model::NodeId> last_use(n, model::kNoNode);
   for (size_t id = 0; id < n; ++id) {
@@ -70,23 +70,25 @@ ActivationPlan plan_activations(const model::Graph& graph) {
       if (src != model::kNoNode) last_use[static_cast<size_t>(src)] = static_cast<model::NodeId>(id);
     }
   }
+  // A buffer goes back once its last reader has run: with fused runs, once the run of that
+  // reader has (its kernel reads and writes every member's buffers at once).
+  std::vector<std::vector<size_t>> releases(n);
+  for (size_t s = 0; s < n; ++s) {
+    if (last_use[s] == model::kNoNode || static_cast<model::NodeId>(s) == graph.output) continue;
+    const model::NodeId at = run_end != nullptr ? (*run_end)[static_cast<size_t>(last_use[s])] : last_use[s];
+    releases[static_cast<size_t>(at)].push_back(s);
+  }
   ActivationPlan plan;
   plan.offsets.assign(n, kNoBuffer);
   std::vector<size_t> sizes(n, 0);
-  std::vector<bool> freed(n, false);
   FirstFit arena;
   for (size_t id = 0; id < n; ++id) {
     const model::Node& node = graph.nodes[id];
     if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
     sizes[id] = aligned_bytes(static_cast<size_t>(node.rows * node.cols) * sizeof(float));
     plan.offsets[id] = arena.take(sizes[id]);
-    for (model::NodeId src : node.src) {
-      if (src == model::kNoNode || src == graph.output) continue;
-      const auto s = static_cast<size_t>(src);
-      if (last_use[s] == static_cast<model::NodeId>(id) && plan.offsets[s] != kNoBuffer && !freed[s]) {
-        arena.give_back(plan.offsets[s], sizes[s]);
-        freed[s] = true;  // a node may read one source twice
-      }
+    for (size_t s : releases[id]) {
+      if (plan.offsets[s] != kNoBuffer) arena.give_back(plan.offsets[s], sizes[s]);
     }
   }
   plan.arena_bytes = std::max<size_t>(arena.end(), kDeviceAlign);

@@ -19,6 +19,8 @@ struct ActivationPlan {
   size_t arena_bytes = 0;
 };
 
-ActivationPlan plan_activations(const model::Graph& graph);
+// run_end (fusion_plan.h, FusionPlan::run_end), when given: the last node of each node's fused
+// run; a run's sources stay live until its last node.
+ActivationPlan plan_activations(const model::Graph& graph, const std::vector<model::NodeId>* run_end = nullptr);
 
 }  // namespace gufo::cuda

@@ -21,6 +21,7 @@
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/device_weights.h"
+#include "backend/cuda/fusion_plan.h"
 #include "backend/cuda/kv_cache.h"
 #include "backend/cuda/node_profile.h"
 #include "backend/cuda/ops/ops.h"
@@ -88,6 +89,7 @@ struct PlanKey {
 };
 
 struct Plan {
+  FusionPlan fusions;
   ActivationPlan activations;
   size_t scratch_bytes = 0;  // what every node but attention needs (node_scratch_bytes)
   // Attention's split partials follow the cache's context, so they are sized per forward.
@@ -132,6 +134,7 @@ class CudaBackend final : public backend::Backend {
                  const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) override;
   void set_graphs(bool enabled) { graphs_enabled_ = enabled; }
   void set_profile(bool enabled) { profile_ = enabled ? std::make_unique<NodeProfile>() : nullptr; }
+  void set_fusion(bool enabled) { fusion_enabled_ = enabled; }
 
  private:
   Result<const Plan*> plan_for(const model::Graph& graph, const CudaKvCache& cache);
@@ -142,6 +145,9 @@ class CudaBackend final : public backend::Backend {
                       const backend::ForwardOutputs& outputs, const backend::NodeTap* tap);
   Status launch_outputs(const model::Graph& graph, const Plan& plan, const backend::ForwardOutputs& outputs);
   Status run_node(const model::Graph& graph, size_t id, const Plan& plan, CudaKvCache& cache);
+  Status run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan);
+  Status tap_node(const model::Graph& graph, const Plan& plan, size_t id, const backend::NodeTap& tap,
+                  std::vector<float>& tapped);
   Status run_attention(const model::Graph& graph, const model::Node& node, const Plan& plan, CudaKvCache& cache,
                        float* out);
   Status run_moe(const model::Graph& graph, const model::Node& node, const Plan& plan, float* out);
@@ -187,6 +193,7 @@ class CudaBackend final : public backend::Backend {
     bool q8k = false;
   } quantized_;
   bool graphs_enabled_ = true;
+  bool fusion_enabled_ = true;
   std::unique_ptr<NodeProfile> profile_;  // GUFO_CUDA_PROFILE=1
 };
 
@@ -321,7 +328,8 @@ Result<const Plan*> CudaBackend::plan_for(const model::Graph& graph, const CudaK
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     Plan plan;
-    plan.activations = plan_activations(graph);
+    plan.fusions = plan_fusions(graph, fusion_enabled_);
+    plan.activations = plan_activations(graph, &plan.fusions.run_end);
     for (const model::Node& node : graph.nodes) {
       plan.scratch_bytes = std::max(plan.scratch_bytes, node_scratch_bytes(graph, node));
       if (node.op == model::Op::Attention) plan.attention = attention_shape(node);
@@ -514,6 +522,85 @@ Status CudaBackend::launch_outputs(const model::Graph& graph, const Plan& plan, 
   return {};
 }
 
+// A fused run (fusion_plan.h): one kernel writes every member's output.
+Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan) {
+  const auto out = [&](size_t member) { return value(plan, run.nodes[member]); };
+  const model::Node& first = graph.nodes[static_cast<size_t>(run.nodes[0])];
+  switch (run.kind) {
+    case FusionKind::AddNorm:
+    case FusionKind::Norm: {
+      const bool with_add = run.kind == FusionKind::AddNorm;
+      const model::NodeId norm_id = run.nodes.back();
+      const model::Node& norm = graph.nodes[static_cast<size_t>(norm_id)];
+      const auto& p = std::get<model::RmsNormParams>(norm.params);
+      GUFO_ASSIGN_OR_RETURN(const float* w, vector_of(src(graph, norm, 1)));
+      const bool q8k = run.quant == FusedQuant::Q8K;
+      const QuantActs acts = quant_acts_at(scratch_.get(), norm.rows, norm.cols, q8k);
+      const QuantActs* quant = run.quant != FusedQuant::None ? &acts : nullptr;
+      const float* a = with_add ? value(plan, first.src[0]) : value(plan, norm.src[0]);
+      const float* b = with_add ? value(plan, first.src[1]) : nullptr;
+      GUFO_RETURN_IF_ERROR(add_rms_norm(a, b, norm.rows, norm.cols, with_add ? out(0) : nullptr, w, p.eps,
+                                        value(plan, norm_id), quant, stream_));
+      quantized_ = quant != nullptr ? Quantized{.source = norm_id, .q8k = q8k} : Quantized{};
+      return {};
+    }
+    case FusionKind::QkNormRope: {
+      const model::Node& nq = first;
+      const model::Node& nk = graph.nodes[static_cast<size_t>(run.nodes[1])];
+      const model::Node& rq = graph.nodes[static_cast<size_t>(run.nodes[2])];
+      const auto& norm = std::get<model::RmsNormParams>(nq.params);
+      const auto& rope = std::get<model::RopeParams>(rq.params);
+      GUFO_ASSIGN_OR_RETURN(const float* q_norm, vector_of(src(graph, nq, 1)));
+      GUFO_ASSIGN_OR_RETURN(const float* k_norm, vector_of(src(graph, nk, 1)));
+      const float* factors = nullptr;
+      if (rq.src[1] != model::kNoNode) {
+        GUFO_ASSIGN_OR_RETURN(factors, vector_of(src(graph, rq, 1)));
+      }
+      const auto* ids = batch_.get<int32_t>();
+      return qk_norm_rope({.q = value(plan, nq.src[0]),
+                           .k = value(plan, nk.src[0]),
+                           .rows = nq.rows,
+                           .n_head = nq.cols / norm.group,
+                           .n_head_kv = nk.cols / norm.group,
+                           .head_dim = norm.group,
+                           .q_norm = q_norm,
+                           .k_norm = k_norm,
+                           .eps = norm.eps,
+                           .positions = ids + batch_capacity_,
+                           .theta = rope.theta,
+                           .freq_factors = factors,
+                           .q_normed = out(0),
+                           .k_normed = out(1),
+                           .q_out = out(2),
+                           .k_out = out(3)},
+                          stream_);
+    }
+    case FusionKind::SwigluQuant: {
+      const bool q8k = run.quant == FusedQuant::Q8K;
+      const QuantActs acts = quant_acts_at(scratch_.get(), first.rows, first.cols, q8k);
+      GUFO_RETURN_IF_ERROR(swiglu_quant(value(plan, first.src[0]), value(plan, first.src[1]), first.rows, first.cols,
+                                        out(0), acts, stream_));
+      quantized_ = {.source = run.nodes[0], .q8k = q8k};
+      return {};
+    }
+    case FusionKind::None:
+      break;
+  }
+  return Error{"cuda backend: unknown fused run at " + first.name};
+}
+
+Status CudaBackend::tap_node(const model::Graph& graph, const Plan& plan, size_t id, const backend::NodeTap& tap,
+                             std::vector<float>& tapped) {
+  const model::Node& node = graph.nodes[id];
+  tapped.resize(static_cast<size_t>(node.rows * node.cols));
+  GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_host_async(tapped.data(), value(plan, static_cast<model::NodeId>(id)),
+                                                   tapped.size() * sizeof(float), stream_),
+                           node.name);
+  GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), node.name);
+  tap(node, tapped);
+  return {};
+}
+
 Status CudaBackend::launch_graph(const model::Graph& graph, const Plan& plan, CudaKvCache& cache,
                                  const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) {
   std::vector<float> tapped;
@@ -521,18 +608,19 @@ Status CudaBackend::launch_graph(const model::Graph& graph, const Plan& plan, Cu
   for (size_t id = 0; id < graph.nodes.size(); ++id) {
     const model::Node& node = graph.nodes[id];
     if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
-    if (profile_ != nullptr) profile_->mark(profile_kind(graph, node), stream_);
-    if (Status s = run_node(graph, id, plan, cache); !s.ok()) {
-      return Error{node.name + ": " + s.error().message, s.error().kind};
-    }
+    const int run = plan.fusions.starts[id];
+    if (profile_ != nullptr) profile_->mark(run >= 0 ? "fused: " + profile_kind(graph, node) : profile_kind(graph, node), stream_);
+    const Status s = run >= 0 ? run_fused(graph, plan.fusions.runs[static_cast<size_t>(run)], plan)
+                              : run_node(graph, id, plan, cache);
+    if (!s.ok()) return Error{node.name + ": " + s.error().message, s.error().kind};
+    const size_t last = run >= 0 ? static_cast<size_t>(plan.fusions.runs[static_cast<size_t>(run)].nodes.back()) : id;
     if (tap != nullptr) {
-      tapped.resize(static_cast<size_t>(node.rows * node.cols));
-      GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_host_async(tapped.data(), value(plan, static_cast<model::NodeId>(id)),
-                                                       tapped.size() * sizeof(float), stream_),
-                               node.name);
-      GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), node.name);
-      (*tap)(node, tapped);
+      for (size_t member = id; member <= last; ++member) {
+        const model::Op op = graph.nodes[member].op;
+        if (op != model::Op::Weight && op != model::Op::Tokens) GUFO_RETURN_IF_ERROR(tap_node(graph, plan, member, *tap, tapped));
+      }
     }
+    id = last;
   }
   if (profile_ != nullptr) profile_->mark("outputs", stream_);
   GUFO_RETURN_IF_ERROR(launch_outputs(graph, plan, outputs));
@@ -622,6 +710,10 @@ Result<std::unique_ptr<backend::Backend>> create_cuda_backend(int index) {
   backend->set_graphs(graphs == nullptr || std::string(graphs) != "0");
   const char* profile = std::getenv("GUFO_CUDA_PROFILE");
   backend->set_profile(profile != nullptr && std::string(profile) == "1");
+  // NOTE(fusion): GUFO_CUDA_FUSE=0 runs every node alone (fusion_plan.h); the numbers are the
+  // same either way (tests/gpu/cuda_forward_test.cpp compares them), only the speed differs.
+  const char* fuse = std::getenv("GUFO_CUDA_FUSE");
+  backend->set_fusion(fuse == nullptr || std::string(fuse) != "0");
   return std::unique_ptr<backend::Backend>(std::move(backend));
 }
 

@@ -47,11 +47,16 @@ struct TraitsQ8_0 {
     float d;
     float dmin;
   };
+  static constexpr int kBlockBytes = 32;  // quants of a super-block in q (the scale is in d)
   __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
     return {quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]), 0.0f};
   }
-  __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int /*chunk*/, int kk) {
-    return load_u32(weight_row(w, row) + sb * 32 + kk);
+  __device__ static RowBlock row_block_at(const std::byte* /*block*/, const WeightView& w, int64_t row, int64_t sb) {
+    return row_block(w, row, sb);
+  }
+  __device__ static uint32_t quad_at(const std::byte* block, int /*chunk*/, int kk) { return load_u32(block + kk); }
+  __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int chunk, int kk) {
+    return quad_at(weight_row(w, row) + sb * kBlockBytes, chunk, kk);
   }
   __device__ static int scale(const RowBlock&, int, int) { return 1; }
   __device__ static int min(const RowBlock&, int) { return 0; }
@@ -83,8 +88,14 @@ struct TraitsQ45K {
   __device__ static const Block* block(const WeightView& w, int64_t row, int64_t sb) {
     return reinterpret_cast<const Block*>(weight_row(w, row)) + sb;
   }
+  static constexpr int kBlockBytes = sizeof(Block);
   __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
-    const Block* b = block(w, row, sb);
+    return row_block_at(reinterpret_cast<const std::byte*>(block(w, row, sb)), w, row, sb);
+  }
+  // From the block's bytes wherever they are (global memory, or a tile in shared memory).
+  __device__ static RowBlock row_block_at(const std::byte* bytes, const WeightView& /*w*/, int64_t /*row*/,
+                                          int64_t /*sb*/) {
+    const Block* b = reinterpret_cast<const Block*>(bytes);
     RowBlock rb;
     rb.d = quant::fp16_to_fp32(b->d);
     rb.dmin = quant::fp16_to_fp32(b->dmin);
@@ -97,7 +108,10 @@ struct TraitsQ45K {
     return rb;
   }
   __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int chunk, int kk) {
-    const Block* b = block(w, row, sb);
+    return quad_at(reinterpret_cast<const std::byte*>(block(w, row, sb)), chunk, kk);
+  }
+  __device__ static uint32_t quad_at(const std::byte* bytes, int chunk, int kk) {
+    const Block* b = reinterpret_cast<const Block*>(bytes);
     const uint32_t packed = load_u32(reinterpret_cast<const std::byte*>(b->qs) + (chunk / 2) * 32 + kk);
     uint32_t q = (packed >> (4 * (chunk & 1))) & 0x0f0f0f0fu;
     if constexpr (kFifthBit) {
@@ -153,8 +167,14 @@ struct TraitsQ6K {
     for (int j = 0; j < 16; ++j) rb.sc[j] = sc[j];
     return rb;
   }
+  static constexpr int kBlockBytes = 192;  // ql and qh of a super-block (d and scales apart)
+  __device__ static RowBlock row_block_at(const std::byte* /*block*/, const WeightView& w, int64_t row, int64_t sb) {
+    return row_block(w, row, sb);
+  }
   __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int chunk, int kk) {
-    const std::byte* base = weight_row(w, row) + sb * 192;
+    return quad_at(weight_row(w, row) + sb * kBlockBytes, chunk, kk);
+  }
+  __device__ static uint32_t quad_at(const std::byte* base, int chunk, int kk) {
     const int half = chunk / 4;
     const int quarter = chunk % 4;
     const uint32_t low = (load_u32(base + half * 64 + (quarter & 1) * 32 + kk) >> (4 * (quarter >> 1))) & 0x0f0f0f0fu;

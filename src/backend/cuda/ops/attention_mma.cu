@@ -23,6 +23,7 @@
 #include <string>
 
 #include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/async_copy.cuh"
 #include "backend/cuda/ops/attention_mma.cuh"
 #include "backend/cuda/ops/attention_split.cuh"
 
@@ -65,15 +66,9 @@ __device__ inline void ldmatrix_trans(uint32_t& b0, uint32_t& b1, const __half* 
                : "memory");
 }
 
-// 16 bytes global -> shared without a register stop; zero-filled when !valid.
-__device__ inline void copy16_async(void* dst, const void* src, bool valid) {
-  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ inline void copies_wait() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+__device__ inline void copies_commit_and_wait() {
+  copies_commit();
+  copies_wait<0>();
 }
 #endif
 
@@ -162,7 +157,7 @@ __device__ __forceinline__ void load_tile(const AttentionArgs& a, int32_t seq, i
     copy16_async(k_tile + key * T::kStride + chunk * 8, static_cast<const __half*>(a.kv.k) + at, valid);
     copy16_async(v_tile + key * T::kStride + chunk * 8, static_cast<const __half*>(a.kv.v) + at, valid);
   }
-  copies_wait();
+  copies_commit_and_wait();
   __syncthreads();
 }
 

@@ -3,7 +3,9 @@
 // bit the CPU's (backend/cpu/quant/dot_kernels.h, "Accumulation order"):
 //   for each super-block b in order:  S, M = exact int32 sums;  acc = chain(acc, b, S, M)
 // The integer sums may be split any way (they are exact); only the float chain is ordered.
-// Up to 8 activation rows (decode) go to mat_vec_q.cu, laid out for bandwidth; the same bits.
+// Up to 8 activation rows (decode) go to mat_vec_q.cu, laid out for bandwidth, and more than
+// 32 to mat_mul_q_staged.cu where the device has cp.async (these tiles remain for HIP builds);
+// the same bits.
 // Tiles: a lane group computes 16 weight rows x 8 activation rows per MMA (weights are the
 // MMA's A operand, padding columns where a batch is short); warps of a block may split the super-blocks between
 // them (kWarpsK > 1, for small batches) and hand the integer sums to warp 0, which runs the
@@ -14,36 +16,12 @@
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/ops/mat_vec_q.cuh"
+#include "backend/cuda/ops/mma_s8.cuh"
 #include "backend/cuda/ops/ops.h"
 #include "backend/cuda/quant_traits.cuh"
 
 namespace gufo::cuda {
 namespace {
-
-// c = A (16 x 32, rows of int8) x B (32 x 8), exact int32. Fragment layout of PTX
-// mma.m16n8k32 .s8: a[0] row g cols 4t.., a[1] row g+8, a[2] row g cols 16+4t.., a[3] row
-// g+8 cols 16+4t..; b[0] rows 4t.. col g, b[1] rows 16+4t..; c[0..1] row g cols 2t, 2t+1,
-// c[2..3] row g+8 (g = lane / 4, t = lane % 4).
-// (mma_k32 and mma_k16 go unused in HIP builds, which take the portable path)
-[[maybe_unused]] __device__ inline void mma_k32(int (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-#if !defined(GUFO_HIP)
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%10,%10,%10};\n"
-      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
-#endif
-}
-
-// The two k-halves of mma_k32 separately (m16n8k16 .s8: a[0] row g, a[1] row g+8, b col g).
-[[maybe_unused]] __device__ inline void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b) {
-#if !defined(GUFO_HIP)
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
-      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a0), "r"(a1), "r"(b), "r"(0));
-#endif
-}
 
 struct Args {
   WeightView w;
@@ -56,20 +34,6 @@ struct Args {
 // The activation quad (4 int8) of activation row `row` at element k.
 __device__ inline uint32_t act_quad(const QuantActs& x, int64_t row, int64_t k) {
   return *reinterpret_cast<const uint32_t*>(x.qs + row * x.k + k);
-}
-
-// f(rm, tn, i, e) for each accumulator element of a lane: row tile rm, token tile tn, fragment
-// element i (row g + 8 * (i / 2), token 2t + i % 2), flat index e.
-template <int kRm, int kTn, class F>
-__device__ __forceinline__ void for_each_element(F&& f) {
-#pragma unroll
-  for (int rm = 0; rm < kRm; ++rm) {
-#pragma unroll
-    for (int tn = 0; tn < kTn; ++tn) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) f(rm, tn, i, (rm * kTn + tn) * 4 + i);
-    }
-  }
 }
 
 // Where a lane reads and writes: its weight rows (clamped for loads), the activation row of
@@ -103,27 +67,7 @@ __device__ __forceinline__ void add_chunk(const Args& args, const LaneRows<kRm, 
       b[tn][0] = act_quad(args.x, rows.b[tn], k0 + 4 * t);
       b[tn][1] = act_quad(args.x, rows.b[tn], k0 + 16 + 4 * t);
     }
-#pragma unroll
-    for (int rm = 0; rm < kRm; ++rm) {
-#pragma unroll
-      for (int tn = 0; tn < kTn; ++tn) {
-        int* se = s + (rm * kTn + tn) * 4;
-        if constexpr (T::kSplitHalves) {
-          int lo[4], hi[4];
-          mma_k16(lo, a[rm][0], a[rm][1], b[tn][0]);
-          mma_k16(hi, a[rm][2], a[rm][3], b[tn][1]);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            se[i] += T::scale(rb[rm][i / 2], c, 0) * lo[i] + T::scale(rb[rm][i / 2], c, 1) * hi[i];
-          }
-        } else {
-          int prod[4];
-          mma_k32(prod, a[rm], b[tn]);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) se[i] += T::scale(rb[rm][i / 2], c, 0) * prod[i];
-        }
-      }
-    }
+    add_scaled_products<T, kRm, kTn>(a, b, rb, c, s);
   } else {
     // The same integers without MMA: each lane walks its own fragment's rows.
     for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
@@ -288,9 +232,13 @@ struct Config {
 using SmallBatchConfig = Config<1, 4, 1, 1, 4>;
 using PrefillConfig = Config<2, 4, 2, 2, 1>;
 
+// Past this many activation rows, mat_mul_q_staged.cu's staged tiles take over where the
+// device has them (the PrefillConfig tiles remain for HIP builds).
+constexpr int64_t kSmallBatchTokens = 32;
+
 template <class T>
 void launch_for_type(const Args& args, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
-  if (n_tokens <= 32) {
+  if (n_tokens <= kSmallBatchTokens) {
     SmallBatchConfig::launch<T>(args, n_rows, n_tokens, n_expert, stream);
   } else {
     PrefillConfig::launch<T>(args, n_rows, n_tokens, n_expert, stream);
@@ -318,6 +266,11 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
   if (x.rows == 0 || w.rows == 0 || n_tokens == 0) return {};
   if (mat_vec_q_fits(x, experts)) {
     const Status s = mat_vec_q({w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}}, stream);
+    if (!s.ok()) return Error{context + ": " + s.error().message, s.error().kind};
+    return {};
+  }
+  if (n_tokens > kSmallBatchTokens && mat_mul_q_staged_available()) {
+    const Status s = mat_mul_q_staged({w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}}, n_tokens, stream);
     if (!s.ok()) return Error{context + ": " + s.error().message, s.error().kind};
     return {};
   }

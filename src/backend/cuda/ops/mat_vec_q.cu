@@ -11,6 +11,7 @@
 // on the H200: tg128 of a Qwen3-8B shape 177 t/s against 191 (95 registers against 56, so
 // fewer warps in flight); ncu showed both latency-bound, not at the DRAM roofline.
 // Tested by tests/ops/mat_mul_test.cpp (against the CPU, bit for bit).
+#include <cstddef>
 #include <string>
 
 #include "backend/cuda/check.cuh"
@@ -61,16 +62,40 @@ struct LaneShare<TraitsQ8_0> {
   }
 };
 
+// Byte i (0..11) of a K-quant block's packed scales, held in words y, z, w of its 16-byte
+// header (x is d and dmin): register selects, so no per-lane index into memory.
+__device__ inline uint32_t scale_byte(const uint4& header, int i) {
+  const uint32_t word = i < 4 ? header.y : i < 8 ? header.z : header.w;
+  return (word >> (8 * (i & 3))) & 0xffu;
+}
+
+// quant::unpack_scale_min_k4 over the header's registers.
+__device__ inline void scale_min_k4(const uint4& header, int j, int& scale, int& min) {
+  if (j < 4) {
+    scale = static_cast<int>(scale_byte(header, j) & 63);
+    min = static_cast<int>(scale_byte(header, j + 4) & 63);
+  } else {
+    const uint32_t hi = scale_byte(header, j + 4);
+    scale = static_cast<int>((hi & 0x0f) | ((scale_byte(header, j - 4) >> 6) << 4));
+    min = static_cast<int>((hi >> 4) | ((scale_byte(header, j) >> 6) << 4));
+  }
+}
+
 // Q4_K and Q5_K: eight lanes per super-block; lane `sub` reads qs bytes sub*16.., which hold
 // elements h*16.. (h = sub % 2) of sub-block 2p (low nibbles) and 2p + 1 (high), p = sub / 2.
+// NOTE(mat_vec_q): d, dmin and the 12 scale bytes are the block's first 16 bytes: one load
+// (the same address in the group's 8 lanes) rather than a load per byte, which left the
+// kernel bound by load instructions rather than by DRAM.
 template <class Block, bool kFifthBit>
 struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
   static constexpr int kLanes = 8;
+  static_assert(offsetof(Block, scales) == 4 && sizeof(Block::scales) == 12 && sizeof(Block) % 16 == 0);
   template <int kRows>
   __device__ static void run(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
                              const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
     const Block* b = reinterpret_cast<const Block*>(weight_row(w, row)) + sb;
     const int p = sub / 2, h = sub % 2;
+    const uint4 header = load16(b);
     const uint4 packed = load16(b->qs + sub * 16);
     uint4 lo = map4(packed, [](uint32_t v) { return v & 0x0f0f0f0fu; });
     uint4 hi = map4(packed, [](uint32_t v) { return (v >> 4) & 0x0f0f0f0fu; });
@@ -81,18 +106,20 @@ struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
       hi = {hi.x | (((high.x >> (2 * p + 1)) & 0x01010101u) << 4), hi.y | (((high.y >> (2 * p + 1)) & 0x01010101u) << 4),
             hi.z | (((high.z >> (2 * p + 1)) & 0x01010101u) << 4), hi.w | (((high.w >> (2 * p + 1)) & 0x01010101u) << 4)};
     }
-    const quant::ScaleMin lo_sm = quant::unpack_scale_min_k4(2 * p, b->scales);
-    const quant::ScaleMin hi_sm = quant::unpack_scale_min_k4(2 * p + 1, b->scales);
+    int lo_scale, lo_min, hi_scale, hi_min;
+    scale_min_k4(header, 2 * p, lo_scale, lo_min);
+    scale_min_k4(header, 2 * p + 1, hi_scale, hi_min);
     const int64_t k0 = sb * 256 + 2 * p * 32 + h * 16;
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      s[t] = lo_sm.scale * dot16(lo, acts16(x, xr[t], k0)) + hi_sm.scale * dot16(hi, acts16(x, xr[t], k0 + 32));
-      // The mins once per sub-block pair: the h == 0 lane adds them.
-      const int32_t* sums = x.sum32 + xr[t] * (x.k / 32) + sb * 8 + 2 * p;
-      m[t] = h == 0 ? lo_sm.min * sums[0] + hi_sm.min * sums[1] : 0;
+      s[t] = lo_scale * dot16(lo, acts16(x, xr[t], k0)) + hi_scale * dot16(hi, acts16(x, xr[t], k0 + 32));
+      // The mins once per sub-block pair: the h == 0 lane adds them (the pair of sums is
+      // 8-byte aligned: 2p is even and a row holds k / 32, a multiple of 8, sums).
+      const int2 sums = *reinterpret_cast<const int2*>(x.sum32 + xr[t] * (x.k / 32) + sb * 8 + 2 * p);
+      m[t] = h == 0 ? lo_min * sums.x + hi_min * sums.y : 0;
     }
-    d = quant::fp16_to_fp32(b->d);
-    dmin = quant::fp16_to_fp32(b->dmin);
+    d = quant::fp16_to_fp32(static_cast<uint16_t>(header.x & 0xffffu));
+    dmin = quant::fp16_to_fp32(static_cast<uint16_t>(header.x >> 16));
   }
 };
 
@@ -135,7 +162,7 @@ struct LaneShare<TraitsQ6K> {
 
 // blockIdx: x = rows of kWarps (a warp per weight row), z = expert (expert mode).
 template <class T, int kRows>
-__global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecArgs a) {
+__global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(QuantMatMulArgs a) {
   using Share = LaneShare<T>;
   constexpr int kLanes = Share::kLanes;
   constexpr int kPerRound = 32 / kLanes;  // super-blocks side by side in one round
@@ -216,7 +243,7 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecArgs a) {
 }
 
 template <class T>
-void launch_type(const MatVecArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
+void launch_type(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
   const dim3 grid(static_cast<unsigned>((n_rows + kWarps - 1) / kWarps), 1, static_cast<unsigned>(n_expert));
   switch (n_tokens) {
     case 1: mat_vec_q_kernel<T, 1><<<grid, 32 * kWarps, 0, stream>>>(a); break;
@@ -233,7 +260,7 @@ bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts) {
   return (experts != nullptr ? experts->max_rows : x.rows) <= kMaxRows;
 }
 
-Status mat_vec_q(const MatVecArgs& args, gpu::stream_t stream) {
+Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream) {
   const int64_t n_rows = args.experts.offsets != nullptr ? args.w.rows_per_expert : args.w.rows;
   const int64_t n_tokens = args.experts.offsets != nullptr ? args.experts.max_rows : args.x.rows;
   const int64_t n_expert = args.experts.offsets != nullptr ? args.experts.n_expert : 1;

@@ -1,12 +1,13 @@
-// The small-batch path of mat_mul_q (ops.h): up to 8 activation rows (decode), the same bits
-// as the MMA tiles (mat_mul_q.cu) and the CPU. Internal to backend/cuda/ops.
+// The paths of mat_mul_q (ops.h) beside its own MMA tiles (mat_mul_q.cu), all with the same
+// bits as the CPU: mat_vec_q for up to 8 activation rows (decode), mat_mul_q_staged for more
+// than 32 (prefill). Internal to backend/cuda/ops.
 #pragma once
 
 #include "backend/cuda/ops/ops.h"
 
 namespace gufo::cuda {
 
-struct MatVecArgs {
+struct QuantMatMulArgs {
   WeightView w;
   QuantActs x;
   float* out;
@@ -15,6 +16,12 @@ struct MatVecArgs {
 };
 
 bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts);
-Status mat_vec_q(const MatVecArgs& args, gpu::stream_t stream);
+Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream);
+
+// Whether the current device runs mat_mul_q_staged (cp.async and integer mma.sync: sm_80 on;
+// never HIP builds, which keep mat_mul_q.cu's tiles).
+bool mat_mul_q_staged_available();
+// n_tokens: the activation rows (plain mode) or the largest expert's (expert mode).
+Status mat_mul_q_staged(const QuantMatMulArgs& args, int64_t n_tokens, gpu::stream_t stream);
 
 }  // namespace gufo::cuda

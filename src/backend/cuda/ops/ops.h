@@ -92,6 +92,43 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
 Status mat_mul_float(const WeightView& w, const float* x, int64_t m, int64_t ldx, float* out, int64_t ldo,
                      const ExpertRows* experts, gpu::stream_t stream);
 
+// ---- fused runs (fusion_plan.h) ---------------------------------------------------------
+
+// sum = a + b, then out = rms_norm(sum) over whole rows (group = cols), as add() and rms_norm()
+// compute them: the same bits. b null: out = rms_norm(a) (sum unused). quant non-null: the
+// rows of out are also quantized into it, as quantize_acts() does.
+Status add_rms_norm(const float* a, const float* b, int64_t rows, int64_t cols, float* sum, const float* w, float eps,
+                    float* out, const QuantActs* quant, gpu::stream_t stream);
+
+// Qwen3's attention inputs: q_normed = rms_norm(q) per head with q_norm (and k alike), then
+// q_out, k_out = rope (neox) of those at positions[row], as rms_norm() and rope() compute them.
+// Every buffer 16-byte aligned; head_dim a multiple of 8 up to 128.
+struct QkNormRopeArgs {
+  const float* q = nullptr;  // [rows, n_head * head_dim]
+  const float* k = nullptr;  // [rows, n_head_kv * head_dim]
+  int64_t rows = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  const float* q_norm = nullptr;  // [head_dim]
+  const float* k_norm = nullptr;
+  float eps = 1e-6f;
+  const int32_t* positions = nullptr;
+  float theta = 10000.0f;
+  const float* freq_factors = nullptr;  // [head_dim / 2] or null
+  float* q_normed = nullptr;
+  float* k_normed = nullptr;
+  float* q_out = nullptr;
+  float* k_out = nullptr;
+};
+bool qk_norm_rope_supports(int64_t head_dim);
+
+// out = silu(gate) * up over [rows, cols], as swiglu() computes it, and out quantized into
+// `quant` as quantize_acts() does (cols a multiple of its block).
+Status swiglu_quant(const float* gate, const float* up, int64_t rows, int64_t cols, float* out, const QuantActs& quant,
+                    gpu::stream_t stream);
+Status qk_norm_rope(const QkNormRopeArgs& args, gpu::stream_t stream);
+
 // ---- attention --------------------------------------------------------------------------
 
 // One layer of the paged KV cache in device memory: position p of a sequence whose block

@@ -7,56 +7,20 @@
 #include "backend/cuda/alignment.h"
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/ops/ops.h"
+#include "backend/cuda/ops/quantize_block.cuh"
 
 namespace gufo::cuda {
 namespace {
 
-
-
-// Rounds to the nearest integer in [-127, 127], halves away from zero; NaN becomes 0.
-__device__ int8_t to_q8(float v) {
-  if (!(v == v)) return 0;
-  const float clamped = fminf(127.0f, fmaxf(-127.0f, v));
-  return static_cast<int8_t>(lroundf(clamped));
-}
-
-// Blocks of `block` values (32 or 256); each group of 32 lanes handles one block, each lane
-// block / 32 consecutive values.
+// Blocks of `block` values (32 or 256); each group of 32 lanes handles one block.
 template <int kBlock>
 __global__ void quantize_kernel(const float* x, int64_t ldx, QuantActs out) {
-  constexpr int kPerLane = kBlock / 32;
   const int64_t blocks_per_row = out.k / kBlock;
   const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu::group_lanes) +
                         threadIdx.x / gpu::group_lanes;
   if (block >= out.rows * blocks_per_row) return;
   const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
-  const int64_t row = block / blocks_per_row;
-  const int64_t first = (block % blocks_per_row) * kBlock + lane * kPerLane;
-  float values[kPerLane];
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    values[i] = x[row * ldx + first + i];
-    amax = fmaxf(amax, fabsf(values[i]));
-  }
-  amax = gpu::group_max(amax);
-  const float d = amax / 127.0f;
-  const float inv_d = d != 0.0f ? 127.0f / amax : 0.0f;
-  int sum = 0;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int8_t q = to_q8(values[i] * inv_d);
-    out.qs[row * out.k + first + i] = q;
-    sum += q;
-  }
-  if (lane == 0) out.d[block] = d;
-  if (out.sum32 != nullptr) {
-    // Sum of each 32 quants: 32 / kPerLane lanes hold one 32-run.
-    constexpr int kLanesPer32 = 32 / kPerLane;
-#pragma unroll
-    for (int mask = 1; mask < kLanesPer32; mask *= 2) sum += gpu::shfl_xor(sum, mask);
-    if (lane % kLanesPer32 == 0) out.sum32[row * (out.k / 32) + first / 32] = sum;
-  }
+  quantize_block<kBlock>(x, ldx, block / blocks_per_row, block % blocks_per_row, lane, out);
 }
 
 }  // namespace

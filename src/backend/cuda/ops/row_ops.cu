@@ -9,6 +9,8 @@
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/ops/ops.h"
+#include "backend/cuda/ops/rms_norm.cuh"
+#include "backend/cuda/ops/silu.cuh"
 #include "backend/cuda/quant_traits.cuh"
 
 namespace gufo::cuda {
@@ -36,55 +38,20 @@ __global__ void get_rows_kernel(WeightView table, const int32_t* ids, float* out
   }
 }
 
-// kThreads threads per normalized segment (a lane group for a head's 128 values, a block
-// for a 4096-wide row): thread i sums the squares of its float4 pieces i, i + kThreads, ...
-// in order, then a fixed tree adds the threads' sums (butterfly in each group, groups in
-// order), so every segment is summed in one order whatever the batch. The loads of a thread
-// are independent, so a wide row is read with all of them in flight rather than one by one.
+// kThreads threads per normalized segment (rms_norm.cuh); the sum of squares, then the
+// scaled values.
 template <int kThreads, bool kVec4>
 __global__ void __launch_bounds__(256) rms_norm_kernel(const float* x, int64_t n_segments, int64_t cols,
                                                        const float* w, int64_t group, float eps, float* out) {
-  constexpr int kGroups = kThreads / gpu::group_lanes;
   __shared__ float group_sums[256 / gpu::group_lanes];
   const int64_t segment = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kThreads) + threadIdx.x / kThreads;
-  const int tid = static_cast<int>(threadIdx.x % kThreads);
   const int64_t per_row = cols / group;
   const bool live = segment < n_segments;
   const int64_t base = live ? (segment / per_row) * cols + (segment % per_row) * group : 0;
-  const float* in = x + base;
-  constexpr int kWidth = kVec4 ? 4 : 1;
-  const int64_t pieces = live ? group / kWidth : 0;
-  float sum_sq = 0.0f;
-  for (int64_t i = tid; i < pieces; i += kThreads) {
-    if constexpr (kVec4) {
-      const float4 v = reinterpret_cast<const float4*>(in)[i];
-      sum_sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-    } else {
-      sum_sq += in[i] * in[i];
-    }
-  }
-  sum_sq = gpu::group_sum(sum_sq);
-  if constexpr (kGroups > 1) {
-    const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
-    const int g = static_cast<int>(threadIdx.x / gpu::group_lanes);
-    if (lane == 0) group_sums[g] = sum_sq;
-    __syncthreads();
-    sum_sq = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kGroups; ++j) sum_sq += group_sums[j];
-  }
+  const int64_t pieces = live ? group / (kVec4 ? 4 : 1) : 0;
+  const float sum_sq = segment_sum_squares<kThreads, kVec4>(x + base, pieces, group_sums);
   if (!live) return;
-  const float inv_rms = 1.0f / sqrtf(sum_sq / static_cast<float>(group) + eps);
-  for (int64_t i = tid; i < pieces; i += kThreads) {
-    if constexpr (kVec4) {
-      const float4 v = reinterpret_cast<const float4*>(in)[i];
-      const float4 g = reinterpret_cast<const float4*>(w)[i];
-      reinterpret_cast<float4*>(out + base)[i] =
-          make_float4(v.x * inv_rms * g.x, v.y * inv_rms * g.y, v.z * inv_rms * g.z, v.w * inv_rms * g.w);
-    } else {
-      out[base + i] = in[i] * inv_rms * w[i];
-    }
-  }
+  scale_segment<kThreads, kVec4>(x + base, pieces, w, rms_scale(sum_sq, group, eps), out + base);
 }
 
 __global__ void add_kernel(const float* a, const float* b, int64_t n, int64_t cols, bool broadcast, float* out) {
@@ -97,8 +64,7 @@ __global__ void add_kernel(const float* a, const float* b, int64_t n, int64_t co
 __global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + expf(-g)) * up[i];
+    out[i] = silu_times(gate[i], up[i]);
   }
 }
 

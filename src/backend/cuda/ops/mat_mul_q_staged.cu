@@ -1,0 +1,241 @@
+// Integer matmul for prefill-sized batches (more than 32 activation rows), with the numbers of
+// mat_mul_q.cu: the CPU's accumulation order (exact integer sums per super-block, then the
+// float chain over the super-blocks in order), so bit for bit the CPU's result in any batch.
+// What differs is where the operands come from. mat_mul_q.cu's tiles read their MMA fragments
+// straight from global memory, 4 bytes a lane, and were bound by those loads (~43 TOPS of int8
+// on the H200). Here a block of 8 warps stages each super-block's weight rows (their bytes as
+// they lie in device memory) and activation rows in shared memory with cp.async, the next
+// super-block's copies in flight while the warps compute on this one, and every fragment,
+// scale and activation sum is read from there.
+// Block: 128 weight rows x 64 activation rows; warp (wm, wn) computes 32 x 32 of it as 2 x 4
+// MMA tiles of 16 x 8. Shared rows are padded to an odd multiple of 16 bytes (4, 12, 20 or 28
+// words mod 32), so the 8 rows x 4 words of a fragment load fall in 32 distinct banks.
+// Tested by tests/ops/mat_mul_test.cpp (against the CPU, bit for bit, batches past 32 rows).
+#include <string>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/async_copy.cuh"
+#include "backend/cuda/ops/mat_vec_q.cuh"
+#include "backend/cuda/ops/mma_s8.cuh"
+#include "backend/cuda/quant_traits.cuh"
+
+namespace gufo::cuda {
+
+#if !defined(GUFO_HIP)
+namespace {
+
+constexpr int kBM = 128;  // weight rows per block
+constexpr int kBN = 64;   // activation rows per block
+constexpr int kWarpsM = 4;
+constexpr int kWarpsN = 2;
+constexpr int kRm = 2;  // 16-row MMA tiles per warp
+constexpr int kTn = 4;  // 8-row activation tiles per warp
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+constexpr int kElems = kRm * kTn * 4;
+static_assert(kWarpsM * kRm * 16 == kBM && kWarpsN * kTn * 8 == kBN);
+
+constexpr int padded(int bytes) { return bytes % 32 == 16 ? bytes : bytes + 16; }
+
+// One stage in shared memory: weight rows [kBM][kWStride] (a super-block's bytes each),
+// activation rows [kBN][kXStride] (a super-block's quants), their scales [kBN] and, for
+// types with mins, their 32-sums [kBN][8].
+template <class T>
+struct Stage {
+  static_assert(T::kBlockBytes % 16 == 0 && T::kSuperBlock % 16 == 0);
+  static constexpr int kWStride = padded(T::kBlockBytes);
+  static constexpr int kXStride = padded(T::kSuperBlock);
+  static constexpr int kW = 0;
+  static constexpr int kX = kW + kBM * kWStride;
+  static constexpr int kDx = kX + kBN * kXStride;
+  static constexpr int kSums = kDx + kBN * 4;
+  static constexpr int kBytes = kSums + (T::kMins ? kBN * 8 * 4 : 0);
+};
+
+struct Frame {
+  int64_t x_begin, x_end;  // the activation rows of this block's expert (all rows in plain mode)
+  int64_t n_rows;          // weight rows of one expert (all rows in plain mode)
+  int64_t w_offset;        // the expert's first weight row
+  int64_t row0, tok0;      // this block's first weight row and activation row
+};
+
+__device__ inline int64_t x_row(const QuantMatMulArgs& a, const Frame& f, int64_t tok) {
+  const int64_t j = tok < f.x_end ? tok : f.x_end - 1;
+  return a.experts.x_rows != nullptr ? static_cast<int64_t>(a.experts.x_rows[j]) : j;
+}
+
+__device__ inline int64_t weight_row_of(const Frame& f, int64_t local) {
+  const int64_t r = f.row0 + local;
+  return f.w_offset + (r < f.n_rows ? r : f.n_rows - 1);
+}
+
+// Issues the copies of super-block sb into `stage` (rows past the end repeat the last one).
+template <class T>
+__device__ void stage_copies(const QuantMatMulArgs& a, const Frame& f, int64_t sb, unsigned char* stage) {
+  using S = Stage<T>;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t n_sb = a.x.k / T::kSuperBlock;
+  constexpr int kWPieces = T::kBlockBytes / 16;
+  for (int i = tid; i < kBM * kWPieces; i += kThreads) {
+    const int r = i / kWPieces, p = i % kWPieces;
+    copy16_async(stage + S::kW + r * S::kWStride + p * 16,
+                 weight_row(a.w, weight_row_of(f, r)) + sb * T::kBlockBytes + p * 16);
+  }
+  constexpr int kXPieces = T::kSuperBlock / 16;
+  for (int i = tid; i < kBN * kXPieces; i += kThreads) {
+    const int r = i / kXPieces, p = i % kXPieces;
+    copy16_async(stage + S::kX + r * S::kXStride + p * 16,
+                 a.x.qs + x_row(a, f, f.tok0 + r) * a.x.k + sb * T::kSuperBlock + p * 16);
+  }
+  if (tid < kBN) copy4_async(stage + S::kDx + tid * 4, a.x.d + x_row(a, f, f.tok0 + tid) * n_sb + sb);
+  if constexpr (T::kMins) {
+    if (tid < 2 * kBN) {
+      const int r = tid / 2, p = tid % 2;
+      copy16_async(stage + S::kSums + r * 32 + p * 16, a.x.sum32 + x_row(a, f, f.tok0 + r) * (a.x.k / 32) + sb * 8 + p * 4);
+    }
+  }
+  copies_commit();
+}
+
+// The integer sums of super-block sb for the lane's elements, then one chain step each.
+template <class T>
+__device__ void compute_stage(const QuantMatMulArgs& a, const Frame& f, int64_t sb, const unsigned char* stage,
+                              float (&acc)[kElems]) {
+  using S = Stage<T>;
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  const int wm = warp % kWarpsM, wn = warp / kWarpsM;
+  const int g = lane / 4, t = lane % 4;
+  const auto* w_tile = reinterpret_cast<const std::byte*>(stage + S::kW);
+  const unsigned char* x_tile = stage + S::kX;
+  const std::byte* rows[kRm][2];
+  typename T::RowBlock rb[kRm][2];
+#pragma unroll
+  for (int rm = 0; rm < kRm; ++rm) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int local = wm * 32 + rm * 16 + g + 8 * h;
+      rows[rm][h] = w_tile + local * S::kWStride;
+      rb[rm][h] = T::row_block_at(rows[rm][h], a.w, weight_row_of(f, local), sb);
+    }
+  }
+  int s[kElems];
+#pragma unroll
+  for (int e = 0; e < kElems; ++e) s[e] = 0;
+#pragma unroll
+  for (int c = 0; c < T::kChunks; ++c) {
+    uint32_t af[kRm][4];
+#pragma unroll
+    for (int rm = 0; rm < kRm; ++rm) {
+      af[rm][0] = T::quad_at(rows[rm][0], c, 4 * t);
+      af[rm][1] = T::quad_at(rows[rm][1], c, 4 * t);
+      af[rm][2] = T::quad_at(rows[rm][0], c, 16 + 4 * t);
+      af[rm][3] = T::quad_at(rows[rm][1], c, 16 + 4 * t);
+    }
+    uint32_t bf[kTn][2];
+#pragma unroll
+    for (int tn = 0; tn < kTn; ++tn) {
+      const unsigned char* xr = x_tile + (wn * 32 + tn * 8 + g) * S::kXStride + c * 32;
+      bf[tn][0] = *reinterpret_cast<const uint32_t*>(xr + 4 * t);
+      bf[tn][1] = *reinterpret_cast<const uint32_t*>(xr + 16 + 4 * t);
+    }
+    add_scaled_products<T, kRm, kTn>(af, bf, rb, c, s);
+  }
+  const auto* dx = reinterpret_cast<const float*>(stage + S::kDx);
+  const auto* sums = reinterpret_cast<const int32_t*>(stage + S::kSums);
+  for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
+    const int token = wn * 32 + tn * 8 + 2 * t + i % 2;
+    int m = 0;
+    if constexpr (T::kMins) {
+#pragma unroll
+      for (int sub = 0; sub < 8; ++sub) m += T::min(rb[rm][i / 2], sub) * sums[token * 8 + sub];
+    }
+    acc[e] = T::chain(acc[e], rb[rm][i / 2].d, rb[rm][i / 2].dmin, dx[token], s[e], m);
+  });
+}
+
+// blockIdx: x = weight rows / kBM, y = activation rows / kBN, z = expert (expert mode).
+template <class T>
+__global__ void __launch_bounds__(kThreads) staged_kernel(QuantMatMulArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  Frame f{0, a.x.rows, a.w.rows, 0, 0, 0};
+  if (a.experts.offsets != nullptr) {
+    const int e = static_cast<int>(blockIdx.z);
+    f.x_begin = a.experts.offsets[e];
+    f.x_end = a.experts.offsets[e + 1];
+    f.n_rows = a.w.rows_per_expert;
+    f.w_offset = static_cast<int64_t>(e) * a.w.rows_per_expert;
+  }
+  f.row0 = static_cast<int64_t>(blockIdx.x) * kBM;
+  f.tok0 = f.x_begin + static_cast<int64_t>(blockIdx.y) * kBN;
+  if (f.tok0 >= f.x_end) return;  // the whole block: no barrier is skipped by part of it
+  const int64_t n_sb = a.x.k / T::kSuperBlock;
+  float acc[kElems];
+#pragma unroll
+  for (int e = 0; e < kElems; ++e) acc[e] = 0.0f;
+  stage_copies<T>(a, f, 0, smem);
+  for (int64_t sb = 0; sb < n_sb; ++sb) {
+    unsigned char* current = smem + (sb % 2) * Stage<T>::kBytes;
+    if (sb + 1 < n_sb) {
+      // The other stage was last read in the previous step, which ended at a barrier.
+      stage_copies<T>(a, f, sb + 1, smem + ((sb + 1) % 2) * Stage<T>::kBytes);
+      copies_wait<1>();
+    } else {
+      copies_wait<0>();
+    }
+    __syncthreads();
+    compute_stage<T>(a, f, sb, current, acc);
+    __syncthreads();
+  }
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  const int wm = warp % kWarpsM, wn = warp / kWarpsM;
+  const int g = lane / 4, t = lane % 4;
+  for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
+    const int64_t r = f.row0 + wm * 32 + rm * 16 + g + 8 * (i / 2);
+    const int64_t tok = f.tok0 + wn * 32 + tn * 8 + 2 * t + i % 2;
+    if (r < f.n_rows && tok < f.x_end) a.out[tok * a.ldo + r] = acc[e];
+  });
+}
+
+template <class T>
+Status launch(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
+  constexpr int kSmem = 2 * Stage<T>::kBytes;
+  auto* kernel = staged_kernel<T>;
+  GUFO_GPU_RETURN_IF_ERROR(gpu::set_max_dynamic_shared(kernel, kSmem), "mat_mul_q_staged: shared memory");
+  const dim3 grid(static_cast<unsigned>((n_rows + kBM - 1) / kBM), static_cast<unsigned>((n_tokens + kBN - 1) / kBN),
+                  static_cast<unsigned>(n_expert));
+  kernel<<<grid, kThreads, kSmem, stream>>>(a);
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_mul_q_staged");
+  return {};
+}
+
+}  // namespace
+
+bool mat_mul_q_staged_available() {
+  int device = 0, major = 0, minor = 0;
+  if (gpu::get_device(&device) != gpu::success || gpu::compute_capability(&major, &minor, device) != gpu::success) {
+    gpu::clear_last_error();
+    return false;
+  }
+  return gpu::has_mma(major, minor);
+}
+
+Status mat_mul_q_staged(const QuantMatMulArgs& args, int64_t n_tokens, gpu::stream_t stream) {
+  const bool experts = args.experts.offsets != nullptr;
+  const int64_t n_rows = experts ? args.w.rows_per_expert : args.w.rows;
+  const int64_t n_expert = experts ? args.experts.n_expert : 1;
+  switch (args.w.type) {
+    case DType::Q8_0: return launch<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream);
+    case DType::Q4_K: return launch<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream);
+    case DType::Q5_K: return launch<TraitsQ5K>(args, n_rows, n_tokens, n_expert, stream);
+    case DType::Q6_K: return launch<TraitsQ6K>(args, n_rows, n_tokens, n_expert, stream);
+    default: return Error{"mat_mul_q_staged: not a quantized type"};
+  }
+}
+#else
+bool mat_mul_q_staged_available() { return false; }
+
+Status mat_mul_q_staged(const QuantMatMulArgs&, int64_t, gpu::stream_t) {
+  return Error{"mat_mul_q_staged: CUDA only", ErrorKind::Unsupported};
+}
+#endif
+
+}  // namespace gufo::cuda

@@ -1,0 +1,54 @@
+// One block of activation quantization (quantize_act.cu), shared with the fused norms
+// (fused_runs.cu) so that both write the same quants: the CPU's quantize_activation_q8_0 /
+// _q8_k (backend/cpu/quant/dot_scalar.cpp) with the same float operations.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/compat.cuh"
+#include "backend/cuda/ops/ops.h"
+
+namespace gufo::cuda {
+
+// Rounds to the nearest integer in [-127, 127], halves away from zero; NaN becomes 0.
+__device__ inline int8_t to_q8(float v) {
+  if (!(v == v)) return 0;
+  const float clamped = fminf(127.0f, fmaxf(-127.0f, v));
+  return static_cast<int8_t>(lroundf(clamped));
+}
+
+// Block `index` (kBlock = 32 or 256 values) of row `row` of x (row stride ldx) into `out`, by
+// the group_lanes lanes of one group: lane l takes kBlock / 32 consecutive values.
+template <int kBlock>
+__device__ inline void quantize_block(const float* x, int64_t ldx, int64_t row, int64_t index, int lane,
+                                      const QuantActs& out) {
+  constexpr int kPerLane = kBlock / 32;
+  const int64_t first = index * kBlock + lane * kPerLane;
+  float values[kPerLane];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    values[i] = x[row * ldx + first + i];
+    amax = fmaxf(amax, fabsf(values[i]));
+  }
+  amax = gpu::group_max(amax);
+  const float d = amax / 127.0f;
+  const float inv_d = d != 0.0f ? 127.0f / amax : 0.0f;
+  int sum = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int8_t q = to_q8(values[i] * inv_d);
+    out.qs[row * out.k + first + i] = q;
+    sum += q;
+  }
+  if (lane == 0) out.d[row * (out.k / kBlock) + index] = d;
+  if (out.sum32 != nullptr) {
+    // Sum of each 32 quants: 32 / kPerLane lanes hold one 32-run.
+    constexpr int kLanesPer32 = 32 / kPerLane;
+#pragma unroll
+    for (int mask = 1; mask < kLanesPer32; mask *= 2) sum += gpu::shfl_xor(sum, mask);
+    if (lane % kLanesPer32 == 0) out.sum32[row * (out.k / 32) + first / 32] = sum;
+  }
+}
+
+}  // namespace gufo::cuda
