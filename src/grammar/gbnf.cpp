@@ -2,6 +2,8 @@
 // first error is kept with its line and column, and parsing stops there.
 #include "grammar/gbnf.h"
 
+#include "grammar/gbnf_text.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -416,11 +418,7 @@ class Parser {
   std::optional<uint32_t> parse_hex(int digits) {
     uint32_t cp = 0;
     for (int i = 0; i < digits; ++i) {
-      const char h = peek();
-      const int v = h >= '0' && h <= '9'   ? h - '0'
-                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                           : -1;
+      const int v = hex_value(static_cast<unsigned char>(peek()));
       if (v < 0) {
         fail("expected " + std::to_string(digits) + " hex digits");
         return std::nullopt;

@@ -10,25 +10,12 @@
 #include "grammar/gbnf.h"
 #include "grammar/json_gbnf.h"
 #include "grammar/matcher.h"
+#include "grammar_test_util.h"
 
 namespace gufo::grammar {
 namespace {
 
-std::shared_ptr<const Grammar> parsed(std::string_view text) {
-  auto g = parse_gbnf(text);
-  if (!g.ok()) {
-    ADD_FAILURE() << g.error().message;
-    return nullptr;
-  }
-  return std::make_shared<const Grammar>(std::move(g).value());
-}
-
-// Whether the whole of `input` is a match.
-bool matches(const std::shared_ptr<const Grammar>& g, std::string_view input) {
-  if (!g) return false;
-  Matcher m(g);
-  return m.accept(input) && m.can_end();
-}
+std::shared_ptr<const Grammar> parsed(std::string_view text) { return shared_grammar(parse_gbnf(text), text); }
 
 std::string error_of(std::string_view text, const GbnfLimits& limits = {}) {
   auto g = parse_gbnf(text, limits);
