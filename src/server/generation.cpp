@@ -90,7 +90,7 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
   }
   std::shared_ptr<const grammar::Grammar> grammar;
   if (r.grammar) {
-    Result<std::shared_ptr<const grammar::Grammar>> compiled = compiled_grammar(*r.grammar);
+    Result<std::shared_ptr<const grammar::Grammar>> compiled = compiled_grammar(*r.grammar, r.grammar_syntax);
     if (!compiled.ok()) return bad_request("'" + r.grammar_param + "': " + compiled.error().message, r.grammar_param);
     grammar = std::move(compiled).value();
   }

@@ -6,7 +6,10 @@
 #include <unordered_map>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 
 namespace gufo::server {
 
@@ -30,9 +33,18 @@ Cache& cache() {
   return instance;
 }
 
+Result<grammar::Grammar> compile(const std::string& text, GrammarSyntax syntax) {
+  if (syntax == GrammarSyntax::Gbnf) return grammar::parse_gbnf(text);
+  const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return Error{"the schema is not valid JSON"};
+  return grammar::compile_json_schema(schema);
+}
+
 }  // namespace
 
-Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::string& text) {
+Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::string& source, GrammarSyntax syntax) {
+  // One key space for both syntaxes: a schema's text is never taken for GBNF.
+  const std::string text = (syntax == GrammarSyntax::Gbnf ? "g" : "s") + source;
   Cache& c = cache();
   {
     std::lock_guard lock(c.mutex);
@@ -42,7 +54,7 @@ Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::stri
     }
   }
   // Compiled outside the lock: a slow grammar does not hold up the others.
-  GUFO_ASSIGN_OR_RETURN(grammar::Grammar parsed, grammar::parse_gbnf(text));
+  GUFO_ASSIGN_OR_RETURN(grammar::Grammar parsed, compile(source, syntax));
   auto compiled = std::make_shared<const grammar::Grammar>(std::move(parsed));
   std::lock_guard lock(c.mutex);
   if (c.entries.contains(text)) return c.entries.at(text).first;

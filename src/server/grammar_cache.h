@@ -1,8 +1,9 @@
-// Compiled grammars by their text, so that a client sending the same `grammar` (or the JSON
-// mode's) with every request compiles it once. Bounded by count and by text size: the least
+// Compiled grammars by their text (GBNF, or a JSON Schema's compact JSON text), so that a
+// client sending the same `grammar`, schema or JSON mode with every request compiles it once. Bounded by count and by text size: the least
 // recently used goes first. Thread-safe. Tested through tests/functional/structured.test.mjs.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -11,7 +12,11 @@
 
 namespace gufo::server {
 
-// The grammar of GBNF `text`, compiled now or earlier; errors are parse_gbnf's.
-Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::string& text);
+enum class GrammarSyntax : uint8_t { Gbnf, JsonSchema };
+
+// The grammar of `text`, compiled now or earlier; errors are parse_gbnf's or
+// compile_json_schema's (which name the schema's offending part by its JSON pointer).
+Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::string& text,
+                                                                 GrammarSyntax syntax = GrammarSyntax::Gbnf);
 
 }  // namespace gufo::server

@@ -289,9 +289,43 @@ void parse_tools(Fields& fields, CompletionRequest& out) {
 
 namespace {
 
+// A JSON Schema constraint, compiled now (through the grammar cache, so the engine's lookup
+// finds it) so that a schema the compiler refuses is a 400 naming where it is wrong.
+void use_schema(Fields& fields, CompletionRequest& out, const ordered_json& schema, const std::string& param) {
+  if (!schema.is_object() && !schema.is_boolean()) {
+    return fields.fail("'" + param + "' must be a JSON Schema (an object or a boolean)", param, "invalid_type");
+  }
+  std::string text = schema.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  Result<std::shared_ptr<const grammar::Grammar>> compiled = compiled_grammar(text, GrammarSyntax::JsonSchema);
+  if (!compiled.ok()) return fields.fail("'" + param + "': " + compiled.error().message, param);
+  out.grammar = std::move(text);
+  out.grammar_syntax = GrammarSyntax::JsonSchema;
+  out.grammar_param = param;
+}
+
+// response_format {type: "json_schema", json_schema: {name, schema, strict}}. A missing schema
+// is the empty one (any JSON value), as OpenAI allows; strict changes nothing here, since
+// the answer always follows the schema exactly.
+void parse_json_schema_format(Fields& fields, CompletionRequest& out, const ordered_json& format) {
+  const auto spec = format.find("json_schema");
+  if (spec == format.end() || !spec->is_object()) {
+    return fields.fail("'response_format.json_schema' must be an object with the 'schema'", "response_format.json_schema",
+                       "invalid_type");
+  }
+  if (const auto name = spec->find("name"); name != spec->end() && !name->is_string()) {
+    return fields.fail("'response_format.json_schema.name' must be a string", "response_format.json_schema.name",
+                       "invalid_type");
+  }
+  if (const auto strict = spec->find("strict"); strict != spec->end() && !strict->is_null() && !strict->is_boolean()) {
+    return fields.fail("'response_format.json_schema.strict' must be a boolean", "response_format.json_schema.strict",
+                       "invalid_type");
+  }
+  const auto schema = spec->find("schema");
+  use_schema(fields, out, schema != spec->end() ? *schema : ordered_json(true), "response_format.json_schema.schema");
+}
+
 // What the answer is constrained to: OpenAI's response_format, or llama.cpp's 'grammar' (GBNF
-// text; empty means none, as in llama.cpp). A constraint Gufo cannot apply yet is refused,
-// never silently left out.
+// text; empty means none, as in llama.cpp) or 'json_schema'. One of them at most.
 void parse_constraint(Fields& fields, CompletionRequest& out) {
   if (const ordered_json* format = fields.get("response_format"); format != nullptr && !fields.failed()) {
     const auto type = format->is_object() ? format->find("type") : format->end();
@@ -299,15 +333,14 @@ void parse_constraint(Fields& fields, CompletionRequest& out) {
       return fields.fail("'response_format' must be an object with a string 'type'", "response_format", "invalid_type");
     }
     if (*type == "json_object") {
-      if (format->contains("schema")) {  // llama.cpp's extension: a schema beside json_object
-        return fields.fail("'response_format.schema' is not supported yet (json_object without one is)",
-                           "response_format.schema", "unsupported_value");
+      if (const auto schema = format->find("schema"); schema != format->end()) {  // llama.cpp's extension
+        use_schema(fields, out, *schema, "response_format.schema");
+      } else {
+        out.grammar = std::string(grammar::kJsonObjectGbnf);
+        out.grammar_param = "response_format";
       }
-      out.grammar = std::string(grammar::kJsonObjectGbnf);
-      out.grammar_param = "response_format";
     } else if (*type == "json_schema") {
-      return fields.fail("'response_format' of type json_schema is not supported yet (json_object and 'grammar' are)",
-                         "response_format.json_schema", "unsupported_value");
+      parse_json_schema_format(fields, out, *format);
     } else if (*type != "text") {
       return fields.fail("'response_format.type' must be text, json_object or json_schema, not " + type->dump(),
                          "response_format.type");
@@ -318,9 +351,11 @@ void parse_constraint(Fields& fields, CompletionRequest& out) {
     out.grammar = *gbnf;
     out.grammar_param = "grammar";
   }
-  if (fields.get("json_schema") != nullptr && !fields.failed()) {
-    fields.fail("'json_schema' is not supported yet (response_format json_object and 'grammar' are)", "json_schema",
-                "unsupported_value");
+  if (const ordered_json* schema = fields.get("json_schema"); schema != nullptr && !fields.failed()) {
+    if (out.grammar) {
+      return fields.fail("give one of 'response_format', 'grammar' and 'json_schema', not several", "json_schema");
+    }
+    use_schema(fields, out, *schema, "json_schema");
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "engine/sampler.h"
 #include "server/api_error.h"
+#include "server/grammar_cache.h"
 
 namespace gufo::server {
 
@@ -59,8 +60,10 @@ struct CompletionRequest {
   bool logprobs = false;
   int32_t top_logprobs = 0;
   bool echo = false;                             // completions: not supported when true
-  // The answer's constraint as GBNF: response_format json_object's, or llama.cpp's 'grammar'.
+  // The answer's constraint: GBNF (response_format json_object's, or llama.cpp's 'grammar') or
+  // a JSON Schema's text (response_format json_schema, or llama.cpp's 'json_schema').
   std::optional<std::string> grammar;
+  GrammarSyntax grammar_syntax = GrammarSyntax::Gbnf;
   std::string grammar_param;                     // the field it came from, for errors
 };
 

@@ -164,7 +164,15 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
   if (const ordered_json* max = json_member(body, "max_output_tokens")) chat["max_tokens"] = *max;
   // text.format is the Responses API's response_format ({type: text | json_object | json_schema}).
   if (const ordered_json* text = json_member(body, "text")) {
-    if (const ordered_json* format = json_member(*text, "format")) chat["response_format"] = *format;
+    if (const ordered_json* format = json_member(*text, "format")) {
+      chat["response_format"] = *format;
+      // {type: "json_schema", name, schema, strict} is flat here; chat's nests it in json_schema.
+      if (format->is_object() && format->value("type", ordered_json()) == "json_schema") {
+        ordered_json nested = *format;
+        nested.erase("type");
+        chat["response_format"] = ordered_json{{"type", "json_schema"}, {"json_schema", std::move(nested)}};
+      }
+    }
   }
   for (const char* key : {"model", "stream", "temperature", "top_p", "user"}) {
     if (const ordered_json* value = json_member(body, key)) chat[key] = *value;
@@ -182,6 +190,9 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
     if (e->param == "max_tokens") e->param = "max_output_tokens";
     // The chat field's name, as the client wrote it here.
     for (std::string* text : {&e->param, &e->message}) {
+      if (const size_t at = text->find("response_format.json_schema"); at != std::string::npos) {
+        text->replace(at, std::string_view("response_format.json_schema").size(), "text.format");
+      }
       if (const size_t at = text->find("response_format"); at != std::string::npos) {
         text->replace(at, std::string_view("response_format").size(), "text.format");
       }

@@ -198,3 +198,49 @@ TEST(OpenAiRequest, BadToolsAndToolChoicesNameTheField) {
 
 }  // namespace
 }  // namespace gufo::server
+
+namespace gufo::server {
+namespace {
+
+std::string message_of(const ParsedRequest& r) {
+  return std::holds_alternative<ApiError>(r) ? std::get<ApiError>(r).message : "<accepted>";
+}
+
+TEST(OpenAiRequest, JsonSchemaFromResponseFormatOrLlamaCppsField) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  const CompletionRequest openai = ok(chat("{" + messages + R"(, "response_format": {"type": "json_schema",
+    "json_schema": {"name": "person", "strict": true, "schema": {"type": "object",
+      "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}}}})"));
+  ASSERT_TRUE(openai.grammar.has_value());
+  EXPECT_EQ(openai.grammar_syntax, GrammarSyntax::JsonSchema);
+  EXPECT_EQ(openai.grammar_param, "response_format.json_schema.schema");
+  EXPECT_EQ(*openai.grammar,
+            R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false})");
+  const CompletionRequest llama = ok(chat("{" + messages + R"(, "json_schema": {"type": "integer"}})"));
+  EXPECT_EQ(llama.grammar_syntax, GrammarSyntax::JsonSchema);
+  EXPECT_EQ(llama.grammar_param, "json_schema");
+  const CompletionRequest beside = ok(chat("{" + messages + R"(, "response_format": {"type": "json_object",
+    "schema": {"type": "array"}}})"));
+  EXPECT_EQ(beside.grammar_param, "response_format.schema");
+  const CompletionRequest no_schema = ok(chat("{" + messages + R"(, "response_format": {"type": "json_schema",
+    "json_schema": {"name": "any"}}})"));
+  EXPECT_EQ(no_schema.grammar, "true");
+}
+
+TEST(OpenAiRequest, ABadJsonSchemaIsA400WithItsPath) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  const auto bad = chat("{" + messages + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x",
+    "schema": {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}}}}})");
+  EXPECT_EQ(param_of(bad), "response_format.json_schema.schema");
+  EXPECT_EQ(message_of(bad), "'response_format.json_schema.schema': #/properties/tags: 'uniqueItems' is not supported");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "json_schema": {"$ref": "#/$defs/none"}})")), "json_schema");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "json_schema": 3})")), "json_schema");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "response_format": {"type": "json_schema"}})")),
+            "response_format.json_schema");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "response_format": {"type": "json_schema",
+    "json_schema": {"name": 1, "schema": {}}}})")), "response_format.json_schema.name");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "grammar": "root ::= \"a\"", "json_schema": {}})")), "json_schema");
+}
+
+}  // namespace
+}  // namespace gufo::server

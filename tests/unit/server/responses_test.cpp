@@ -99,3 +99,23 @@ TEST(ResponsesStream, SequenceNumbersItemsAndTheFinalResponse) {
 
 }  // namespace
 }  // namespace gufo::server
+
+namespace gufo::server {
+namespace {
+
+TEST(ResponsesRequest, TextFormatJsonSchemaIsFlatAndErrorsNameIt) {
+  const ordered_json good = ordered_json::parse(R"({"input": "hi", "text": {"format": {"type": "json_schema",
+    "name": "n", "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}}})");
+  auto parsed = parse_responses_request(good, nullptr, RequestLimits{.n_vocab = 100});
+  ASSERT_TRUE(std::holds_alternative<ResponsesRequest>(parsed)) << std::get<ApiError>(parsed).message;
+  EXPECT_EQ(std::get<ResponsesRequest>(parsed).request.grammar_syntax, GrammarSyntax::JsonSchema);
+  const ordered_json bad = ordered_json::parse(R"({"input": "hi", "text": {"format": {"type": "json_schema",
+    "name": "n", "schema": {"type": "object", "properties": {"a": {"not": {}}}}}}})");
+  auto refused = parse_responses_request(bad, nullptr, RequestLimits{.n_vocab = 100});
+  ASSERT_TRUE(std::holds_alternative<ApiError>(refused));
+  EXPECT_EQ(std::get<ApiError>(refused).param, "text.format.schema");
+  EXPECT_EQ(std::get<ApiError>(refused).message, "'text.format.schema': #/properties/a: 'not' is not supported");
+}
+
+}  // namespace
+}  // namespace gufo::server
