@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
@@ -17,6 +19,7 @@
 #include "engine/model.h"
 #include "engine/validate_prefill.h"
 #include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::cli {
@@ -32,7 +35,8 @@ struct RunOptions {
   std::vector<std::string> stop;
   bool validate_prefill = false;
   SamplerFlags sampler;
-  std::string grammar_path;  // GBNF: only what it allows is generated
+  std::string grammar_path;      // GBNF: only what it allows is generated
+  std::string json_schema_path;  // or a JSON Schema: only JSON it accepts
 };
 
 // After the text, as llama.cpp does: how fast the prompt was read and the answer written.
@@ -62,6 +66,23 @@ int report_prefill(const engine::PrefillReport& report) {
   }
   std::fprintf(stderr, "validate-prefill: ok\n");
   return 0;
+}
+
+// The grammar of --grammar (GBNF) or --json-schema (JSON Schema); errors name the file.
+Result<grammar::Grammar> load_constraint(const RunOptions& options) {
+  const bool gbnf = !options.grammar_path.empty();
+  const std::string& path = gbnf ? options.grammar_path : options.json_schema_path;
+  GUFO_ASSIGN_OR_RETURN(const std::string text, read_file(path));
+  Result<grammar::Grammar> compiled = Error{""};
+  if (gbnf) {
+    compiled = grammar::parse_gbnf(text);
+  } else {
+    const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) return Error{path + ": not valid JSON (--json-schema wants a JSON Schema)"};
+    compiled = grammar::compile_json_schema(schema);
+  }
+  if (!compiled.ok()) return Error{path + ": " + compiled.error().message};
+  return compiled;
 }
 
 int run_run(const RunOptions& options) {
@@ -99,12 +120,10 @@ int run_run(const RunOptions& options) {
   generate.n_predict = options.n_predict;
   generate.stop = options.stop;
   generate.sampler = resolve_sampler(options.sampler, "gufo run");
-  if (!options.grammar_path.empty()) {
-    Result<std::string> text = read_file(options.grammar_path);
-    if (!text.ok()) return report_error(text.error());
-    Result<grammar::Grammar> parsed = grammar::parse_gbnf(*text);
-    if (!parsed.ok()) return report_error(Error{options.grammar_path + ": " + parsed.error().message});
-    generate.grammar = std::make_shared<const grammar::Grammar>(std::move(parsed).value());
+  if (!options.grammar_path.empty() || !options.json_schema_path.empty()) {
+    Result<grammar::Grammar> constraint = load_constraint(options);
+    if (!constraint.ok()) return report_error(constraint.error());
+    generate.grammar = std::make_shared<const grammar::Grammar>(std::move(constraint).value());
   }
   if (options.sampler.verbose) std::fprintf(stderr, "gufo run: on %s\n", backend.capabilities().device.c_str());
   auto result = engine::generate(*session, *tok, prompt, generate, [](std::string_view text) {
@@ -132,7 +151,10 @@ Command register_run(CLI::App& root) {
   add_backend_flags(*app, o->backend);
   add_sampler_flags(*app, o->sampler);
   app->add_option("--stop", o->stop, "stop before this text (repeatable)");
-  app->add_option("--grammar", o->grammar_path, "a GBNF grammar file (llama.cpp's syntax): generate only what it allows");
+  CLI::Option* grammar =
+      app->add_option("--grammar", o->grammar_path, "a GBNF grammar file (llama.cpp's syntax): generate only what it allows");
+  app->add_option("--json-schema", o->json_schema_path, "a JSON Schema file: generate only JSON that it accepts")
+      ->excludes(grammar);
   app->add_flag("--validate-prefill", o->validate_prefill,
                 "check batch prefill against token-by-token decoding first");
   return Command{app, [o] { return run_run(*o); }};

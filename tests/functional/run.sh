@@ -9,7 +9,7 @@
 # models/gufo-tiny-q8_0.gguf) choose what is tested. Installs the pinned client on first use.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if [[ ! -d "$here/node_modules/openai" || ! -d "$here/node_modules/@anthropic-ai/sdk" || ! -d "$here/node_modules/puppeteer-core" ]]; then
+if [[ ! -d "$here/node_modules/openai" || ! -d "$here/node_modules/@anthropic-ai/sdk" || ! -d "$here/node_modules/puppeteer-core" || ! -d "$here/node_modules/ajv" ]]; then
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 profiles=("$@")

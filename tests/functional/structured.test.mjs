@@ -1,14 +1,16 @@
 // Profile `structured`: constrained decoding through OpenAI's client. `response_format:
 // {type: "json_object"}` gives JSON objects every time, whole and streamed, at any
 // temperature, with n > 1 and beside other requests (whose answers it does not change);
-// llama.cpp's `grammar` field (GBNF) is obeyed on both routes; a grammar that needs more
-// than max_tokens ends with finish_reason length; what cannot be applied yet (json_schema) or
-// does not parse is a 400 naming the field.
+// llama.cpp's `grammar` field (GBNF) is obeyed on both routes; `json_schema` (response_format,
+// llama.cpp's field, the Responses API's text.format) gives answers that ajv validates against
+// the schema; a grammar that needs more than max_tokens ends with finish_reason length; a
+// schema or grammar that cannot be applied is a 400 naming the field and where it is wrong.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Ajv2020 from 'ajv/dist/2020.js';
 import { startServer, collectStream } from './lib/harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -114,14 +116,21 @@ test('what cannot be applied or does not parse is a 400 naming the field', async
   const cases = [
     [{ grammar: 'root ::= value' }, 'grammar', /grammar:1:10: rule 'value' is used but never defined/],
     [{ grammar: 'root ::= "a" | ' + '('.repeat(300) }, 'grammar', /parentheses nest deeper/],
-    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format.json_schema',
-      /not supported yet/],
+    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object',
+      properties: { a: { type: 'array', uniqueItems: true } } } } } }, 'response_format.json_schema.schema',
+      /#\/properties\/a: 'uniqueItems' is not supported/],
+    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { $ref: '#/$defs/none' } } } },
+      'response_format.json_schema.schema', /'\$ref' #\/\$defs\/none names nothing/],
+    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object',
+      properties: { next: { $ref: '#' } }, required: ['next'] } } } }, 'response_format.json_schema.schema',
+      /no finite instance/],
     [{ response_format: { type: 'yaml' } }, 'response_format.type', /text, json_object or json_schema/],
     [{ response_format: 'json' }, 'response_format', /object with a string 'type'/],
     [{ response_format: { type: 'json_object' }, grammar: 'root ::= "a"' }, 'grammar', /not both/],
-    [{ json_schema: { type: 'object' } }, 'json_schema', /not supported yet/],
-    [{ response_format: { type: 'json_object', schema: { type: 'object' } } }, 'response_format.schema',
-      /not supported yet/],
+    [{ json_schema: { type: 'array', maxItems: 1e9 } }, 'json_schema', /#\/maxItems: 1000000000 is above the limit/],
+    [{ response_format: { type: 'json_object', schema: { type: 'string', pattern: '(?<=a)b' } } },
+      'response_format.schema', /lookbehind/],
+    [{ grammar: 'root ::= "a"', json_schema: { type: 'object' } }, 'json_schema', /not several/],
   ];
   for (const [extra, param, message] of cases) {
     await assert.rejects(client.chat.completions.create({ messages, max_tokens: 4, ...extra }), (e) => {
@@ -139,17 +148,123 @@ test('what cannot be applied or does not parse is a 400 naming the field', async
     (await client.chat.completions.create(plain)).choices[0].message.content);
 });
 
-test('the Responses API: text.format json_object constrains, json_schema is a 400 naming text.format', async () => {
+test('the Responses API: text.format json_object and json_schema constrain; a bad schema names text.format', async () => {
   const answer = await client.responses.create({
     input: prompts[0], text: { format: { type: 'json_object' } }, max_output_tokens: 200, temperature: 0,
   });
   assertJsonObject(answer.output_text.trim(), 'responses');
+  const schema = schemas.person;
+  const structured = await client.responses.create({
+    input: prompts[0], text: { format: { type: 'json_schema', name: 'person', schema, strict: true } },
+    max_output_tokens: 200, temperature: 0.7, ...noThinking,
+  });
+  if (structured.status === 'completed') assertValid(structured.output_text, schema, 'responses json_schema');
   await assert.rejects(client.responses.create({
-    input: prompts[0], text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object' } } },
+    input: prompts[0], text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object', not: {} } } },
   }), (e) => {
     assert.equal(e.status, 400);
-    assert.equal(e.error?.param ?? e.param, 'text.format.json_schema');
-    assert.match(e.message, /'text.format' of type json_schema is not supported yet/);
+    assert.equal(e.error?.param ?? e.param, 'text.format.schema');
+    assert.match(e.message, /'text.format.schema': #: 'not' is not supported/);
     return true;
   });
+});
+
+// Schemas as OpenAI's structured-output guide writes them (strict: every property required,
+// no additional ones), with bounded strings so that the small model finishes its answers.
+const schemas = {
+  person: {
+    type: 'object',
+    properties: {
+      name: { type: 'string', maxLength: 24 },
+      age: { type: 'integer', minimum: 0, maximum: 120 },
+      email: { anyOf: [{ type: 'string', format: 'email' }, { type: 'null' }] },
+    },
+    required: ['name', 'age', 'email'],
+    additionalProperties: false,
+  },
+  steps: {
+    type: 'object',
+    properties: {
+      steps: { type: 'array', minItems: 1, maxItems: 3, items: { $ref: '#/$defs/step' } },
+      verdict: { enum: ['yes', 'no', 'unsure'] },
+    },
+    required: ['steps', 'verdict'],
+    additionalProperties: false,
+    $defs: {
+      step: {
+        type: 'object',
+        properties: { n: { type: 'integer', minimum: 1, maximum: 9 }, ok: { type: 'boolean' },
+          tag: { type: 'string', pattern: '^[a-z]{1,8}$' } },
+        required: ['n', 'ok', 'tag'],
+        additionalProperties: false,
+      },
+    },
+  },
+  list: {
+    $defs: {
+      node: {
+        type: 'object',
+        properties: { v: { type: 'integer', minimum: -5, maximum: 5 },
+          next: { anyOf: [{ $ref: '#/$defs/node' }, { type: 'null' }] } },
+        required: ['v', 'next'],
+        additionalProperties: false,
+      },
+    },
+    $ref: '#/$defs/node',
+  },
+  day: { type: 'object', properties: { date: { type: 'string', format: 'date' }, tags: { type: 'array',
+    items: { type: 'string', maxLength: 6 }, maxItems: 2 } }, required: ['date'], additionalProperties: false },
+};
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+// ajv-formats is not a dependency: the formats these schemas use, as json_schema.h defines them.
+ajv.addFormat('email', /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$/);
+ajv.addFormat('date', {
+  validate: (s) => /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) &&
+    new Date(`${s}T00:00:00Z`).toISOString().startsWith(s),
+});
+
+function assertValid(text, schema, where) {
+  let value;
+  assert.doesNotThrow(() => { value = JSON.parse(text); }, `${where}: not JSON: ${JSON.stringify(text)}`);
+  const validate = ajv.compile(schema);
+  assert.ok(validate(value), `${where}: ${text} fails its schema: ${ajv.errorsText(validate.errors)}`);
+}
+
+test('json_schema: every finished answer validates with ajv, whole and streamed, n > 1, three request forms', async () => {
+  let finished = 0;
+  let total = 0;
+  const forms = [
+    (schema) => ({ response_format: { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } } }),
+    (schema) => ({ json_schema: schema }),  // llama.cpp's field
+    (schema) => ({ response_format: { type: 'json_object', schema } }),  // llama.cpp's extension
+  ];
+  await Promise.all(Object.entries(schemas).map(async ([name, schema], s) => {
+    const messages = [{ role: 'user', content: `${prompts[s % prompts.length]} Answer as JSON.` }];
+    const form = forms[s % forms.length];
+    const whole = await client.chat.completions.create({ messages, n: 3, temperature: 0.9, seed: s, max_tokens: 200,
+      ...form(schema), ...noThinking });
+    for (const choice of whole.choices) {
+      ++total;
+      if (choice.finish_reason !== 'stop') continue;
+      ++finished;
+      assertValid(choice.message.content, schema, `${name} choice ${choice.index}`);
+    }
+    const streamed = await collectStream(await client.chat.completions.create({
+      messages, temperature: 0.9, seed: 50 + s, stream: true, max_tokens: 200, ...form(schema), ...noThinking,
+    }));
+    ++total;
+    if (streamed.finish === 'stop') {
+      ++finished;
+      assertValid(streamed.text, schema, `${name} streamed`);
+    }
+    const completion = await client.completions.create({ prompt: `${name} as JSON:`, max_tokens: 200, temperature: 0.9,
+      seed: 90 + s, json_schema: schema });
+    ++total;
+    if (completion.choices[0].finish_reason === 'stop') {
+      ++finished;
+      assertValid(completion.choices[0].text, schema, `${name} completion`);
+    }
+  }));
+  assert.ok(finished >= total / 2, `${finished} of ${total} finished`);
 });

@@ -142,6 +142,35 @@ TEST_F(GenerationCli, RunGrammarAllowsOnlyWhatItMatches) {
   }
 }
 
+TEST_F(GenerationCli, RunJsonSchemaGivesJsonTheSchemaAccepts) {
+  std::ofstream(dir() / "answer.json") << R"({"type": "object", "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"], "additionalProperties": false})";
+  for (const char* seed : {"1", "2"}) {
+    const Output result = gufo("run -m " + model("tiny-qwen3") + " -p 'Hello world' -n 40 --temp 1.5 --seed " + seed +
+                               " --json-schema " + (dir() / "answer.json").string());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    // The only whitespace a model can add is bounded: strip it and one answer is left.
+    std::string compact;
+    for (const char c : result.out) {
+      if (c != ' ' && c != '\n' && c != '\t') compact += c;
+    }
+    EXPECT_TRUE(compact == R"({"ok":true})" || compact == R"({"ok":false})") << result.out;
+  }
+  std::ofstream(dir() / "bad.json") << R"({"type": "array", "uniqueItems": true})";
+  std::ofstream(dir() / "broken.json") << "{";
+  for (const char* name : {"bad.json", "broken.json", "none.json"}) {
+    const std::string path = (dir() / name).string();
+    const Output bad = gufo("run -m " + model("tiny-qwen3") + " -p hi --json-schema " + path);
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_EQ(lines(bad.err), 1) << bad.err;
+    EXPECT_NE(bad.err.find(path + ": "), std::string::npos) << bad.err;
+  }
+  const Output both = gufo("run -m " + model("tiny-qwen3") + " -p hi --json-schema " + (dir() / "answer.json").string() +
+                           " --grammar " + (dir() / "answer.json").string());
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+}
+
 TEST_F(GenerationCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
   const std::string run = "run -m " + model("tiny-qwen3") + " -p hi ";
   const std::string chat = "chat -m " + model("tiny-qwen3") + " ";
