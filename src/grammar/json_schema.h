@@ -14,7 +14,8 @@
 //    (title, description, ...) and unknown keywords are ignored, as the specification says.
 // Strings under `pattern`, `format` or `enum`/`const` use canonical escapes only (gbnf_text.h);
 // other strings take every JSON escape, and minLength/maxLength count code points (a
-// surrogate pair escape is one). Integers are "n" or "n.0...": 1.0 is an integer in JSON Schema.
+// surrogate pair escape is one). Integers are "n" or "n.0...": 1.0 is an integer in JSON Schema;
+// an integer in exponent form (1e+52) is refused, stricter than the specification.
 // Tested by tests/unit/grammar/json_schema_test.cpp and json_schema_suite_test.cpp.
 #pragma once
 
