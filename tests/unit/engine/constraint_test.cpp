@@ -12,6 +12,7 @@
 #include "engine/constraint.h"
 #include "engine/sampler.h"
 #include "grammar/gbnf.h"
+#include "grammar/trigger.h"
 
 namespace gufo::engine {
 namespace {
@@ -91,6 +92,70 @@ TEST(Constraint, ADeadEndIsReported) {
   Constraint c(std::make_shared<const grammar::Grammar>(std::move(g).value()), trie(), {}, false, false);
   c.accept(kYes);
   EXPECT_EQ(allowed(c), (std::vector<int32_t>{-1}));
+}
+
+// A lazy grammar (grammar/trigger.h): free text until "<tool_call>", then only "{}".
+namespace lazy {
+constexpr int32_t kHi = 0, kSpace = 1, kCall = 2, kLt = 3, kRestOfCall = 4, kBraces = 5, kCallX = 6, kCallBraces = 7,
+                  kThink = 8, kUnthink = 9, kFinish = 10, kN = 11;
+
+std::shared_ptr<const grammar::TokenTrie> lazy_trie() {
+  return std::make_shared<const grammar::TokenTrie>(
+      std::vector<std::string>{"hi", " ", "<tool_call>", "<", "tool_call>", "{}", "<tool_call>x", "<tool_call>{}",
+                               "<think>", "</think>", ""},
+      std::vector<int32_t>{kFinish});
+}
+
+std::shared_ptr<const grammar::Grammar> lazy_grammar() {
+  Result<std::string> free = grammar::text_until_trigger_gbnf("free", "<tool_call>", "rest");
+  EXPECT_TRUE(free.ok());
+  auto g = grammar::parse_gbnf("root ::= free-0\nrest ::= \"{}\"\n" + *free);
+  EXPECT_TRUE(g.ok()) << g.error().message;
+  return std::make_shared<const grammar::Grammar>(std::move(g).value());
+}
+
+std::vector<int32_t> lazy_allowed(Constraint& c) {
+  std::vector<float> logits(kN, 1.0f);
+  if (!c.mask(logits)) return {-1};
+  std::vector<int32_t> out;
+  for (int32_t id = 0; id < kN; ++id) {
+    if (!std::isinf(logits[static_cast<size_t>(id)])) out.push_back(id);
+  }
+  return out;
+}
+}  // namespace lazy
+
+TEST(Constraint, LazyGrammarIsFreeUntilTheTriggerThenConstrained) {
+  using namespace lazy;
+  Constraint c(lazy_grammar(), lazy_trie(), {.open = kThink, .close = kUnthink}, false, false);
+  // Free: anything, and the end, but not a token that carries the trigger into a wrong rest.
+  const std::vector<int32_t> free = {kHi, kSpace, kCall, kLt, kRestOfCall, kBraces, kCallBraces, kThink, kUnthink, kFinish};
+  EXPECT_EQ(lazy_allowed(c), free);
+  c.accept(kHi);
+  c.accept(kSpace);
+  EXPECT_EQ(lazy_allowed(c), free);
+  c.accept(kCall);
+  EXPECT_EQ(lazy_allowed(c), (std::vector<int32_t>{kBraces}));
+  c.accept(kBraces);
+  EXPECT_EQ(lazy_allowed(c), (std::vector<int32_t>{kFinish}));
+  // The trigger spelled in two tokens triggers too.
+  Constraint split(lazy_grammar(), lazy_trie(), {}, false, false);
+  split.accept(kLt);
+  split.accept(kRestOfCall);
+  EXPECT_EQ(lazy_allowed(split), (std::vector<int32_t>{kBraces}));
+}
+
+TEST(Constraint, LazyGrammarAfterFreeThinking) {
+  using namespace lazy;
+  Constraint c(lazy_grammar(), lazy_trie(), {.open = kThink, .close = kUnthink}, true, false);
+  c.accept(kThink);
+  c.accept(kCallX);  // inside the thoughts, the trigger is just text
+  EXPECT_EQ(lazy_allowed(c).size(), static_cast<size_t>(kN - 1));  // free, but no end
+  c.accept(kUnthink);
+  c.accept(kHi);
+  EXPECT_EQ(lazy_allowed(c).back(), kFinish);
+  c.accept(kCall);
+  EXPECT_EQ(lazy_allowed(c), (std::vector<int32_t>{kBraces}));
 }
 
 }  // namespace
