@@ -166,6 +166,11 @@ std::string anthropic_param(const std::string& param) {
   if (param == "stop") return "stop_sequences";
   if (param == "tool_choice.function.name") return "tool_choice.name";
   if (param == "chat_template_kwargs.enable_thinking") return "thinking";
+  if (param == "parallel_tool_calls") return "tool_choice.disable_parallel_tool_use";
+  // tools[3].function.parameters -> tools.3.input_schema
+  if (param.starts_with("tools[") && param.ends_with("].function.parameters")) {
+    return "tools." + param.substr(6, param.find(']') - 6) + ".input_schema";
+  }
   return param;
 }
 
@@ -201,6 +206,10 @@ ParsedRequest parse_anthropic_request(const ordered_json& body, const RequestLim
   }
   if (const ordered_json* choice = json_member(body, "tool_choice")) {
     if (std::optional<ordered_json> converted = convert_tool_choice(*choice, problem)) openai["tool_choice"] = *converted;
+    // disable_parallel_tool_use: at most one tool_use block (the tool grammar allows one call).
+    if (const ordered_json* single = json_member(*choice, "disable_parallel_tool_use")) {
+      openai["parallel_tool_calls"] = single->is_boolean() ? ordered_json(!single->get<bool>()) : *single;
+    }
   }
   if (const ordered_json* thinking = json_member(body, "thinking")) {
     const ordered_json* type = json_member(*thinking, "type");

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "server/grammar_cache.h"
+#include "server/tool_grammar.h"
 
 namespace gufo::server {
 
@@ -93,6 +94,14 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
     Result<std::shared_ptr<const grammar::Grammar>> compiled = compiled_grammar(*r.grammar, r.grammar_syntax);
     if (!compiled.ok()) return bad_request("'" + r.grammar_param + "': " + compiled.error().message, r.grammar_param);
     grammar = std::move(compiled).value();
+  }
+  // With callable tools the tool grammar governs the answer (it holds the request's own
+  // constraint as the alternative to calling, server/tool_grammar.h).
+  Result<std::optional<ToolConstraint>> tools = tool_constraint(r);
+  if (!tools.ok()) return bad_request("'tools': " + tools.error().message, "tools");
+  if (tools->has_value()) {
+    grammar = (*tools)->answer;
+    plan.tool_calls_grammar = (*tools)->calls;
   }
   for (int32_t i = 0; i < r.n; ++i) {
     engine::RequestOptions options;
@@ -187,6 +196,7 @@ AnswerSplitter::AnswerSplitter(const GenerationPlan& plan)
     : split_reasoning_(plan.split_reasoning),
       tools_(plan.request.chat && plan.request.tools.has_value()),
       callable_(plan.request.callable_tools),
+      calls_(plan.tool_calls_grammar),
       reasoning_(plan.prompt_opened_thinking) {}
 
 AnswerParts AnswerSplitter::feed(std::string text) {
@@ -218,6 +228,12 @@ AnswerParts AnswerSplitter::finish() {
     held_ += rest.content;
   }
   if (!tools_ || held_.empty()) {
+    out.content = std::move(held_);
+    return out;
+  }
+  // Under a tool grammar, text that is not a whole match of the calls (an answer under the
+  // request's own constraint, or calls cut short by max_tokens) is content, never calls.
+  if (calls_ != nullptr && !is_tool_calls(calls_, held_)) {
     out.content = std::move(held_);
     return out;
   }

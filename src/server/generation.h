@@ -52,6 +52,9 @@ struct GenerationPlan {
   bool prompt_opened_thinking = false;  // the template ended the prompt inside <think>
   bool prompt_closed_thinking = false;  // ... or after an empty <think></think> (thinking off)
   std::string prompt_param;             // the field a prompt problem is reported against
+  // With callable tools: the grammar of the calls alone, which the answer's text from its
+  // first "<tool_call>" on must match whole to be returned as tool calls.
+  std::shared_ptr<const grammar::Grammar> tool_calls_grammar;
 };
 
 using PlannedGeneration = std::variant<GenerationPlan, ApiError>;
@@ -123,6 +126,7 @@ class AnswerSplitter {
   bool split_reasoning_;
   bool tools_;
   std::span<const std::string> callable_;
+  std::shared_ptr<const grammar::Grammar> calls_;
   ReasoningSplitter reasoning_;
   std::string held_;  // content from the first "<tool_call>" (or what may start one) on
 };

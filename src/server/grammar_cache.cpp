@@ -10,6 +10,7 @@
 
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
+#include "server/tool_grammar.h"
 
 namespace gufo::server {
 
@@ -35,6 +36,7 @@ Cache& cache() {
 
 Result<grammar::Grammar> compile(const std::string& text, GrammarSyntax syntax) {
   if (syntax == GrammarSyntax::Gbnf) return grammar::parse_gbnf(text);
+  if (syntax == GrammarSyntax::ToolCalls) return compile_tool_grammar(text);
   const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return Error{"the schema is not valid JSON"};
   return grammar::compile_json_schema(schema);
@@ -44,7 +46,8 @@ Result<grammar::Grammar> compile(const std::string& text, GrammarSyntax syntax) 
 
 Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::string& source, GrammarSyntax syntax) {
   // One key space for both syntaxes: a schema's text is never taken for GBNF.
-  const std::string text = (syntax == GrammarSyntax::Gbnf ? "g" : "s") + source;
+  const char* kind = syntax == GrammarSyntax::Gbnf ? "g" : syntax == GrammarSyntax::JsonSchema ? "s" : "t";
+  const std::string text = kind + source;
   Cache& c = cache();
   {
     std::lock_guard lock(c.mutex);

@@ -12,10 +12,12 @@
 
 namespace gufo::server {
 
-enum class GrammarSyntax : uint8_t { Gbnf, JsonSchema };
+// ToolCalls: a tool_grammar_key (server/tool_grammar.h).
+enum class GrammarSyntax : uint8_t { Gbnf, JsonSchema, ToolCalls };
 
 // The grammar of `text`, compiled now or earlier; errors are parse_gbnf's or
-// compile_json_schema's (which name the schema's offending part by its JSON pointer).
+// compile_json_schema's (which name the schema's offending part by its JSON pointer), or
+// compile_tool_grammar's.
 Result<std::shared_ptr<const grammar::Grammar>> compiled_grammar(const std::string& text,
                                                                  GrammarSyntax syntax = GrammarSyntax::Gbnf);
 

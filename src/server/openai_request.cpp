@@ -9,6 +9,7 @@
 #include "grammar/json_gbnf.h"
 #include "server/json_text.h"
 #include "server/reasoning.h"
+#include "server/tool_grammar.h"
 
 namespace gufo::server {
 
@@ -230,28 +231,33 @@ void parse_logit_bias(Fields& fields, const RequestLimits& limits, CompletionReq
   }
 }
 
-// `tools` (each a function with a name) and `tool_choice` ("auto", "none", "required" or
-// {"type": "function", "function": {"name": ...}} naming an offered tool).
-void parse_tools(Fields& fields, CompletionRequest& out) {
-  const ordered_json* tools = fields.get("tools");
-  if (tools != nullptr && !fields.failed()) {
-    if (!tools->is_array()) return fields.fail("'tools' must be an array", "tools", "invalid_type");
-    for (size_t i = 0; i < tools->size(); ++i) {
-      const ordered_json& tool = (*tools)[i];
-      const std::string at = "tools[" + std::to_string(i) + "]";
-      const auto function = tool.is_object() ? tool.find("function") : tool.end();
-      if (!tool.is_object() || function == tool.end() || !function->is_object()) {
-        return fields.fail("'" + at + "' must be an object with a 'function' object", at, "invalid_type");
-      }
-      const auto name = function->find("name");
-      if (name == function->end() || !name->is_string() || name->get<std::string>().empty()) {
-        return fields.fail("'" + at + ".function.name' must be a non-empty string", at + ".function.name",
-                           "invalid_type");
-      }
-      out.callable_tools.push_back(name->get<std::string>());
-    }
-    if (!tools->empty()) out.tools = *tools;
+// One offered tool: its name and the schema of its arguments, compiled now (through the
+// grammar cache, where the tool grammar finds it) so that a schema the compiler refuses is a
+// 400 naming the tool's parameters and where in them it is wrong.
+void parse_tool(Fields& fields, const ordered_json& tool, const std::string& at, bool compile, CompletionRequest& out) {
+  const auto function = tool.is_object() ? tool.find("function") : tool.end();
+  if (!tool.is_object() || function == tool.end() || !function->is_object()) {
+    return fields.fail("'" + at + "' must be an object with a 'function' object", at, "invalid_type");
   }
+  const auto name = function->find("name");
+  if (name == function->end() || !name->is_string() || name->get<std::string>().empty()) {
+    return fields.fail("'" + at + ".function.name' must be a non-empty string", at + ".function.name", "invalid_type");
+  }
+  const std::string param = at + ".function.parameters";
+  const auto parameters = function->find("parameters");
+  Result<ordered_json> schema = tool_parameters_schema(parameters == function->end() ? nullptr : &*parameters);
+  if (schema.ok() && compile) {
+    const Result<std::shared_ptr<const grammar::Grammar>> compiled =
+        compiled_grammar(schema->dump(-1, ' ', false, ordered_json::error_handler_t::replace), GrammarSyntax::JsonSchema);
+    if (!compiled.ok()) schema = compiled.error();
+  }
+  if (!schema.ok()) return fields.fail("'" + param + "': " + schema.error().message, param);
+  out.callable_tools.push_back(name->get<std::string>());
+  out.tool_parameters.push_back(std::move(schema).value());
+}
+
+// `tool_choice`: "auto", "none", "required" or {"type": "function", "function": {"name": ...}}.
+void parse_tool_choice(Fields& fields, CompletionRequest& out) {
   const ordered_json* choice = fields.get("tool_choice");
   if (choice == nullptr || fields.failed()) return;
   using Mode = ToolChoice::Mode;
@@ -262,19 +268,46 @@ void parse_tools(Fields& fields, CompletionRequest& out) {
     else if (mode == "required") out.tool_choice.mode = Mode::Required;
     else return fields.fail("'tool_choice' must be 'auto', 'none', 'required' or a function, not '" + mode + "'",
                             "tool_choice");
-  } else {
-    const ordered_json* name = json_member(json_member(choice, "function"), "name");
-    if (name == nullptr || !name->is_string()) {
-      return fields.fail("'tool_choice' must be a string or {\"type\": \"function\", \"function\": {\"name\": ...}}",
-                         "tool_choice", "invalid_type");
+    return;
+  }
+  const ordered_json* name = json_member(json_member(choice, "function"), "name");
+  if (name == nullptr || !name->is_string()) {
+    return fields.fail("'tool_choice' must be a string or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                       "tool_choice", "invalid_type");
+  }
+  out.tool_choice = {.mode = Mode::Named, .name = name->get<std::string>()};
+}
+
+// `tools` (each a function with a name and a parameters schema), `tool_choice` and
+// `parallel_tool_calls`. The tools' schemas are compiled unless tool_choice is "none" (then
+// the model is not even told of them).
+void parse_tools(Fields& fields, const RequestLimits& limits, CompletionRequest& out) {
+  using Mode = ToolChoice::Mode;
+  parse_tool_choice(fields, out);
+  out.parallel_tool_calls = fields.boolean("parallel_tool_calls").value_or(true);
+  const ordered_json* tools = fields.get("tools");
+  if (tools != nullptr && !fields.failed()) {
+    if (!tools->is_array()) return fields.fail("'tools' must be an array", "tools", "invalid_type");
+    if (tools->size() > limits.max_tools) {
+      return fields.fail("'tools' holds " + std::to_string(tools->size()) + " tools; the limit is " +
+                             std::to_string(limits.max_tools),
+                         "tools");
     }
-    out.tool_choice = {.mode = Mode::Named, .name = name->get<std::string>()};
-    if (std::find(out.callable_tools.begin(), out.callable_tools.end(), out.tool_choice.name) ==
-        out.callable_tools.end()) {
+    for (size_t i = 0; i < tools->size() && !fields.failed(); ++i) {
+      parse_tool(fields, (*tools)[i], "tools[" + std::to_string(i) + "]", out.tool_choice.mode != Mode::None, out);
+    }
+    if (!tools->empty()) out.tools = *tools;
+  }
+  if (fields.failed()) return;
+  if (out.tool_choice.mode == Mode::Named) {
+    const auto named = std::find(out.callable_tools.begin(), out.callable_tools.end(), out.tool_choice.name);
+    if (named == out.callable_tools.end()) {
       return fields.fail("'tool_choice' names '" + out.tool_choice.name + "', which is not one of the 'tools'",
                          "tool_choice.function.name");
     }
+    ordered_json parameters = out.tool_parameters[static_cast<size_t>(named - out.callable_tools.begin())];
     out.callable_tools = {out.tool_choice.name};
+    out.tool_parameters = {std::move(parameters)};
   }
   if (out.tool_choice.mode != Mode::Auto && out.tool_choice.mode != Mode::None && !out.tools) {
     return fields.fail("'tool_choice' asks for a tool call but no 'tools' are given", "tool_choice");
@@ -282,7 +315,19 @@ void parse_tools(Fields& fields, CompletionRequest& out) {
   if (out.tool_choice.mode == Mode::None) {  // the model is not told of tools it may not call
     out.tools.reset();
     out.callable_tools.clear();
+    out.tool_parameters.clear();
   }
+}
+
+// A forced tool call leaves no room for another constraint on the answer: both cannot hold.
+void check_tools_and_constraint(Fields& fields, const CompletionRequest& out) {
+  using Mode = ToolChoice::Mode;
+  if (fields.failed() || !out.grammar || !out.tools) return;
+  if (out.tool_choice.mode != Mode::Required && out.tool_choice.mode != Mode::Named) return;
+  const std::string param = out.grammar_param.substr(0, out.grammar_param.find('.'));
+  fields.fail("'" + param + "' cannot apply when 'tool_choice' forces a tool call (the answer is the call); " +
+                  "use tool_choice 'auto' to allow either",
+              param);
 }
 
 }  // namespace
@@ -370,7 +415,7 @@ ParsedRequest parse_completion_request(const ordered_json& body, bool chat, cons
 
   if (chat) {
     parse_messages(body, limits, fields, out);
-    parse_tools(fields, out);
+    parse_tools(fields, limits, out);
     if (const ordered_json* kwargs = fields.get("chat_template_kwargs"); kwargs != nullptr && !fields.failed()) {
       if (!kwargs->is_object()) {
         fields.fail("'chat_template_kwargs' must be an object", "chat_template_kwargs", "invalid_type");
@@ -437,6 +482,7 @@ ParsedRequest parse_completion_request(const ordered_json& body, bool chat, cons
   parse_stop(fields, limits, out);
   parse_logit_bias(fields, limits, out);
   parse_constraint(fields, out);
+  check_tools_and_constraint(fields, out);
   (void)fields.string("user");
 
   if (chat) {

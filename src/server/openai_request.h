@@ -26,11 +26,12 @@ struct RequestLimits {
   int32_t max_top_logprobs = 20;
   size_t max_logit_bias = 1024;
   int32_t n_vocab = 0;  // logit_bias keys must be below it
+  size_t max_tools = 128;  // OpenAI's limit
 };
 
-// `tool_choice`: whether and which offered tools the answer may call. Until constrained
-// decoding lands, `required` and a named function cannot force a call; what they do promise
-// holds: a call to a tool that is not allowed is never returned as a tool call.
+// `tool_choice`: whether and which offered tools the answer may call. Required and Named
+// constrain the answer to calls; Auto lets the model choose, and constrains a call once it
+// opens one (server/tool_grammar.h); None offers no tools at all.
 struct ToolChoice {
   enum class Mode { Auto, None, Required, Named };
   Mode mode = Mode::Auto;
@@ -43,7 +44,9 @@ struct CompletionRequest {
   nlohmann::ordered_json messages;               // chat: normalized (text parts joined)
   std::optional<nlohmann::ordered_json> tools;   // chat: passed to the template (not with tool_choice none)
   std::vector<std::string> callable_tools;       // chat: names a returned tool call may have
+  std::vector<nlohmann::ordered_json> tool_parameters;  // chat: the schema of each callable tool's arguments
   ToolChoice tool_choice;
+  bool parallel_tool_calls = true;               // false: at most one call per answer
   std::optional<bool> enable_thinking;           // chat_template_kwargs.enable_thinking
   std::optional<bool> separate_reasoning;        // chat: reasoning_format (none: false); unset: the server's
   std::string prompt;                            // completions

@@ -174,7 +174,7 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
       }
     }
   }
-  for (const char* key : {"model", "stream", "temperature", "top_p", "user"}) {
+  for (const char* key : {"model", "stream", "temperature", "top_p", "user", "parallel_tool_calls"}) {
     if (const ordered_json* value = json_member(body, key)) chat[key] = *value;
   }
   if (const ordered_json* id = json_member(body, "previous_response_id")) {
@@ -198,6 +198,12 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
       }
     }
     if (e->param == "tool_choice.function.name") e->param = "tool_choice.name";
+    // A tool is flat here: tools[i].function.parameters is tools[i].parameters.
+    for (std::string* text : {&e->param, &e->message}) {
+      if (const size_t at = text->find("].function.parameters"); at != std::string::npos) {
+        text->replace(at, std::string_view("].function.parameters").size(), "].parameters");
+      }
+    }
     return *e;
   }
   out.request = std::move(std::get<CompletionRequest>(parsed));

@@ -11,8 +11,8 @@ namespace gufo::server {
 
 namespace {
 
-constexpr std::string_view kOpen = "<tool_call>";
-constexpr std::string_view kClose = "</tool_call>";
+constexpr std::string_view kOpen = kToolCallOpen;
+constexpr std::string_view kClose = kToolCallClose;
 
 std::string trim(std::string_view s) {
   const size_t first = s.find_first_not_of(" \t\r\n");

@@ -15,6 +15,10 @@
 
 namespace gufo::server {
 
+// How a call opens and closes (the template's and the tool grammar's syntax too).
+inline constexpr std::string_view kToolCallOpen = "<tool_call>";
+inline constexpr std::string_view kToolCallClose = "</tool_call>";
+
 struct ToolCall {
   std::string id;         // call_<random>
   std::string name;

@@ -1,6 +1,7 @@
 // Profile `structured`: constrained decoding through OpenAI's client. `response_format:
 // {type: "json_object"}` gives JSON objects every time, whole and streamed, at any
 // temperature, with n > 1 and beside other requests (whose answers it does not change);
+// beside tools (tool_choice auto) an answer is a valid tool call or follows the schema;
 // llama.cpp's `grammar` field (GBNF) is obeyed on both routes; `json_schema` (response_format,
 // llama.cpp's field, the Responses API's text.format) gives answers that ajv validates against
 // the schema; a grammar that needs more than max_tokens ends with finish_reason length; a
@@ -68,15 +69,38 @@ test('json_object: every finished answer is a JSON object, whole and streamed, n
 });
 
 test('a reasoning model thinks freely first, then answers under the grammar', async () => {
-  // The tool-call prompt of models/README.md: the shipped model thinks before it answers.
+  // The tool-call prompt of models/README.md: the shipped model thinks before it answers
+  // (tools not offered: with them, it would rather call one, as the next test shows).
   const answer = await client.chat.completions.create({
-    messages: toolPrompt.messages, tools: toolPrompt.tools, temperature: 0, max_tokens: 200,
+    messages: toolPrompt.messages, tools: toolPrompt.tools, tool_choice: 'none', temperature: 0, max_tokens: 200,
     grammar: 'root ::= [ \\n]{0,4} "Answer: " ("yes" | "no") "."',
   });
   const message = answer.choices[0].message;
   assert.ok((message.reasoning_content ?? '').length > 0, 'the shipped model thinks on this prompt');
   assert.match(message.content, /^Answer: (yes|no)\.$/);
   assert.equal(answer.choices[0].finish_reason, 'stop');
+});
+
+test('beside tools (tool_choice auto) the answer is a valid tool call or follows the constraint', async () => {
+  const schema = { type: 'object', properties: { answer: { enum: ['yes', 'no'] } }, required: ['answer'],
+    additionalProperties: false };
+  const r = await client.chat.completions.create({
+    messages: toolPrompt.messages, tools: toolPrompt.tools, n: 8, temperature: 1, seed: 3, max_tokens: 300,
+    response_format: { type: 'json_schema', json_schema: { name: 'a', schema } },
+  });
+  const names = toolPrompt.tools.map((t) => t.function.name);
+  for (const choice of r.choices) {
+    if (choice.finish_reason === 'length') continue;
+    if (choice.finish_reason === 'tool_calls') {
+      for (const call of choice.message.tool_calls) {
+        assert.ok(names.includes(call.function.name));
+        const parameters = toolPrompt.tools.find((t) => t.function.name === call.function.name).function.parameters;
+        assertValid(call.function.arguments, parameters, `choice ${choice.index} call`);
+      }
+    } else {
+      assertValid(choice.message.content, schema, `choice ${choice.index}`);
+    }
+  }
 });
 
 test('the same greedy answer whole and streamed, and other requests unchanged beside it', async () => {

@@ -194,6 +194,46 @@ TEST(OpenAiRequest, BadToolsAndToolChoicesNameTheField) {
             "tool_choice.function.name");
   EXPECT_EQ(param_of(chat("{" + m + R"(, "tool_choice": "required"})")), "tool_choice");
   EXPECT_EQ(param_of(chat("{" + m + R"(, "tool_choice": "none"})")), "<accepted>");
+  EXPECT_EQ(param_of(chat("{" + m + tools + R"(, "parallel_tool_calls": 1})")), "parallel_tool_calls");
+}
+
+TEST(OpenAiRequest, ToolSchemasAreCompiledAndTheirErrorsNameTheTool) {
+  const std::string m = R"("messages": [{"role": "user", "content": "hi"}])";
+  const std::string bad_schema = R"(, "tools": [{"type": "function", "function": {"name": "a"}},
+    {"type": "function", "function": {"name": "b", "parameters": {"type": "object",
+      "properties": {"x": {"type": "array", "uniqueItems": true}}}}}])";
+  const ParsedRequest bad = chat("{" + m + bad_schema + "}");
+  EXPECT_EQ(param_of(bad), "tools[1].function.parameters");
+  EXPECT_EQ(std::get<ApiError>(bad).message,
+            "'tools[1].function.parameters': #/properties/x: 'uniqueItems' is not supported");
+  const std::string text = R"(, "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "string"}}}])";
+  EXPECT_EQ(param_of(chat("{" + m + text + "}")), "tools[0].function.parameters");
+  // Not offered to the model: not compiled, not refused.
+  EXPECT_EQ(param_of(chat("{" + m + bad_schema + R"(, "tool_choice": "none"})")), "<accepted>");
+  std::string many = R"(, "tools": [)";
+  for (int i = 0; i < 129; ++i) many += std::string(i ? "," : "") + R"({"type": "function", "function": {"name": "f"}})";
+  EXPECT_EQ(param_of(chat("{" + m + many + "]}")), "tools");
+
+  const CompletionRequest named = ok(chat("{" + m + R"(, "tools": [{"type": "function", "function": {"name": "a"}}],
+    "tool_choice": {"function": {"name": "a"}}, "parallel_tool_calls": false})"));
+  EXPECT_EQ(named.tool_parameters.size(), 1u);
+  EXPECT_EQ(named.tool_parameters[0]["type"], "object");
+  EXPECT_FALSE(named.parallel_tool_calls);
+}
+
+TEST(OpenAiRequest, AForcedToolCallAndAnotherConstraintCannotBothHold) {
+  const std::string m = R"("messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}])";
+  for (const char* choice : {R"("required")", R"({"function": {"name": "f"}})"}) {
+    const std::string c = std::string(R"(, "tool_choice": )") + choice;
+    EXPECT_EQ(param_of(chat("{" + m + c + R"(, "response_format": {"type": "json_object"}})")), "response_format");
+    EXPECT_EQ(param_of(chat("{" + m + c + R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})")),
+              "response_format");
+    EXPECT_EQ(param_of(chat("{" + m + c + R"(, "grammar": "root ::= \"a\""})")), "grammar");
+    EXPECT_EQ(param_of(chat("{" + m + c + R"(, "json_schema": {"type": "object"}})")), "json_schema");
+    EXPECT_EQ(param_of(chat("{" + m + c + R"(, "response_format": {"type": "text"}})")), "<accepted>");
+  }
+  // auto: the answer is the calls or follows the constraint (server/tool_grammar.h).
+  EXPECT_EQ(param_of(chat("{" + m + R"(, "response_format": {"type": "json_object"}})")), "<accepted>");
 }
 
 }  // namespace
