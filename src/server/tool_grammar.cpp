@@ -1,6 +1,7 @@
 // Tool-call grammars (see tool_grammar.h).
 #include "server/tool_grammar.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "grammar/gbnf_text.h"
