@@ -270,8 +270,11 @@ TEST_P(CudaForwardShipped, GraphReplaysAndDeviceArgmaxAgreeWithEagerLaunches) {
 }
 
 // Embeddings (/v1/embeddings) read the final normalized hidden state (GraphOutput::Hidden):
-// on CUDA each row points where the CPU's does (cosine >= 0.999; a wrong kernel gives ~0),
-// and a row is the same bits whether it comes from a prefill or from a decode step.
+// on CUDA the rows point where the CPU's do, and a row is the same bits whether it comes from
+// a prefill or from a decode step.
+// NOTE(test): measured on an H100 (2026-12-05): every row's cosine >= 0.999 for the dense
+// models; for the MoE one, rows where float rounding flips an expert (as MatchesTheCpuBackend
+// notes) drop to 0.956, the mean stays ~0.997. A wrong kernel gives cosines near 0.
 TEST_P(CudaForwardShipped, EmbeddingHiddenStatesMatchTheCpuAndKeepTheirBits) {
   GUFO_REQUIRE_GPU();
   auto cuda = cuda_backend();
@@ -300,6 +303,7 @@ TEST_P(CudaForwardShipped, EmbeddingHiddenStatesMatchTheCpuAndKeepTheirBits) {
   ASSERT_TRUE(cuda_cache.ok() && cpu_cache.ok());
   const std::vector<float> got = hidden(**on_cuda, *cuda, **cuda_cache, tokens, 0);
   const std::vector<float> want = hidden(**on_cpu, cpu, **cpu_cache, tokens, 0);
+  double sum_cosine = 0.0;
   for (int64_t r = 0; r < n; ++r) {
     double dot = 0.0, gg = 0.0, ww = 0.0;
     for (int64_t i = r * hp.n_embd; i < (r + 1) * hp.n_embd; ++i) {
@@ -307,8 +311,11 @@ TEST_P(CudaForwardShipped, EmbeddingHiddenStatesMatchTheCpuAndKeepTheirBits) {
       gg += static_cast<double>(got[static_cast<size_t>(i)]) * got[static_cast<size_t>(i)];
       ww += static_cast<double>(want[static_cast<size_t>(i)]) * want[static_cast<size_t>(i)];
     }
-    EXPECT_GE(dot / std::sqrt(gg * ww), 0.999) << "row " << r;
+    const double cosine = dot / std::sqrt(gg * ww);
+    EXPECT_GE(cosine, hp.n_expert > 0 ? 0.9 : 0.999) << "row " << r;
+    sum_cosine += cosine;
   }
+  EXPECT_GE(sum_cosine / static_cast<double>(n), 0.99);
   // The last row again, as a decode step after the prefix.
   auto again = cuda->create_kv_cache(spec);
   ASSERT_TRUE(again.ok());

@@ -1,12 +1,18 @@
 // Constrained decoding cost (Google Benchmark): the token mask of the JSON-object grammar
 // (grammar/json_gbnf.h) over a real vocabulary, at the points of an answer where it is
 // cheapest and dearest (outside any string, where few tokens fit; inside a string, where
-// almost every token does), and the grammar's compile time.
+// almost every token does), and the grammar's compile time; a nested JSON Schema's masks over
+// a whole answer with the median and 99th percentile per token (issue 15's targets), the
+// compile time of a 50-property schema, and the masks of free text before a tool call
+// (tool_choice auto: text that cannot contain "<tool_call>").
 // Usage: grammar_bench VOCAB.gguf [benchmark flags]   (tools/bench/grammar_bench.sh makes the
 // Qwen3 vocabulary from tests/js's npm package and runs it).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +22,8 @@
 #include "gguf/file.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_gbnf.h"
+#include "grammar/json_schema.h"
+#include "grammar/trigger.h"
 #include "grammar/token_matcher.h"
 #include "tokenizer/tokenizer.h"
 
@@ -69,6 +77,68 @@ void BM_JsonAnswer(benchmark::State& state, std::vector<int32_t> tokens, bool wa
                                                        benchmark::Counter::kInvert);
 }
 
+// Each token's mask over a whole answer under `grammar`, timed one by one: the median and the
+// 99th percentile per token, as counters. cold: a fresh mask cache per pass; warm: a shared one.
+void BM_AnswerPercentiles(benchmark::State& state, std::shared_ptr<const gufo::grammar::Grammar> grammar,
+                          std::vector<int32_t> tokens, bool warm) {
+  std::vector<bool> allowed;
+  std::vector<double> micros;
+  const auto shared = std::make_shared<gufo::grammar::MaskCache>(grammar, g_trie);
+  for (auto _ : state) {
+    gufo::grammar::TokenMatcher matcher(grammar, g_trie, warm ? shared : nullptr);
+    for (int32_t token : tokens) {
+      const auto start = std::chrono::steady_clock::now();
+      matcher.allowed_tokens(allowed);
+      micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+      if (!allowed[static_cast<size_t>(token)] || !matcher.accept_token(token)) {
+        state.SkipWithError("the answer does not match the grammar");
+        return;
+      }
+    }
+  }
+  std::sort(micros.begin(), micros.end());
+  state.counters["tokens"] = static_cast<double>(tokens.size());
+  state.counters["p50_us"] = micros[micros.size() / 2];
+  state.counters["p99_us"] = micros[std::min(micros.size() - 1, micros.size() * 99 / 100)];
+}
+
+// A schema of `n` properties of every kind the compiler handles (bounded integers, enums,
+// patterns, formats, arrays, a nested object), all required.
+nlohmann::ordered_json wide_schema(int n) {
+  using nlohmann::ordered_json;
+  ordered_json properties = ordered_json::object();
+  ordered_json required = ordered_json::array();
+  for (int i = 0; i < n; ++i) {
+    const std::string name = "field_" + std::to_string(i);
+    switch (i % 6) {
+      case 0: properties[name] = {{"type", "string"}, {"maxLength", 40}}; break;
+      case 1: properties[name] = {{"type", "integer"}, {"minimum", 0}, {"maximum", 1000}}; break;
+      case 2: properties[name] = {{"enum", {"red", "green", "blue"}}}; break;
+      case 3: properties[name] = {{"type", "string"}, {"format", "date"}}; break;
+      case 4: properties[name] = {{"type", "array"}, {"items", {{"type", "string"}}}, {"maxItems", 5}}; break;
+      default:
+        properties[name] = {{"type", "object"},
+                            {"properties", {{"id", {{"type", "integer"}}}, {"tag", {{"type", "string"}, {"pattern", "^[a-z]+$"}}}}},
+                            {"required", {"id", "tag"}},
+                            {"additionalProperties", false}};
+    }
+    required.push_back(name);
+  }
+  return {{"type", "object"}, {"properties", properties}, {"required", required}, {"additionalProperties", false}};
+}
+
+void BM_CompileWideSchema(benchmark::State& state) {
+  const nlohmann::ordered_json schema = wide_schema(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    auto g = gufo::grammar::compile_json_schema(schema);
+    if (!g.ok()) {
+      state.SkipWithError(g.error().message.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(g);
+  }
+}
+
 void BM_CompileJsonGrammar(benchmark::State& state) {
   for (auto _ : state) {
     auto g = gufo::grammar::parse_gbnf(gufo::grammar::kJsonObjectGbnf);
@@ -107,6 +177,45 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("json_answer/cold", BM_JsonAnswer, tokenizer->encode(answer, false), false);
   benchmark::RegisterBenchmark("json_answer/warm", BM_JsonAnswer, tokenizer->encode(answer, false), true);
   benchmark::RegisterBenchmark("compile/json_object", BM_CompileJsonGrammar);
+  benchmark::RegisterBenchmark("compile/json_schema_properties", BM_CompileWideSchema)->Arg(50)->Unit(benchmark::kMicrosecond);
+  // A nested schema (an order with its customer, items and a status enum) and an answer to it.
+  const auto nested = nlohmann::ordered_json::parse(R"({
+    "type": "object", "additionalProperties": false, "required": ["id", "customer", "items", "status"],
+    "properties": {
+      "id": {"type": "string", "format": "uuid"},
+      "customer": {"type": "object", "additionalProperties": false, "required": ["name", "email"],
+                   "properties": {"name": {"type": "string"}, "email": {"type": "string", "format": "email"}}},
+      "items": {"type": "array", "minItems": 1, "items": {"type": "object", "additionalProperties": false,
+                "required": ["sku", "quantity", "price"],
+                "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"},
+                               "quantity": {"type": "integer", "minimum": 1, "maximum": 99},
+                               "price": {"type": "number"}}}},
+      "status": {"enum": ["pending", "shipped", "delivered"]}}})");
+  auto schema_grammar = gufo::grammar::compile_json_schema(nested);
+  if (!schema_grammar.ok()) {
+    std::fprintf(stderr, "grammar_bench: %s\n", schema_grammar.error().message.c_str());
+    return 1;
+  }
+  const auto g_schema = std::make_shared<const gufo::grammar::Grammar>(std::move(schema_grammar).value());
+  const std::string order =
+      R"({"id": "123e4567-e89b-12d3-a456-426614174000", "customer": {"name": "Ada Lovelace", )"
+      R"("email": "ada@example.com"}, "items": [{"sku": "ABC-1234", "quantity": 2, "price": 19.99}, )"
+      R"({"sku": "XYZ-0001", "quantity": 1, "price": 5}], "status": "shipped"})";
+  benchmark::RegisterBenchmark("schema_answer/cold", BM_AnswerPercentiles, g_schema, tokenizer->encode(order, false), false);
+  benchmark::RegisterBenchmark("schema_answer/warm", BM_AnswerPercentiles, g_schema, tokenizer->encode(order, false), true);
+  // tool_choice auto: free text that may not contain the tool-call opening.
+  auto free_rules = gufo::grammar::text_until_trigger_gbnf("free", "<tool_call>", "call");
+  auto free_grammar = gufo::grammar::parse_gbnf("root ::= free-0\ncall ::= \"{}\"\n" + free_rules.value());
+  if (!free_grammar.ok()) {
+    std::fprintf(stderr, "grammar_bench: %s\n", free_grammar.error().message.c_str());
+    return 1;
+  }
+  const auto g_free = std::make_shared<const gufo::grammar::Grammar>(std::move(free_grammar).value());
+  const std::string prose =
+      "The weather in Paris is mild today, with a light breeze from the west and a high of 18 degrees. "
+      "I can look up tomorrow's forecast if you like; just say which city.";
+  benchmark::RegisterBenchmark("free_text_answer/cold", BM_AnswerPercentiles, g_free, tokenizer->encode(prose, false), false);
+  benchmark::RegisterBenchmark("free_text_answer/warm", BM_AnswerPercentiles, g_free, tokenizer->encode(prose, false), true);
   benchmark::RunSpecifiedBenchmarks();
   return 0;
 }
