@@ -34,6 +34,7 @@ struct HostExperts {
   std::vector<int32_t> offsets;
   std::vector<int32_t> x_rows;
   int64_t max_rows = 0;
+  std::vector<int32_t> active;  // empty: a block per expert (ExpertRows::active)
 };
 
 // Which launcher runs: mat_mul_q / mat_mul_float as the backend calls them, or mat_vec_q alone.
@@ -50,10 +51,15 @@ std::vector<float> gpu_product(const model::Weight& w, const std::vector<float>&
   DeviceBuffer<float> dx(x), out(static_cast<size_t>(out_rows * w.rows));
   DeviceBuffer<int32_t> d_offsets(experts != nullptr ? experts->offsets : std::vector<int32_t>{});
   DeviceBuffer<int32_t> d_rows(experts != nullptr ? experts->x_rows : std::vector<int32_t>{});
+  DeviceBuffer<int32_t> d_active(experts != nullptr ? experts->active : std::vector<int32_t>{});
   cuda::ExpertRows routing;
   if (experts != nullptr) {
     routing = {.offsets = d_offsets.get(), .x_rows = d_rows.get(),
                .n_expert = static_cast<int64_t>(experts->offsets.size()) - 1, .max_rows = experts->max_rows};
+    if (!experts->active.empty()) {
+      routing.active = d_active.get();
+      routing.grid_experts = static_cast<int64_t>(experts->active.size());
+    }
   }
   const cuda::ExpertRows* by_expert = experts != nullptr ? &routing : nullptr;
   Status s;
@@ -190,14 +196,22 @@ TEST(CudaMatMul, ExpertModeGivesEachExpertsProduct) {
         offsets.push_back(static_cast<int32_t>(x_rows.size()));
       }
       const std::vector<float> want = cpu_expert_products(pool, w.weight, x, offsets, x_rows);
-      const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = tokens};
-      const std::vector<float> got = gpu_product(w.weight, x, tokens, &experts);
-      if (cuda::is_quantized_matmul_type(type)) {
-        EXPECT_EQ(compare(got, want).mismatches, 0u) << dtype_name(type);
-      } else {
-        EXPECT_LT(nmse(got, want), 1e-10) << dtype_name(type);
+      // Blocks for every expert, then only for those with rows (and one idle block, -1).
+      std::vector<int32_t> active;
+      for (int32_t e = 0; e < n_expert; ++e) {
+        if (offsets[e + 1] > offsets[e]) active.push_back(e);
       }
-      ++cases;
+      active.push_back(-1);
+      for (const auto& grid : {std::vector<int32_t>{}, active}) {
+        const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = tokens, .active = grid};
+        const std::vector<float> got = gpu_product(w.weight, x, tokens, &experts);
+        if (cuda::is_quantized_matmul_type(type)) {
+          EXPECT_EQ(compare(got, want).mismatches, 0u) << dtype_name(type) << " active " << grid.size();
+        } else {
+          EXPECT_LT(nmse(got, want), 1e-10) << dtype_name(type) << " active " << grid.size();
+        }
+        ++cases;
+      }
     }
   }
   EXPECT_GT(cases, 0);
@@ -243,7 +257,7 @@ TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
     const HostWeight w = random_weight(type, n, k, rng, 3);
     const std::vector<float> x = random_floats(static_cast<size_t>(3 * k), rng);
     const std::vector<int32_t> offsets = {0, 2, 2, 5}, x_rows = {0, 2, 0, 1, 2};
-    const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = 3};
+    const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = 3, .active = {}};
     EXPECT_EQ(compare(gpu_product(w.weight, x, 3, &experts, Path::MatVec), cpu_expert_products(pool, w.weight, x, offsets, x_rows))
                   .mismatches,
               0u)

@@ -19,7 +19,9 @@ TEST(CudaMoe, RoutingMatchesRouteTokenAndGroupsSlotsByExpert) {
     int64_t rows, n_expert, n_used;
     bool normalize;
   };
-  for (const Case c : {Case{1, 8, 2, true}, Case{13, 8, 2, false}, Case{64, 128, 8, true}, Case{5, 60, 4, true}}) {
+  // Qwen3-30B-A3B's 8 of 128 at decode (one row) and prefill, the largest layout (32 of 512).
+  for (const Case c : {Case{1, 8, 2, true}, Case{13, 8, 2, false}, Case{1, 128, 8, true}, Case{64, 128, 8, true},
+                       Case{5, 60, 4, true}, Case{3, 512, 32, false}}) {
     std::vector<float> logits = random_floats(static_cast<size_t>(c.rows * c.n_expert), rng, 2.0f);
     logits[3] = logits[4];  // a tie: the lower index must win
     DeviceBuffer<float> dlogits(logits);
@@ -58,6 +60,15 @@ TEST(CudaMoe, RoutingMatchesRouteTokenAndGroupsSlotsByExpert) {
       for (int32_t s = offsets[e]; s + 1 < offsets[e + 1]; ++s) EXPECT_LT(slot_rows[s], slot_rows[s + 1]);
     }
     EXPECT_EQ(offsets.back(), static_cast<int32_t>(n_choices));
+    // The experts with slots, ascending, then -1: the matmuls' grid (ExpertRows::active).
+    std::vector<int32_t> active(static_cast<size_t>(cuda::moe_grid_experts(c.rows, c.n_expert, c.n_used)));
+    gpu::copy_to_host(active.data(), r.active, active.size() * 4);
+    std::vector<int32_t> want_active;
+    for (int32_t e = 0; e < c.n_expert; ++e) {
+      if (offsets[e + 1] > offsets[e]) want_active.push_back(e);
+    }
+    want_active.resize(active.size(), -1);
+    EXPECT_EQ(active, want_active);
 
     // Combine: the CPU's ascending-expert sum, w * y added to an accumulator from 0.
     const int64_t cols = 70;

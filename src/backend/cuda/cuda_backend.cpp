@@ -415,9 +415,11 @@ Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, 
   const float* x = value(plan, node.src[0]);
   GUFO_RETURN_IF_ERROR(
       moe_route(value(plan, node.src[1]), rows, p.n_expert, p.n_expert_used, p.norm_topk, routing, stream_));
+  const int64_t grid = moe_grid_experts(rows, p.n_expert, p.n_expert_used);
   const ExpertRows by_token{.offsets = routing.offsets, .x_rows = routing.slot_rows, .n_expert = p.n_expert,
-                            .max_rows = rows};
-  const ExpertRows by_slot{.offsets = routing.offsets, .x_rows = nullptr, .n_expert = p.n_expert, .max_rows = rows};
+                            .max_rows = rows, .active = routing.active, .grid_experts = grid};
+  const ExpertRows by_slot{.offsets = routing.offsets, .x_rows = nullptr, .n_expert = p.n_expert, .max_rows = rows,
+                           .active = routing.active, .grid_experts = grid};
   bool have_q8_0 = false, have_q8k = false;
   // out [slots, n_ff_exp] = each slot's token through its expert's rows of `w`.
   const auto up_projection = [&](const WeightView& w, float* y) -> Status {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/expert_block.cuh"
 #include "backend/cuda/ops/ops.h"
 #include "backend/cuda/quant_traits.cuh"
 
@@ -20,7 +21,8 @@ __global__ void mat_mul_float_kernel(WeightView w, const float* x, int64_t m, in
                                      ExpertRows experts) {
   int64_t n_rows = w.rows, begin = 0, end = m, w_offset = 0;
   if (experts.offsets != nullptr) {
-    const int e = static_cast<int>(blockIdx.z);
+    const int e = block_expert(experts);
+    if (e < 0) return;
     n_rows = w.rows_per_expert;
     begin = experts.offsets[e];
     end = experts.offsets[e + 1];
@@ -64,7 +66,7 @@ Status mat_mul_float(const WeightView& w, const float* x, int64_t m, int64_t ldx
   if (n_out == 0) return {};
   const dim3 grid(static_cast<unsigned>((n_rows + kGroupsPerBlock - 1) / kGroupsPerBlock),
                   static_cast<unsigned>((n_out + kRowsPerStep - 1) / kRowsPerStep),
-                  static_cast<unsigned>(experts != nullptr ? experts->n_expert : 1));
+                  static_cast<unsigned>(experts != nullptr ? expert_grid(*experts) : 1));
   mat_mul_float_kernel<<<grid, kGroupsPerBlock * gpu::group_lanes, 0, stream>>>(
       w, x, m, ldx, out, ldo, experts != nullptr ? *experts : ExpertRows{});
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_mul_float(" + std::to_string(w.rows) + "x" +

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/expert_block.cuh"
 #include "backend/cuda/ops/mat_vec_q.cuh"
 #include "backend/cuda/ops/mma_s8.cuh"
 #include "backend/cuda/ops/ops.h"
@@ -128,7 +129,8 @@ __global__ void __launch_bounds__(32 * kWr * kWt * kWk) mat_mul_q_kernel(Args ar
   // The activation (and output) rows this block covers, and the weight rows' offset.
   int64_t x_begin = 0, x_end = args.x.rows, n_rows = args.w.rows, w_offset = 0;
   if (args.experts.offsets != nullptr) {
-    const int e = static_cast<int>(blockIdx.z);
+    const int e = block_expert(args.experts);
+    if (e < 0) return;  // the whole block: no barrier is skipped by part of it
     x_begin = args.experts.offsets[e];
     x_end = args.experts.offsets[e + 1];
     n_rows = args.w.rows_per_expert;
@@ -262,7 +264,7 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
   if (w.cols % (wants_q8k(w.type) ? 256 : 32) != 0) return Error{context + ": width is not a multiple of the block"};
   const int64_t n_rows = experts != nullptr ? w.rows_per_expert : w.rows;
   const int64_t n_tokens = experts != nullptr ? experts->max_rows : x.rows;
-  const int64_t n_expert = experts != nullptr ? experts->n_expert : 1;
+  const int64_t n_expert = experts != nullptr ? expert_grid(*experts) : 1;
   if (x.rows == 0 || w.rows == 0 || n_tokens == 0) return {};
   if (mat_vec_q_fits(x, experts)) {
     const Status s = mat_vec_q({w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}}, stream);

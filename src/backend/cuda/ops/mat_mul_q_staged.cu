@@ -15,6 +15,7 @@
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/ops/async_copy.cuh"
+#include "backend/cuda/ops/expert_block.cuh"
 #include "backend/cuda/ops/mat_vec_q.cuh"
 #include "backend/cuda/ops/mma_s8.cuh"
 #include "backend/cuda/quant_traits.cuh"
@@ -158,7 +159,8 @@ __global__ void __launch_bounds__(kThreads) staged_kernel(QuantMatMulArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   Frame f{0, a.x.rows, a.w.rows, 0, 0, 0};
   if (a.experts.offsets != nullptr) {
-    const int e = static_cast<int>(blockIdx.z);
+    const int e = block_expert(a.experts);
+    if (e < 0) return;  // the whole block: no barrier is skipped by part of it
     f.x_begin = a.experts.offsets[e];
     f.x_end = a.experts.offsets[e + 1];
     f.n_rows = a.w.rows_per_expert;
@@ -221,7 +223,7 @@ bool mat_mul_q_staged_available() {
 Status mat_mul_q_staged(const QuantMatMulArgs& args, int64_t n_tokens, gpu::stream_t stream) {
   const bool experts = args.experts.offsets != nullptr;
   const int64_t n_rows = experts ? args.w.rows_per_expert : args.w.rows;
-  const int64_t n_expert = experts ? args.experts.n_expert : 1;
+  const int64_t n_expert = experts ? expert_grid(args.experts) : 1;
   switch (args.w.type) {
     case DType::Q8_0: return launch<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream);
     case DType::Q4_K: return launch<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream);

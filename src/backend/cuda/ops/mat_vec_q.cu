@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/expert_block.cuh"
 #include "backend/cuda/ops/mat_vec_q.cuh"
 #include "backend/cuda/quant_traits.cuh"
 
@@ -175,7 +176,8 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(QuantMatMulArgs 
   const int slot = lane / kLanes;
   int64_t x_begin = 0, x_end = a.x.rows, n_rows = a.w.rows, w_offset = 0;
   if (a.experts.offsets != nullptr) {
-    const int e = static_cast<int>(blockIdx.z);
+    const int e = block_expert(a.experts);
+    if (e < 0) return;
     x_begin = a.experts.offsets[e];
     x_end = a.experts.offsets[e + 1];
     if (x_begin >= x_end) return;
@@ -263,7 +265,7 @@ bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts) {
 Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream) {
   const int64_t n_rows = args.experts.offsets != nullptr ? args.w.rows_per_expert : args.w.rows;
   const int64_t n_tokens = args.experts.offsets != nullptr ? args.experts.max_rows : args.x.rows;
-  const int64_t n_expert = args.experts.offsets != nullptr ? args.experts.n_expert : 1;
+  const int64_t n_expert = args.experts.offsets != nullptr ? expert_grid(args.experts) : 1;
   if (n_tokens < 1 || n_tokens > kMaxRows) return Error{"mat_vec_q: 1 to 8 activation rows"};
   switch (args.w.type) {
     case DType::Q8_0: launch_type<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream); break;

@@ -72,12 +72,23 @@ bool wants_q8k(DType type);
 // Routing of activation rows to experts for MoE (expert mode of mat_mul_q): expert e owns
 // output rows [offsets[e], offsets[e+1]), whose activations are x rows x_rows[j] (or j
 // when x_rows is null), and multiplies them with its own rows of the weight stack.
+// With `active`, a launch has grid_experts blocks along z rather than n_expert, block z
+// serving expert active[z] (none where it is negative): a decode step routes a token to
+// n_used of n_expert experts, and blocks for the others cost more than the work (Qwen3-30B-A3B:
+// 8 of 128).
 struct ExpertRows {
   const int32_t* offsets = nullptr;  // [n_expert + 1], device
   const int32_t* x_rows = nullptr;   // [total rows], device, or null
   int64_t n_expert = 0;
   int64_t max_rows = 0;              // an upper bound on any expert's rows (sizes the grid)
+  const int32_t* active = nullptr;   // [grid_experts], device, or null: every expert has a block
+  int64_t grid_experts = 0;
 };
+
+// The blocks along z that a launch in expert mode needs.
+inline int64_t expert_grid(const ExpertRows& experts) {
+  return experts.active != nullptr ? experts.grid_experts : experts.n_expert;
+}
 
 // out[j, n] = sum_k x[j, k] * w[n, k] for the quantized weight types, in the CPU's
 // accumulation order (quant_traits.cuh): bit for bit the CPU's result, in any batch.
@@ -193,7 +204,12 @@ struct MoeRouting {
   int32_t* slot_rows = nullptr;      // [n_rows * n_used]: the token of each slot (by expert, tokens ascending)
   int32_t* row_slots = nullptr;      // [n_rows, n_used]: each token's slots, experts ascending
   float* row_weights = nullptr;      // [n_rows, n_used]: the weights of row_slots
+  int32_t* active = nullptr;         // [moe_grid_experts]: the experts with slots, ascending, then -1
 };
+// The length of MoeRouting::active: no more experts can have slots.
+inline int64_t moe_grid_experts(int64_t n_rows, int64_t n_expert, int64_t n_used) {
+  return n_rows * n_used < n_expert ? n_rows * n_used : n_expert;
+}
 size_t moe_routing_bytes(int64_t n_rows, int64_t n_expert, int64_t n_used);
 // Whether moe_route() routes n_used of n_expert experts (up to 32 of 512).
 bool moe_supports(int64_t n_expert, int64_t n_used);
