@@ -29,9 +29,11 @@ TEST(CudaFused, AddRmsNormGivesTheSeparateKernelsBits) {
     int64_t rows, cols;
   };
   enum class Quant { None, Q8_0, Q8K };
-  for (const Case c : {Case{1, 4096}, Case{3, 2048}, Case{8, 5120}, Case{7, 512}, Case{2, 64}, Case{5, 1024}, Case{1, 96}}) {
+  // 70 and 1030 are not float4 widths: the scalar paths, narrow and wide.
+  for (const Case c : {Case{1, 4096}, Case{3, 2048}, Case{8, 5120}, Case{7, 512}, Case{2, 64}, Case{5, 1024}, Case{1, 96},
+                       Case{3, 70}, Case{2, 1030}}) {
     for (Quant quant : {Quant::None, Quant::Q8_0, Quant::Q8K}) {
-      if (quant == Quant::Q8K && c.cols % 256 != 0) continue;
+      if ((quant == Quant::Q8K && c.cols % 256 != 0) || (quant == Quant::Q8_0 && c.cols % 32 != 0)) continue;
       for (bool with_add : {true, false}) {
         const size_t n = static_cast<size_t>(c.rows * c.cols);
         const std::vector<float> a = random_floats(n, rng, 2.0f);
@@ -108,7 +110,8 @@ TEST(CudaFused, QkNormRopeGivesTheSeparateKernelsBits) {
   GUFO_REQUIRE_GPU();
   std::mt19937 rng(12);
   int cases = 0;
-  for (int64_t head_dim : {16, 32, 64, 128}) {
+  // 80, 96 and 112: partners 10, 12 and 14 lanes apart, not a power of two.
+  for (int64_t head_dim : {16, 32, 64, 80, 96, 112, 128}) {
     for (int64_t rows : {1, 5, 33}) {
       for (bool factors : {false, true}) {
         const int64_t n_head = 8, n_head_kv = 2;

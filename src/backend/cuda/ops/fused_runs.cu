@@ -10,6 +10,7 @@
 #include "backend/cuda/ops/ops.h"
 #include "backend/cuda/ops/quantize_block.cuh"
 #include "backend/cuda/ops/rms_norm.cuh"
+#include "backend/cuda/ops/rope.cuh"
 #include "backend/cuda/ops/silu.cuh"
 
 namespace gufo::cuda {
@@ -76,17 +77,6 @@ void launch_add_norm(const AddNormArgs& a, int q_block, gpu::stream_t stream) {
     case 256: add_norm_kernel<kSeg, kVec4, 256><<<grid, kThreads, 0, stream>>>(a); break;
     default: add_norm_kernel<kSeg, kVec4, 0><<<grid, kThreads, 0, stream>>>(a); break;
   }
-}
-
-// RoPE's angle for pair i at `position`, as rope_kernel (row_ops.cu) computes it.
-__device__ inline void rope_angle(int64_t i, int32_t position, int64_t head_dim, float theta, const float* freq_factors,
-                                  float& c, float& s) {
-  const auto inv_freq =
-      static_cast<float>(1.0 / pow(static_cast<double>(theta), static_cast<double>(2 * i) / static_cast<double>(head_dim)));
-  double angle = static_cast<double>(position) * static_cast<double>(inv_freq);
-  if (freq_factors != nullptr) angle /= static_cast<double>(freq_factors[i]);
-  c = static_cast<float>(cos(angle));
-  s = static_cast<float>(sin(angle));
 }
 
 // A lane group per (row, head): q's heads, then k's. Lane l holds float4 piece l of the head

@@ -36,7 +36,10 @@ __device__ inline int first_unused(uint32_t taken, int n_expert) {
 // operations (route_token): max (order-free), exp, the sum in expert order (lane 0, over the
 // shared copy), divide; then n_used rounds of "most probable unused expert, ties to the lower
 // index" as a group reduction (a total order: any reduction order picks the same expert),
-// then renormalize by the chosen weights summed in slot order. (Where some probabilities are
+// then renormalize by the chosen weights summed in slot order. expf here and std::exp on the
+// CPU may differ by an ulp, so the weights agree to an ulp and two experts within an ulp of
+// each other may be chosen differently (the kernel before this one had the same exp). (Where
+// some probabilities are
 // NaN, the CPU's scan may keep a NaN expert that this reduction passes over; both choose an
 // unused expert, and such a model's output is lost either way.)
 // NOTE(moe): one thread per token walked 128 experts 8 times through local memory, and its

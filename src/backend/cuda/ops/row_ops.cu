@@ -10,6 +10,7 @@
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/ops/ops.h"
 #include "backend/cuda/ops/rms_norm.cuh"
+#include "backend/cuda/ops/rope.cuh"
 #include "backend/cuda/ops/silu.cuh"
 #include "backend/cuda/quant_traits.cuh"
 
@@ -85,12 +86,8 @@ __global__ void rope_kernel(const float* x, float* out, int64_t rows, int64_t co
     const int64_t head = item % n_heads;
     const int64_t i = (item / n_heads) % half;
     const int64_t row = item / (n_heads * half);
-    const auto inv_freq =
-        static_cast<float>(1.0 / pow(static_cast<double>(theta), static_cast<double>(2 * i) / static_cast<double>(head_dim)));
-    double angle = static_cast<double>(positions[row]) * static_cast<double>(inv_freq);
-    if (freq_factors != nullptr) angle /= static_cast<double>(freq_factors[i]);
-    const auto c = static_cast<float>(cos(angle));
-    const auto s = static_cast<float>(sin(angle));
+    float c, s;
+    rope_angle(i, positions[row], head_dim, theta, freq_factors, c, s);
     const float* h = x + row * cols + head * head_dim;
     float* o = out + row * cols + head * head_dim;
     const int64_t a = neox ? i : 2 * i;
