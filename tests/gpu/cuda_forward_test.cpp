@@ -75,6 +75,19 @@ backend::Batch rows_of(const std::vector<int32_t>& tokens, int32_t start, int32_
 }
 
 
+// A shipped model loaded on CUDA and on the CPU backend (the oracle).
+struct ShippedOnBoth {
+  std::unique_ptr<backend::Backend> cuda = cuda_backend();
+  cpu::CpuBackend cpu{4};
+  Result<std::unique_ptr<engine::Model>> on_cuda;
+  Result<std::unique_ptr<engine::Model>> on_cpu;
+  explicit ShippedOnBoth(const char* name)
+      : on_cuda(cuda != nullptr ? engine::Model::load(shipped(name), *cuda)
+                                : Result<std::unique_ptr<engine::Model>>(Error{"no CUDA backend"})),
+        on_cpu(engine::Model::load(shipped(name), cpu)) {}
+  bool loaded() const { return cuda != nullptr && on_cuda.ok() && on_cpu.ok(); }
+};
+
 class CudaForwardTiny : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(CudaForwardTiny, F32LogitsMatchTransformers) {
@@ -168,12 +181,12 @@ class CudaForwardShipped : public ::testing::TestWithParam<const char*> {};
 // The bounds are about 3x those; a wrong kernel costs KL of order 1.
 TEST_P(CudaForwardShipped, MatchesTheCpuBackend) {
   GUFO_REQUIRE_GPU();
-  auto cuda = cuda_backend();
-  ASSERT_NE(cuda, nullptr);
-  cpu::CpuBackend cpu(4);
-  auto on_cuda = engine::Model::load(shipped(GetParam()), *cuda);
-  auto on_cpu = engine::Model::load(shipped(GetParam()), cpu);
-  ASSERT_TRUE(on_cuda.ok() && on_cpu.ok());
+  ShippedOnBoth both(GetParam());
+  ASSERT_TRUE(both.loaded());
+  backend::Backend* cuda = both.cuda.get();
+  cpu::CpuBackend& cpu = both.cpu;
+  auto& on_cuda = both.on_cuda;
+  auto& on_cpu = both.on_cpu;
   const int32_t n_vocab = static_cast<int32_t>((*on_cpu)->hparams().n_vocab);
   const std::vector<int32_t> tokens = some_tokens(300, n_vocab, 42);
   auto a = engine::Session::create(**on_cuda, *cuda, 512);
@@ -277,12 +290,12 @@ TEST_P(CudaForwardShipped, GraphReplaysAndDeviceArgmaxAgreeWithEagerLaunches) {
 // notes) drop to 0.956, the mean stays ~0.997. A wrong kernel gives cosines near 0.
 TEST_P(CudaForwardShipped, EmbeddingHiddenStatesMatchTheCpuAndKeepTheirBits) {
   GUFO_REQUIRE_GPU();
-  auto cuda = cuda_backend();
-  ASSERT_NE(cuda, nullptr);
-  cpu::CpuBackend cpu(4);
-  auto on_cuda = engine::Model::load(shipped(GetParam()), *cuda);
-  auto on_cpu = engine::Model::load(shipped(GetParam()), cpu);
-  ASSERT_TRUE(on_cuda.ok() && on_cpu.ok());
+  ShippedOnBoth both(GetParam());
+  ASSERT_TRUE(both.loaded());
+  backend::Backend* cuda = both.cuda.get();
+  cpu::CpuBackend& cpu = both.cpu;
+  auto& on_cuda = both.on_cuda;
+  auto& on_cpu = both.on_cpu;
   const model::HParams& hp = (*on_cpu)->hparams();
   const int64_t n = 24;
   const std::vector<int32_t> tokens = some_tokens(static_cast<int>(n), static_cast<int32_t>(hp.n_vocab), 21);

@@ -20,6 +20,7 @@
 #include <cuda_fp16.h>
 #endif
 
+#include <atomic>
 #include <string>
 
 #include "backend/cuda/check.cuh"
@@ -386,23 +387,35 @@ Status launch(const AttentionArgs& args, int64_t n_head_kv, const std::string& c
   return {};
 }
 
-// Whether the current device runs mma.sync, cp.async and ldmatrix (sm_80 on; never HIP yet).
-bool device_has_mma() {
+}  // namespace
+
+// NOTE(attention_mma): asked before every attention and quantized matmul launch, so the answer
+// is kept per device rather than asked of the driver each time.
+bool current_device_has_mma() {
 #if defined(GUFO_HIP)
   return false;
 #else
-  int device = 0, major = 0, minor = 0;
-  if (gpu::get_device(&device) != gpu::success || gpu::compute_capability(&major, &minor, device) != gpu::success) {
+  constexpr int kDevices = 64;
+  static std::atomic<int8_t> known[kDevices] = {};  // 0 unknown, 1 no, 2 yes
+  int device = 0;
+  if (gpu::get_device(&device) != gpu::success) {
+    gpu::clear_last_error();
     return false;
   }
-  return gpu::has_mma(major, minor);
+  if (device >= 0 && device < kDevices && known[device].load() != 0) return known[device].load() == 2;
+  int major = 0, minor = 0;
+  if (gpu::compute_capability(&major, &minor, device) != gpu::success) {
+    gpu::clear_last_error();
+    return false;
+  }
+  const bool has = gpu::has_mma(major, minor);
+  if (device >= 0 && device < kDevices) known[device].store(has ? 2 : 1);
+  return has;
 #endif
 }
 
-}  // namespace
-
 bool attention_mma_supports(const KvLayer& kv, const AttentionShape& shape) {
-  if (!kv.f16 || (shape.head_dim != 64 && shape.head_dim != 128) || !device_has_mma()) return false;
+  if (!kv.f16 || (shape.head_dim != 64 && shape.head_dim != 128) || !current_device_has_mma()) return false;
   if (shape.n_head_kv < 1 || shape.n_head % shape.n_head_kv != 0) return false;
   const int64_t group = shape.n_head / shape.n_head_kv;
   return group <= 16 && 16 % group == 0;

@@ -24,13 +24,7 @@
 namespace gufo::cuda {
 namespace {
 
-struct Args {
-  WeightView w;
-  QuantActs x;
-  float* out;
-  int64_t ldo;
-  ExpertRows experts;  // offsets == null: plain mode
-};
+using Args = QuantMatMulArgs;
 
 // The activation quad (4 int8) of activation row `row` at element k.
 __device__ inline uint32_t act_quad(const QuantActs& x, int64_t row, int64_t k) {
@@ -271,7 +265,7 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
     if (!s.ok()) return Error{context + ": " + s.error().message, s.error().kind};
     return {};
   }
-  if (n_tokens > kSmallBatchTokens && mat_mul_q_staged_available()) {
+  if (n_tokens > kSmallBatchTokens && current_device_has_mma()) {
     const Status s = mat_mul_q_staged({w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}}, n_tokens, stream);
     if (!s.ok()) return Error{context + ": " + s.error().message, s.error().kind};
     return {};

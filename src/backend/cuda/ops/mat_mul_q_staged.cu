@@ -211,15 +211,6 @@ Status launch(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_
 
 }  // namespace
 
-bool mat_mul_q_staged_available() {
-  int device = 0, major = 0, minor = 0;
-  if (gpu::get_device(&device) != gpu::success || gpu::compute_capability(&major, &minor, device) != gpu::success) {
-    gpu::clear_last_error();
-    return false;
-  }
-  return gpu::has_mma(major, minor);
-}
-
 Status mat_mul_q_staged(const QuantMatMulArgs& args, int64_t n_tokens, gpu::stream_t stream) {
   const bool experts = args.experts.offsets != nullptr;
   const int64_t n_rows = experts ? args.w.rows_per_expert : args.w.rows;
@@ -233,8 +224,6 @@ Status mat_mul_q_staged(const QuantMatMulArgs& args, int64_t n_tokens, gpu::stre
   }
 }
 #else
-bool mat_mul_q_staged_available() { return false; }
-
 Status mat_mul_q_staged(const QuantMatMulArgs&, int64_t, gpu::stream_t) {
   return Error{"mat_mul_q_staged: CUDA only", ErrorKind::Unsupported};
 }

@@ -18,9 +18,7 @@ struct QuantMatMulArgs {
 bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts);
 Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream);
 
-// Whether the current device runs mat_mul_q_staged (cp.async and integer mma.sync: sm_80 on;
-// never HIP builds, which keep mat_mul_q.cu's tiles).
-bool mat_mul_q_staged_available();
+// Runs where current_device_has_mma() (HIP builds keep mat_mul_q.cu's tiles).
 // n_tokens: the activation rows (plain mode) or the largest expert's (expert mode).
 Status mat_mul_q_staged(const QuantMatMulArgs& args, int64_t n_tokens, gpu::stream_t stream);
 

@@ -13,6 +13,10 @@
 
 namespace gufo::cuda {
 
+// Whether the current device runs mma.sync, cp.async and ldmatrix (sm_80 on; never HIP builds):
+// the tensor-core paths of attention and the quantized matmul.
+bool current_device_has_mma();
+
 // ---- element-wise and row-wise ops ------------------------------------------------------
 
 // out[i, :] = table[ids[i], :] as f32 (every weight layout; the CPU dequantizers' bits).
