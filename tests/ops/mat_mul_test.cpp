@@ -4,6 +4,7 @@
 // 1e-10 (fp32 sums in another order: error ~ k * 2^-24 relative per element, far below).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <numeric>
 
 #include "backend/cpu/ops/ops.h"
@@ -103,10 +104,13 @@ TEST(CudaMatMul, QuantizedTypesGiveTheCpuBitsInEveryTiling) {
   cpu::ThreadPool pool(4);
   std::mt19937 rng(7);
   int cases = 0;
-  // m covers each tiling and its edges (8 | 9, 32 | 33), n odd and past a tile, k several blocks.
-  const Shape shapes[] = {{1, 16, 256},  {1, 4096, 1024}, {2, 17, 512},  {7, 33, 256},   {8, 64, 768},
-                          {9, 100, 256}, {31, 48, 512},   {32, 1, 256},  {33, 65, 256},  {64, 128, 512},
-                          {100, 77, 1024}, {256, 256, 256}, {5, 1000, 2048}};
+  // m covers each tiling and its edges (8 | 9, 32 | 33), n odd and past a tile, k several blocks;
+  // the decode matmul's two-round sets (one or two rows, k >= 4096 for the K-quants) whole
+  // and with a partial last set (k = 6400: 25 super-blocks).
+  const Shape shapes[] = {{1, 16, 256},    {1, 4096, 1024}, {2, 17, 512},    {7, 33, 256},  {8, 64, 768},
+                          {9, 100, 256},   {31, 48, 512},   {32, 1, 256},    {33, 65, 256}, {64, 128, 512},
+                          {100, 77, 1024}, {256, 256, 256}, {5, 1000, 2048}, {1, 40, 4096}, {2, 24, 6400},
+                          {1, 9, 12288}};
   for (DType type : kQuantTypes) {
     for (const Shape& s : shapes) {
       SCOPED_TRACE(std::string(dtype_name(type)) + " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
@@ -229,6 +233,54 @@ TEST(CudaMatMul, RefusesActivationsOfTheWrongFormat) {
   const Status s = cuda::mat_mul_q(*weights.matrix(&w.weight), q8_0, out.get(), 16, nullptr, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("do not fit"), std::string::npos) << s.error().message;
+}
+
+// mat_mul_q_parts (q, k and v; gate and up in one launch): each weight's product has the CPU's
+// bits, in one launch (up to 8 rows, one type) and in the fallback (9 rows, mixed types).
+TEST(CudaMatMul, PartsGiveEachWeightsCpuBits) {
+  GUFO_REQUIRE_GPU();
+  cpu::ThreadPool pool(4);
+  std::mt19937 rng(23);
+  int cases = 0;
+  const auto check = [&](const std::vector<DType>& types, int64_t k, int64_t m) {
+    const int64_t rows[] = {40, 8, 17};
+    std::vector<HostWeight> host;
+    for (size_t i = 0; i < types.size(); ++i)
+      host.push_back(random_weight(types[i], rows[i], k, rng));
+    const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng);
+    cuda::DeviceWeights weights;
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> outs;
+    std::vector<cuda::MatMulPart> parts;
+    for (const HostWeight& w : host) {
+      ASSERT_TRUE(weights.upload_matrix(w.weight, nullptr).ok());
+      outs.push_back(std::make_unique<DeviceBuffer<float>>(static_cast<size_t>(m * w.weight.rows)));
+    }
+    for (size_t i = 0; i < host.size(); ++i) {
+      parts.push_back({weights.matrix(&host[i].weight), outs[i]->get(), host[i].weight.rows});
+    }
+    const bool q8k = cuda::wants_q8k(types[0]);
+    DeviceBuffer<float> dx(x);
+    DeviceBuffer<std::byte> scratch(cuda::quant_acts_bytes(m, k, q8k));
+    const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), m, k, q8k);
+    ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
+    const Status s =
+        cuda::mat_mul_q_parts(parts.data(), static_cast<int>(parts.size()), acts, nullptr);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    for (size_t i = 0; i < host.size(); ++i) {
+      EXPECT_EQ(compare(outs[i]->download(), cpu_product(pool, host[i].weight, x, m)).mismatches,
+                0u)
+          << dtype_name(types[i]) << " part " << i << " k=" << k << " m=" << m;
+      ++cases;
+    }
+  };
+  for (DType type : kQuantTypes) {
+    for (int64_t k : {768, 4096}) {
+      for (int64_t m : {1, 2, 5, 9}) check({type, type, type}, k, m);
+    }
+    check({type, type}, 1024, 1);
+  }
+  check({DType::Q4_K, DType::Q4_K, DType::Q6_K}, 512, 1);  // v of another type: one launch each
+  EXPECT_GT(cases, 0);
 }
 
 // The small-batch kernel (mat_vec_q.cu) on its own, plain and in expert mode, against the CPU

@@ -261,6 +261,17 @@ __device__ inline int shfl_xor(int value, int mask) { return __shfl_xor_sync(0xf
 __device__ inline float shfl(float value, int lane) { return __shfl_sync(0xffffffffu, value, lane, group_lanes); }
 __device__ inline int shfl(int value, int lane) { return __shfl_sync(0xffffffffu, value, lane, group_lanes); }
 #endif
+// Orders shared-memory writes before reads among the lanes of a group (a warp; on AMD the
+// group's wavefront runs in lockstep: a wave barrier between two workgroup fences).
+__device__ inline void sync_group() {
+#if defined(GUFO_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+#else
+  __syncwarp();
+#endif
+}
 // Sum and max over the 32 lanes of a group by a fixed butterfly (xor 16, 8, 4, 2, 1), so the
 // order of the float additions never depends on anything but the lane: every lane gets the
 // same bits.
@@ -271,6 +282,66 @@ __device__ inline float group_sum(float value) {
 __device__ inline float group_max(float value) {
   for (int mask = group_lanes / 2; mask > 0; mask /= 2) value = fmaxf(value, shfl_xor(value, mask));
   return value;
+}
+#endif
+
+// --- launches that overlap the kernel before them -----------------------------------------
+// A kernel launched by gpu::launch may start (on sm_90: programmatic dependent launch) while
+// the kernel before it in the stream still runs: its blocks become resident and run their
+// prologue, so a launch and the previous kernel's tail overlap, which is most of the cost of
+// a small kernel inside a CUDA graph. In exchange every such kernel must call
+// wait_for_inputs() before it reads anything an earlier kernel wrote, and before it writes
+// anything (an earlier kernel may still read it); what it may do before is address
+// arithmetic and prefetch_l2 of data no kernel writes (weights). After the wait it calls
+// start_next_kernel(), so that only the next kernel, never a chain of them, waits resident.
+// On HIP and before sm_90 the launch is an ordinary one and both calls do nothing.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+__device__ inline void wait_for_inputs() {
+#if !defined(GUFO_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ inline void start_next_kernel() {
+#if !defined(GUFO_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+// Brings the 128-byte line at p into L2 without waiting (a hint: no register, no fault).
+__device__ inline void prefetch_l2(const void* p) {
+#if !defined(GUFO_HIP)
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
+#endif
+
+// Whether launches on the current device may overlap (sm_90 and later); asked once per device
+// by launch(). Defined in device_info.cpp.
+bool current_device_overlaps_launches();
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+template <class... Params, class... Args>
+inline error_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                      stream_t stream, Args&&... args) {
+#if defined(GUFO_HIP)
+  kernel<<<grid, block, shared_bytes, stream>>>(static_cast<Params>(args)...);
+  return hipPeekAtLastError();  // (left for the caller's get_last_error() too, as on CUDA)
+#else
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute overlap[1] = {};
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  if (current_device_overlaps_launches()) {
+    config.attrs = overlap;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+#endif
 }
 #endif
 

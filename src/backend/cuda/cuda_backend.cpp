@@ -585,6 +585,25 @@ Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, cons
       quantized_ = {.source = run.nodes[0], .q8k = q8k};
       return {};
     }
+    case FusionKind::MatMuls: {
+      const int64_t k = src(graph, first, 0).cols;
+      GUFO_ASSIGN_OR_RETURN(const WeightView* w0, matrix_of(src(graph, first, 1)));
+      const bool q8k = wants_q8k(w0->type);
+      const QuantActs acts = quant_acts_at(scratch_.get(), first.rows, k, q8k);
+      if (quantized_.source != first.src[0] || quantized_.q8k != q8k) {
+        GUFO_RETURN_IF_ERROR(quantize_acts(value(plan, first.src[0]), k, acts, stream_));
+        quantized_ = {.source = first.src[0], .q8k = q8k};
+      }
+      static_assert(kMaxFusedMatMuls <= kMaxMatMulParts);
+      MatMulPart parts[kMaxFusedMatMuls];
+      const int n = static_cast<int>(run.nodes.size());
+      for (int i = 0; i < n; ++i) {
+        const model::Node& node = graph.nodes[static_cast<size_t>(run.nodes[static_cast<size_t>(i)])];
+        GUFO_ASSIGN_OR_RETURN(const WeightView* w, matrix_of(src(graph, node, 1)));
+        parts[i] = {.w = w, .out = out(static_cast<size_t>(i)), .ldo = node.cols};
+      }
+      return mat_mul_q_parts(parts, n, acts, stream_);
+    }
     case FusionKind::None:
       break;
   }

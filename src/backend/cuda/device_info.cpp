@@ -2,11 +2,15 @@
 // the host compiler's warnings apply. Tested by tests/gpu/device_info_test.cpp (label gpu).
 #include "backend/cuda/device_info.h"
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/compat.cuh"
+#include "backend/cuda/ops/ops.h"
 
 namespace gufo::cuda {
 namespace {
@@ -23,7 +27,39 @@ std::string format_uuid(const unsigned char (&bytes)[16]) {
   return out;
 }
 
+// The answer of `ask(cc_major, cc_minor)` for the current device, kept per device: asked
+// before kernel launches, so not of the driver each time. False where the device is unknown.
+template <class Ask>
+bool current_device_answer(std::atomic<int8_t> (&known)[64], Ask ask) {
+  int device = 0;
+  if (gpu::get_device(&device) != gpu::success) {
+    gpu::clear_last_error();
+    return false;
+  }
+  const bool cached = device >= 0 && device < 64;
+  if (cached && known[device].load() != 0)
+    return known[device].load() == 2;  // 0 unknown, 1 no, 2 yes
+  int major = 0, minor = 0;
+  if (gpu::compute_capability(&major, &minor, device) != gpu::success) {
+    gpu::clear_last_error();
+    return false;
+  }
+  const bool yes = ask(major, minor);
+  if (cached) known[device].store(yes ? 2 : 1);
+  return yes;
+}
+
 }  // namespace
+
+bool current_device_has_mma() {
+#if defined(GUFO_HIP)
+  return false;
+#else
+  static std::atomic<int8_t> known[64] = {};
+  return current_device_answer(known,
+                               [](int major, int minor) { return gpu::has_mma(major, minor); });
+#endif
+}
 
 LibraryVersions query_library_versions() {
   LibraryVersions versions;
@@ -71,3 +107,22 @@ Result<std::vector<DeviceInfo>> query_devices() {
 }
 
 }  // namespace gufo::cuda
+
+namespace gufo::gpu {
+
+bool current_device_overlaps_launches() {
+#if defined(GUFO_HIP) || !defined(GUFO_CUDA_MIN_ARCH) || GUFO_CUDA_MIN_ARCH < 90
+  return false;  // some kernel may have been built without the wait (CMakeLists.txt)
+#else
+  // NOTE(launch): programmatic dependent launch came with sm_90 (Hopper). GUFO_CUDA_OVERLAP=0
+  // turns it off, to measure what it buys or to rule it out when hunting a race.
+  static const bool allowed = [] {
+    const char* value = std::getenv("GUFO_CUDA_OVERLAP");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  static std::atomic<int8_t> known[64] = {};
+  return allowed && cuda::current_device_answer(known, [](int major, int) { return major >= 9; });
+#endif
+}
+
+}  // namespace gufo::gpu

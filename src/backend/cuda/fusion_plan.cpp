@@ -83,6 +83,25 @@ bool qk_norm_rope_at(const model::Graph& graph, model::NodeId id, Fusion& run) {
   return true;
 }
 
+// MatMul nodes in a row (kMaxFusedMatMuls at most) reading one input, integer weights of one type.
+bool matmuls_at(const model::Graph& graph, model::NodeId id, Fusion& run) {
+  const model::Node& first = at(graph, id);
+  if (first.op != model::Op::MatMul) return false;
+  const DType type = at(graph, first.src[1]).weight->type;
+  if (matmul_quant(type) == FusedQuant::None) return false;
+  std::vector<model::NodeId> nodes = {id};
+  for (model::NodeId next = next_compute(graph, id); next != model::kNoNode; next = next_compute(graph, next)) {
+    const model::Node& node = at(graph, next);
+    const bool sibling =
+        node.op == model::Op::MatMul && node.src[0] == first.src[0] && at(graph, node.src[1]).weight->type == type;
+    if (!sibling || nodes.size() == static_cast<size_t>(kMaxFusedMatMuls)) break;
+    nodes.push_back(next);
+  }
+  if (nodes.size() < 2) return false;
+  run = {.kind = FusionKind::MatMuls, .nodes = std::move(nodes)};
+  return true;
+}
+
 }  // namespace
 
 FusedQuant matmul_quant(DType type) {
@@ -106,7 +125,8 @@ FusionPlan plan_fusions(const model::Graph& graph, bool enabled) {
     const auto id = static_cast<model::NodeId>(i);
     if (!computes(graph.nodes[i])) continue;
     Fusion run;
-    const bool found = add_norm_at(graph, id, run) || qk_norm_rope_at(graph, id, run);
+    const bool found =
+        add_norm_at(graph, id, run) || qk_norm_rope_at(graph, id, run) || matmuls_at(graph, id, run);
     if (!found && (whole_row_norm(graph.nodes[i]) || graph.nodes[i].op == model::Op::SwiGlu) && graph.output != id) {
       const FusionKind kind = graph.nodes[i].op == model::Op::SwiGlu ? FusionKind::SwigluQuant : FusionKind::Norm;
       run = {.kind = kind, .nodes = {id}, .quant = readers_quant(graph, id)};

@@ -6,7 +6,9 @@
 //     both also quantize the normalized rows for the matmuls that read them, when those are
 //     all integer matmuls of one activation format;
 //   - QkNormRope: Qwen3's per-head RmsNorm of q and of k, then RoPE (neox) of both;
-//   - SwigluQuant: the SwiGLU product and its quantization for the down projection.
+//   - SwigluQuant: the SwiGLU product and its quantization for the down projection;
+//   - MatMuls: two or three integer matmuls in a row that read one input with weights of one
+//     type (q, k and v; gate and up): one launch where the decode kernel takes the batch.
 // A fused kernel writes every node's output (so taps and later readers see them) with the
 // same float operations in the same order as the separate kernels: the same bits.
 // Plain C++ (no CUDA): tested by tests/unit/backend/fusion_plan_test.cpp.
@@ -20,7 +22,10 @@
 
 namespace gufo::cuda {
 
-enum class FusionKind { None, AddNorm, Norm, QkNormRope, SwigluQuant };
+enum class FusionKind { None, AddNorm, Norm, QkNormRope, SwigluQuant, MatMuls };
+
+// The most matmuls one MatMuls run holds (ops.h, mat_mul_q_parts).
+inline constexpr int kMaxFusedMatMuls = 3;
 
 // Activations quantized by a fused norm: none, 32-blocks (Q8_0 weights) or 256-blocks.
 enum class FusedQuant { None, Q8_0, Q8K };

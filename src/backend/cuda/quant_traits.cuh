@@ -5,8 +5,9 @@
 //   - quad(): 4 consecutive int8 weights of a 32-element chunk of a super-block (the unit of
 //     the float chain: 32 elements for Q8_0, 256 for the K-quants), for the integer dots;
 //   - scale() and the mins: the integer factors of each chunk (or 16-element half);
-//   - chain(): the float step per super-block, in the CPU's operand order, from the block's
-//     d and dmin (every RowBlock has both; dmin is 0 where a type has no mins).
+//   - step() and apply(): the float step per super-block, in the CPU's operand order, from the
+//     block's d and dmin (every RowBlock has both; dmin is 0 where a type has no mins);
+//     chain_block() below does both.
 // Tested by tests/ops (get_rows and mat_mul against the CPU, bit for bit).
 #pragma once
 
@@ -37,6 +38,16 @@ __device__ inline const std::byte* weight_row(const WeightView& w, int64_t row) 
 // Each byte b of `q` (0..63) becomes b - 32 as int8, without borrows between bytes.
 __device__ inline uint32_t bytes_minus_32(uint32_t q) { return ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u; }
 
+// One super-block's float step split in two: the operands (step(), which does not read the
+// running sum, so the lanes of a warp can make them side by side) and the fused multiply-adds
+// into the sum (apply(), in super-block order); chain_block() does both at once.
+struct ChainStep {
+  float scale;      // d_x * d, or d * d_x: each type in the CPU's operand order
+  float sum;        // float(S)
+  float min_scale;  // -(d_x * dmin), 0 without mins
+  float min_sum;    // float(M)
+};
+
 struct TraitsQ8_0 {
   static constexpr int kSuperBlock = 32;
   static constexpr int kChunks = 1;
@@ -61,9 +72,10 @@ struct TraitsQ8_0 {
   __device__ static int scale(const RowBlock&, int, int) { return 1; }
   __device__ static int min(const RowBlock&, int) { return 0; }
   // CPU: acc = fma(d_w * d_x, float(S), acc)
-  __device__ static float chain(float acc, float d, float /*dmin*/, float dx, int s, int) {
-    return fmaf(d * dx, static_cast<float>(s), acc);
+  __device__ static ChainStep step(float d, float /*dmin*/, float dx, int s, int) {
+    return {d * dx, static_cast<float>(s), 0.0f, 0.0f};
   }
+  __device__ static float apply(float acc, const ChainStep& st) { return fmaf(st.scale, st.sum, acc); }
   __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
     const float d = quant::fp16_to_fp32(w.d[row * w.d_per_row + col / 32]);
     return static_cast<float>(reinterpret_cast<const int8_t*>(weight_row(w, row))[col]) * d;
@@ -123,9 +135,11 @@ struct TraitsQ45K {
   __device__ static int scale(const RowBlock& rb, int chunk, int) { return rb.sc[chunk]; }
   __device__ static int min(const RowBlock& rb, int chunk) { return rb.mn[chunk]; }
   // CPU: acc = fma(d_x * d, float(S), acc); acc = fma(-(d_x * dmin), float(M), acc)
-  __device__ static float chain(float acc, float d, float dmin, float dx, int s, int m) {
-    acc = fmaf(dx * d, static_cast<float>(s), acc);
-    return fmaf(-(dx * dmin), static_cast<float>(m), acc);
+  __device__ static ChainStep step(float d, float dmin, float dx, int s, int m) {
+    return {dx * d, static_cast<float>(s), -(dx * dmin), static_cast<float>(m)};
+  }
+  __device__ static float apply(float acc, const ChainStep& st) {
+    return fmaf(st.min_scale, st.min_sum, fmaf(st.scale, st.sum, acc));
   }
   __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
     const Block* b = block(w, row, col / 256);
@@ -184,9 +198,10 @@ struct TraitsQ6K {
   __device__ static int scale(const RowBlock& rb, int chunk, int half) { return rb.sc[2 * chunk + half]; }
   __device__ static int min(const RowBlock&, int) { return 0; }
   // CPU: acc = fma(d_x * d, float(S), acc)
-  __device__ static float chain(float acc, float d, float /*dmin*/, float dx, int s, int) {
-    return fmaf(dx * d, static_cast<float>(s), acc);
+  __device__ static ChainStep step(float d, float /*dmin*/, float dx, int s, int) {
+    return {dx * d, static_cast<float>(s), 0.0f, 0.0f};
   }
+  __device__ static float apply(float acc, const ChainStep& st) { return fmaf(st.scale, st.sum, acc); }
   __device__ static float dequantize(const WeightView& w, int64_t row, int64_t col) {
     const int64_t sb = col / 256;
     const int elem = static_cast<int>(col % 256);
@@ -222,6 +237,12 @@ __device__ inline float dequantize_element(const WeightView& w, int64_t row, int
     case DType::Q6_K: return TraitsQ6K::dequantize(w, row, col);
     default: return dequantize_float(w, row, col);
   }
+}
+
+// One super-block's float step, operands and multiply-adds together.
+template <class T>
+__device__ inline float chain_block(float acc, float d, float dmin, float dx, int s, int m) {
+  return T::apply(acc, T::step(d, dmin, dx, s, m));
 }
 
 }  // namespace gufo::cuda

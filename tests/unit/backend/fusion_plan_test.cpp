@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
 
 #include "backend/cuda/activation_plan.h"
 #include "backend/cuda/fusion_plan.h"
@@ -31,6 +32,7 @@ TEST(FusionPlan, FindsTheResidualNormsAndQwen3sQkNormRope) {
   // The first layer's norm (after the embedding) and the output norm (read by the Q8_0 logits matmul).
   EXPECT_EQ(counts[FusionKind::Norm], 2);
   EXPECT_EQ(counts[FusionKind::SwigluQuant], n_layer);  // read by the Q8_0 down projection
+  EXPECT_EQ(counts[FusionKind::MatMuls], 2 * n_layer);   // q, k and v; gate and up
   for (const Fusion& run : plan.runs) {
     const model::Node& first = graph->nodes[static_cast<size_t>(run.nodes.front())];
     const model::Node& last = graph->nodes[static_cast<size_t>(run.nodes.back())];
@@ -43,6 +45,16 @@ TEST(FusionPlan, FindsTheResidualNormsAndQwen3sQkNormRope) {
     if (run.kind == FusionKind::QkNormRope) {
       EXPECT_EQ(first.op, model::Op::RmsNorm);
       EXPECT_EQ(last.op, model::Op::Rope);
+    }
+    if (run.kind == FusionKind::MatMuls) {
+      EXPECT_TRUE(run.nodes.size() == 3 ? first.name.find("attn_q") != std::string::npos
+                                        : first.name.find("ffn_gate") != std::string::npos)
+          << first.name << " starts a run of " << run.nodes.size();
+      for (model::NodeId member : run.nodes) {
+        const model::Node& node = graph->nodes[static_cast<size_t>(member)];
+        EXPECT_EQ(node.op, model::Op::MatMul);
+        EXPECT_EQ(node.src[0], first.src[0]) << node.name << " reads another input";
+      }
     }
     for (model::NodeId member : run.nodes) {
       EXPECT_EQ(plan.run_end[static_cast<size_t>(member)], run.nodes.back());
@@ -61,6 +73,7 @@ TEST(FusionPlan, LeavesNormsThatFloatMatmulsOrExpertsReadUnquantized) {
   auto counts = count_runs(plan);
   EXPECT_EQ(counts[FusionKind::Norm], 0);
   EXPECT_EQ(counts[FusionKind::SwigluQuant], 0);
+  EXPECT_EQ(counts[FusionKind::MatMuls], 0) << "f32 weights take the float matmul, one each";
   for (const Fusion& run : plan.runs) EXPECT_EQ(run.quant, FusedQuant::None);
 
   testing::TinyModel moe("tiny-qwen3-moe", "q8_0");

@@ -35,6 +35,8 @@ __device__ inline float load_kv(const KvLayer& kv, const void* base, int64_t ind
 }
 
 __global__ void kv_store_kernel(KvLayer kv, BatchRows batch, const float* k, int64_t ldk, const float* v, int64_t ldv) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t row = blockIdx.x;
   const int32_t seq = batch.seq_ids[row];
   if (seq == kPaddingSeq) return;
@@ -126,6 +128,8 @@ __device__ void attend_split(const AttentionArgs& a, int32_t seq, int32_t positi
 
 // blockIdx: x = row, y = KV head, z = split (split-block mode) or 0 (a block per row).
 __global__ void attention_kernel(AttentionArgs a) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   extern __shared__ float shared[];
   const int64_t row = blockIdx.x;
   const int64_t kv_head = blockIdx.y;
@@ -181,6 +185,8 @@ __global__ void attention_kernel(AttentionArgs a) {
 // Split-block mode, second step: one lane group per (row, head) merges the splits in order.
 __global__ void attention_merge_kernel(BatchRows batch, AttentionShape shape, const float* partials,
                                        int64_t max_splits, float* out_all, int64_t ldo) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t item = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (item >= batch.n_rows * shape.n_head) return;
   const int64_t row = item / shape.n_head;
@@ -215,8 +221,8 @@ size_t attention_shared_bytes(const AttentionShape& shape) {
 Status merge_splits(const BatchRows& batch, const AttentionShape& shape, const float* partials, int64_t max_splits,
                     float* out, int64_t ldo, gpu::stream_t stream) {
   const int64_t items = batch.n_rows * shape.n_head;
-  attention_merge_kernel<<<static_cast<unsigned>((items + 7) / 8), 256, 0, stream>>>(batch, shape, partials,
-                                                                                    max_splits, out, ldo);
+  (void)gpu::launch(attention_merge_kernel, static_cast<unsigned>((items + 7) / 8), 256, 0, stream, batch, shape,
+                    partials, max_splits, out, ldo);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "attention merge(rows=" + std::to_string(batch.n_rows) + ")");
   return {};
 }
@@ -224,7 +230,7 @@ Status merge_splits(const BatchRows& batch, const AttentionShape& shape, const f
 Status kv_store(const KvLayer& kv, const BatchRows& batch, const float* k, int64_t ldk, const float* v, int64_t ldv,
                 gpu::stream_t stream) {
   if (batch.n_rows == 0) return {};
-  kv_store_kernel<<<static_cast<unsigned>(batch.n_rows), 256, 0, stream>>>(kv, batch, k, ldk, v, ldv);
+  (void)gpu::launch(kv_store_kernel, static_cast<unsigned>(batch.n_rows), 256, 0, stream, kv, batch, k, ldk, v, ldv);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "kv_store(rows=" + std::to_string(batch.n_rows) + ")");
   return {};
 }
@@ -280,7 +286,7 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
   }
   const dim3 grid(static_cast<unsigned>(batch.n_rows), static_cast<unsigned>(shape.n_head_kv),
                   static_cast<unsigned>(split_blocks ? max_splits : 1));
-  attention_kernel<<<grid, static_cast<unsigned>(group * 32), smem, stream>>>(args);
+  (void)gpu::launch(attention_kernel, grid, static_cast<unsigned>(group * 32), smem, stream, args);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
   if (split_blocks) return merge_splits(batch, shape, args.partials, max_splits, out, ldo, stream);
   return {};

@@ -20,7 +20,6 @@
 #include <cuda_fp16.h>
 #endif
 
-#include <atomic>
 #include <string>
 
 #include "backend/cuda/check.cuh"
@@ -291,6 +290,8 @@ __device__ __forceinline__ void write_row(const AttentionArgs& a, const LaneRows
 // blockIdx: x = window of 16 * kWarps / group rows, y = KV head, z = split (split-block mode).
 template <int kDim, int kWarps>
 __global__ void __launch_bounds__(32 * kWarps) attention_mma_kernel(AttentionArgs a) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
 #if !defined(GUFO_HIP)
   using T = Tiles<kDim>;
   extern __shared__ __align__(16) unsigned char shared[];
@@ -382,37 +383,12 @@ Status launch(const AttentionArgs& args, int64_t n_head_kv, const std::string& c
   const int64_t tokens = 16 * kWarps / args.group;
   const dim3 grid(static_cast<unsigned>((args.batch.n_rows + tokens - 1) / tokens), static_cast<unsigned>(n_head_kv),
                   static_cast<unsigned>(split_mode ? args.max_splits : 1));
-  kernel<<<grid, 32 * kWarps, smem, stream>>>(args);
+  (void)gpu::launch(kernel, grid, 32 * kWarps, smem, stream, args);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
   return {};
 }
 
 }  // namespace
-
-// NOTE(attention_mma): asked before every attention and quantized matmul launch, so the answer
-// is kept per device rather than asked of the driver each time.
-bool current_device_has_mma() {
-#if defined(GUFO_HIP)
-  return false;
-#else
-  constexpr int kDevices = 64;
-  static std::atomic<int8_t> known[kDevices] = {};  // 0 unknown, 1 no, 2 yes
-  int device = 0;
-  if (gpu::get_device(&device) != gpu::success) {
-    gpu::clear_last_error();
-    return false;
-  }
-  if (device >= 0 && device < kDevices && known[device].load() != 0) return known[device].load() == 2;
-  int major = 0, minor = 0;
-  if (gpu::compute_capability(&major, &minor, device) != gpu::success) {
-    gpu::clear_last_error();
-    return false;
-  }
-  const bool has = gpu::has_mma(major, minor);
-  if (device >= 0 && device < kDevices) known[device].store(has ? 2 : 1);
-  return has;
-#endif
-}
 
 bool attention_mma_supports(const KvLayer& kv, const AttentionShape& shape) {
   if (!kv.f16 || (shape.head_dim != 64 && shape.head_dim != 128) || !current_device_has_mma()) return false;

@@ -34,6 +34,8 @@ struct AddNormArgs {
 // 256 / group_lanes rows per block), as rms_norm() picks them.
 template <int kSeg, bool kVec4, int kQBlock>
 __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs a) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   __shared__ float group_sums[kThreads / gpu::group_lanes];
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (kThreads / kSeg) + threadIdx.x / kSeg;
   const bool live = row < a.rows;
@@ -73,15 +75,17 @@ template <int kSeg, bool kVec4>
 void launch_add_norm(const AddNormArgs& a, int q_block, gpu::stream_t stream) {
   const auto grid = static_cast<unsigned>((a.rows + kThreads / kSeg - 1) / (kThreads / kSeg));
   switch (q_block) {
-    case 32: add_norm_kernel<kSeg, kVec4, 32><<<grid, kThreads, 0, stream>>>(a); break;
-    case 256: add_norm_kernel<kSeg, kVec4, 256><<<grid, kThreads, 0, stream>>>(a); break;
-    default: add_norm_kernel<kSeg, kVec4, 0><<<grid, kThreads, 0, stream>>>(a); break;
+    case 32: (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 32>, grid, kThreads, 0, stream, a); break;
+    case 256: (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 256>, grid, kThreads, 0, stream, a); break;
+    default: (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 0>, grid, kThreads, 0, stream, a); break;
   }
 }
 
 // A lane group per (row, head): q's heads, then k's. Lane l holds float4 piece l of the head
 // (head_dim / 4 <= 32 pieces); neox pairs (e, e + head_dim / 2) are head_dim / 8 lanes apart.
 __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t heads = a.n_head + a.n_head_kv;
   const int64_t segment = static_cast<int64_t>(blockIdx.x) * (kThreads / gpu::group_lanes) + threadIdx.x / gpu::group_lanes;
   const bool live = segment < a.rows * heads;
@@ -131,6 +135,8 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a
 template <int kBlock>
 __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(const float* gate, const float* up, int64_t rows,
                                                                 int64_t cols, float* out, QuantActs quant) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   constexpr int kPerLane = kBlock / 32;
   const int64_t per_row = cols / kBlock;
   const int64_t block = static_cast<int64_t>(blockIdx.x) * (kThreads / gpu::group_lanes) + threadIdx.x / gpu::group_lanes;
@@ -183,9 +189,9 @@ Status swiglu_quant(const float* gate, const float* up, int64_t rows, int64_t co
   constexpr int64_t kPerCta = kThreads / gpu::group_lanes;
   const auto grid = static_cast<unsigned>((n_blocks + kPerCta - 1) / kPerCta);
   if (quant.q8k) {
-    swiglu_quant_kernel<256><<<grid, kThreads, 0, stream>>>(gate, up, rows, cols, out, quant);
+    (void)gpu::launch(swiglu_quant_kernel<256>, grid, kThreads, 0, stream, gate, up, rows, cols, out, quant);
   } else {
-    swiglu_quant_kernel<32><<<grid, kThreads, 0, stream>>>(gate, up, rows, cols, out, quant);
+    (void)gpu::launch(swiglu_quant_kernel<32>, grid, kThreads, 0, stream, gate, up, rows, cols, out, quant);
   }
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "swiglu_quant(rows=" + std::to_string(rows) + ")");
   return {};
@@ -206,7 +212,8 @@ Status qk_norm_rope(const QkNormRopeArgs& args, gpu::stream_t stream) {
     if (!aligned16(p)) return Error{"qk_norm_rope: a buffer is not 16-byte aligned"};
   }
   constexpr int64_t kPerBlock = kThreads / gpu::group_lanes;
-  qk_norm_rope_kernel<<<static_cast<unsigned>((segments + kPerBlock - 1) / kPerBlock), kThreads, 0, stream>>>(args);
+  (void)gpu::launch(qk_norm_rope_kernel, static_cast<unsigned>((segments + kPerBlock - 1) / kPerBlock), kThreads, 0,
+                    stream, args);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "qk_norm_rope(rows=" + std::to_string(args.rows) + ")");
   return {};
 }

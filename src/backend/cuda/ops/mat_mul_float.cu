@@ -19,6 +19,8 @@ constexpr int kGroupsPerBlock = 4;
 // blockIdx: x = 4 weight rows, y = 8 output rows, z = expert (expert mode).
 __global__ void mat_mul_float_kernel(WeightView w, const float* x, int64_t m, int64_t ldx, float* out, int64_t ldo,
                                      ExpertRows experts) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   int64_t n_rows = w.rows, begin = 0, end = m, w_offset = 0;
   if (experts.offsets != nullptr) {
     const int e = block_expert(experts);
@@ -67,8 +69,8 @@ Status mat_mul_float(const WeightView& w, const float* x, int64_t m, int64_t ldx
   const dim3 grid(static_cast<unsigned>((n_rows + kGroupsPerBlock - 1) / kGroupsPerBlock),
                   static_cast<unsigned>((n_out + kRowsPerStep - 1) / kRowsPerStep),
                   static_cast<unsigned>(experts != nullptr ? expert_grid(*experts) : 1));
-  mat_mul_float_kernel<<<grid, kGroupsPerBlock * gpu::group_lanes, 0, stream>>>(
-      w, x, m, ldx, out, ldo, experts != nullptr ? *experts : ExpertRows{});
+  (void)gpu::launch(mat_mul_float_kernel, grid, kGroupsPerBlock * gpu::group_lanes, 0, stream, w, x, m, ldx, out, ldo,
+                    experts != nullptr ? *experts : ExpertRows{});
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_mul_float(" + std::to_string(w.rows) + "x" +
                                                       std::to_string(w.cols) + ", " + std::to_string(m) + " rows)");
   return {};

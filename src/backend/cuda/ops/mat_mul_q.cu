@@ -105,12 +105,14 @@ __device__ __forceinline__ void chain(const Args& args, const LaneRows<kRm, kTn>
     // NOTE(mat_mul_q): a weight super-block is one activation block (32 for Q8_0, 256 for the
     // K-quants), so the activation scale of super-block sb is d[row][sb].
     const float dx = args.x.d[rows.c[tn][i % 2] * n_sb + sb];
-    acc[e] = T::chain(acc[e], rb[rm][i / 2].d, rb[rm][i / 2].dmin, dx, s[e], m[e]);
+    acc[e] = chain_block<T>(acc[e], rb[rm][i / 2].d, rb[rm][i / 2].dmin, dx, s[e], m[e]);
   });
 }
 
 template <class T, int kRm, int kTn, int kWr, int kWt, int kWk>
 __global__ void __launch_bounds__(32 * kWr * kWt * kWk) mat_mul_q_kernel(Args args) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   constexpr int kElems = kRm * kTn * 4;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
@@ -218,7 +220,7 @@ struct Config {
   static void launch(const Args& args, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
     const dim3 grid(static_cast<unsigned>((n_rows + rows - 1) / rows),
                     static_cast<unsigned>((n_tokens + tokens - 1) / tokens), static_cast<unsigned>(n_expert));
-    mat_mul_q_kernel<T, kRm, kTn, kWr, kWt, kWk><<<grid, threads, smem, stream>>>(args);
+    (void)gpu::launch(mat_mul_q_kernel<T, kRm, kTn, kWr, kWt, kWk>, grid, threads, smem, stream, args);
   }
 };
 
@@ -278,6 +280,31 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
     default: launch_for_type<TraitsQ6K>(args, n_rows, n_tokens, n_expert, stream); break;
   }
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
+  return {};
+}
+
+Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x, gpu::stream_t stream) {
+  if (n_parts < 1 || n_parts > kMaxMatMulParts) {
+    return Error{"mat_mul_q_parts: 1 to " + std::to_string(kMaxMatMulParts) + " weights"};
+  }
+  bool one_launch = mat_vec_q_fits(x, nullptr) && x.rows > 0;
+  for (int i = 0; i < n_parts; ++i) {
+    const WeightView& w = *parts[i].w;
+    // What mat_mul_q checks, so that anything it would refuse goes to it and is refused there.
+    one_launch = one_launch && w.type == parts[0].w->type && w.cols == x.k && x.q8k == wants_q8k(w.type) &&
+                 w.rows > 0 && is_quantized_matmul_type(w.type) && w.cols % (wants_q8k(w.type) ? 256 : 32) == 0;
+  }
+  if (!one_launch) {
+    for (int i = 0; i < n_parts; ++i) {
+      GUFO_RETURN_IF_ERROR(mat_mul_q(*parts[i].w, x, parts[i].out, parts[i].ldo, nullptr, stream));
+    }
+    return {};
+  }
+  MatVecPart more[kMaxMatMulParts - 1];
+  for (int i = 1; i < n_parts; ++i) more[i - 1] = {*parts[i].w, parts[i].out, parts[i].ldo};
+  const Status s =
+      mat_vec_q_parts({*parts[0].w, x, parts[0].out, parts[0].ldo, ExpertRows{}}, more, n_parts - 1, stream);
+  if (!s.ok()) return Error{"mat_mul_q_parts: " + s.error().message, s.error().kind};
   return {};
 }
 

@@ -149,13 +149,15 @@ __device__ void compute_stage(const QuantMatMulArgs& a, const Frame& f, int64_t 
 #pragma unroll
       for (int sub = 0; sub < 8; ++sub) m += T::min(rb[rm][i / 2], sub) * sums[token * 8 + sub];
     }
-    acc[e] = T::chain(acc[e], rb[rm][i / 2].d, rb[rm][i / 2].dmin, dx[token], s[e], m);
+    acc[e] = chain_block<T>(acc[e], rb[rm][i / 2].d, rb[rm][i / 2].dmin, dx[token], s[e], m);
   });
 }
 
 // blockIdx: x = weight rows / kBM, y = activation rows / kBN, z = expert (expert mode).
 template <class T>
 __global__ void __launch_bounds__(kThreads) staged_kernel(QuantMatMulArgs a) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   extern __shared__ __align__(16) unsigned char smem[];
   Frame f{0, a.x.rows, a.w.rows, 0, 0, 0};
   if (a.experts.offsets != nullptr) {
@@ -204,7 +206,7 @@ Status launch(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_
   GUFO_GPU_RETURN_IF_ERROR(gpu::set_max_dynamic_shared(kernel, kSmem), "mat_mul_q_staged: shared memory");
   const dim3 grid(static_cast<unsigned>((n_rows + kBM - 1) / kBM), static_cast<unsigned>((n_tokens + kBN - 1) / kBN),
                   static_cast<unsigned>(n_expert));
-  kernel<<<grid, kThreads, kSmem, stream>>>(a);
+  (void)gpu::launch(kernel, grid, kThreads, kSmem, stream, a);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_mul_q_staged");
   return {};
 }

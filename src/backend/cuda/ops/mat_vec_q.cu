@@ -2,14 +2,21 @@
 // accumulation order like mat_mul_q.cu, so the same bits: S and M of each super-block are
 // exact integer sums, then the float chain runs over the super-blocks in ascending order.
 // The work is laid out for bandwidth: a warp owns one weight row, and its lanes read the
-// row's quants as consecutive 16-byte pieces (a lane group of LaneShare::kLanes lanes per
-// super-block, 32 / kLanes super-blocks side by side), so each load instruction of the warp
-// covers ~512 contiguous bytes. A lane's share of S and M is an exact integer; the group adds
-// the shares by shuffles (integers: any order is exact), then every lane runs the chain over
-// the round's super-blocks in order, taking each group's sums and scales by shuffles.
+// row's quants in 16-byte pieces (a lane group of LaneShare::kLanes lanes per super-block,
+// 32 / kLanes super-blocks side by side), so a warp's loads cover ~1 KiB of the row at once.
+// A lane's share of S and M is an exact integer; the group adds the shares by shuffles
+// (integers: any order is exact), its first lane turns the sums into the super-block's
+// ChainStep (quant_traits.cuh) and leaves it in shared memory, and lane 0 applies the steps in
+// super-block order: two fused multiply-adds per super-block.
+// NOTE(mat_vec_q): ncu on the 12288 x 4096 Q4_K matmul (H100) found the first version of this
+// kernel bound by instructions issued (1,016 warp instructions per row, 58% of issue slots
+// busy, 34% of DRAM bandwidth). Hence a K-quant lane reads 32 bytes of quants (one sub-block
+// pair: its scales unpacked once, without branches), the chain takes its operands from shared
+// memory rather than five shuffles per super-block, and loads go before arithmetic (LaneShare):
+// 587 instructions per row, 19.8 -> 14.9 us (1.9 TB/s) in a CUDA graph.
 // NOTE(mat_vec_q): one weight row per warp. Two (sharing the activation loads) measured slower
 // on the H200: tg128 of a Qwen3-8B shape 177 t/s against 191 (95 registers against 56, so
-// fewer warps in flight); ncu showed both latency-bound, not at the DRAM roofline.
+// fewer warps in flight).
 // Tested by tests/ops/mat_mul_test.cpp (against the CPU, bit for bit).
 #include <cstddef>
 #include <string>
@@ -37,11 +44,39 @@ __device__ inline uint4 map4(const uint4& v, F&& f) {
   return {f(v.x), f(v.y), f(v.z), f(v.w)};
 }
 
-// The 16 activation quants of row xr at element k.
-__device__ inline uint4 acts16(const QuantActs& x, int64_t xr, int64_t k) { return load16(x.qs + xr * x.k + k); }
+// The activation quants a lane multiplies with its share of a super-block: kPieces pieces of
+// 16 bytes per activation row, at offsets the share names. For one or two rows (decode) they
+// are loaded with the weights, before any arithmetic, so that a warp waits on memory once per
+// round set; with more rows they would not fit in registers and are loaded where used.
+template <int kRows, int kPieces>
+struct LaneActs {
+  static constexpr bool kPrefetch = kRows <= 2;
+  uint4 v[kPrefetch ? kRows : 1][kPieces];
+  int64_t k[kPieces];  // the pieces' offsets in an activation row
 
-// A lane's exact share of super-block sb's S and M for each activation row, and the block's
-// float scales (d, dmin: the same in every lane of the group).
+  __device__ void load(const QuantActs& x, const int64_t (&xr)[kRows]) {
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int t = 0; t < kRows; ++t) {
+#pragma unroll
+        for (int i = 0; i < kPieces; ++i) v[t][i] = load16(x.qs + xr[t] * x.k + k[i]);
+      }
+    }
+  }
+  __device__ uint4 get(const QuantActs& x, const int64_t (&xr)[kRows], int t, int i) const {
+    if constexpr (kPrefetch) return v[t][i];
+    return load16(x.qs + xr[t] * x.k + k[i]);
+  }
+};
+
+// A lane's share of super-block sb, in two steps: load() issues every load (weights and
+// activations) and compute() makes the lane's exact share of S and M for each activation row
+// and the block's float scales (d, dmin: the same in every lane of the group).
+// NOTE(mat_vec_q): the split is what keeps a warp's loads in flight together: with loads and
+// arithmetic interleaved, the compiler issued the activation loads after the branches of
+// the scale unpacking, and the next super-block's after this one's shuffles: five round trips
+// to memory per row, and the kernel stalled on them (ncu: long scoreboard, 10 of 16 cycles
+// per instruction).
 template <class T>
 struct LaneShare;
 
@@ -50,130 +85,263 @@ template <>
 struct LaneShare<TraitsQ8_0> {
   static constexpr int kLanes = 2;
   template <int kRows>
-  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
-                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
-    const uint4 q = load16(weight_row(w, row) + sb * 32 + sub * 16);
+  struct Loaded {
+    uint4 q;
+    uint16_t d;
+    LaneActs<kRows, 1> acts;
+  };
+  template <int kRows>
+  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int sub,
+                                       const QuantActs& x, const int64_t (&xr)[kRows]) {
+    Loaded<kRows> l;
+    l.q = load16(weight_row(w, row) + sb * 32 + sub * 16);
+    l.d = w.d[row * w.d_per_row + sb];
+    l.acts.k[0] = sb * 32 + sub * 16;
+    l.acts.load(x, xr);
+    return l;
+  }
+  template <int kRows>
+  __device__ static void compute(const Loaded<kRows>& l, int /*sub*/, const QuantActs& x,
+                                 const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows],
+                                 float& d, float& dmin) {
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      s[t] = dot16(q, acts16(x, xr[t], sb * 32 + sub * 16));
+      s[t] = dot16(l.q, l.acts.get(x, xr, t, 0));
       m[t] = 0;
     }
-    d = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
+    d = quant::fp16_to_fp32(l.d);
     dmin = 0.0f;
   }
 };
 
-// Byte i (0..11) of a K-quant block's packed scales, held in words y, z, w of its 16-byte
-// header (x is d and dmin): register selects, so no per-lane index into memory.
-__device__ inline uint32_t scale_byte(const uint4& header, int i) {
-  const uint32_t word = i < 4 ? header.y : i < 8 ? header.z : header.w;
-  return (word >> (8 * (i & 3))) & 0xffu;
+// The scales and mins of sub-blocks 2p (lo) and 2p + 1 (hi) of a K-quant block, from the
+// words y, z, w of its 16-byte header (x is d and dmin): quant::unpack_scale_min_k4 over
+// registers, without branches. Bytes 2p % 4 and 2p % 4 + 1 of each word are the pair's; the
+// first four sub-blocks take 6 bits of y (scales) and z (mins), the last four 4 bits of w
+// and the top 2 bits of y and z.
+__device__ inline void scale_min_pair(const uint4& header, int p, int& lo_scale, int& lo_min,
+                                      int& hi_scale, int& hi_min) {
+  const int shift = 16 * (p & 1);
+  const uint32_t y = header.y >> shift, z = header.z >> shift, w = header.w >> shift;
+  const bool first_half = p < 2;
+  const uint32_t scales = first_half ? y & 0x3f3fu : (w & 0x0f0fu) | ((y >> 2) & 0x3030u);
+  const uint32_t mins = first_half ? z & 0x3f3fu : ((w >> 4) & 0x0f0fu) | ((z >> 2) & 0x3030u);
+  lo_scale = static_cast<int>(scales & 0xffu);
+  hi_scale = static_cast<int>((scales >> 8) & 0xffu);
+  lo_min = static_cast<int>(mins & 0xffu);
+  hi_min = static_cast<int>((mins >> 8) & 0xffu);
 }
 
-// quant::unpack_scale_min_k4 over the header's registers.
-__device__ inline void scale_min_k4(const uint4& header, int j, int& scale, int& min) {
-  if (j < 4) {
-    scale = static_cast<int>(scale_byte(header, j) & 63);
-    min = static_cast<int>(scale_byte(header, j + 4) & 63);
-  } else {
-    const uint32_t hi = scale_byte(header, j + 4);
-    scale = static_cast<int>((hi & 0x0f) | ((scale_byte(header, j - 4) >> 6) << 4));
-    min = static_cast<int>((hi >> 4) | ((scale_byte(header, j) >> 6) << 4));
-  }
+// The low (lo) and high (hi) nibbles of 16 packed bytes, as bytes.
+__device__ inline uint4 low_nibbles(const uint4& v) {
+  return map4(v, [](uint32_t w) { return w & 0x0f0f0f0fu; });
+}
+__device__ inline uint4 high_nibbles(const uint4& v) {
+  return map4(v, [](uint32_t w) { return (w >> 4) & 0x0f0f0f0fu; });
 }
 
-// Q4_K and Q5_K: eight lanes per super-block; lane `sub` reads qs bytes sub*16.., which hold
-// elements h*16.. (h = sub % 2) of sub-block 2p (low nibbles) and 2p + 1 (high), p = sub / 2.
+// Bit `bit` of each byte of v, moved to bit 4 (Q5_K's fifth bit), or-ed into q.
+__device__ inline uint4 with_fifth_bit(const uint4& q, const uint4& v, int bit) {
+  const auto fifth = [bit](uint32_t w) { return ((w >> bit) & 0x01010101u) << 4; };
+  return {q.x | fifth(v.x), q.y | fifth(v.y), q.z | fifth(v.z), q.w | fifth(v.w)};
+}
+
+// Q4_K and Q5_K: four lanes per super-block; lane p reads qs bytes p*32 .. p*32 + 31, which
+// hold sub-block 2p (low nibbles) and 2p + 1 (high), so it unpacks one pair of scales and mins
+// and owns the pair's whole share of S and M: activations k0 .. k0 + 63, k0 = sb*256 + 64p.
 // NOTE(mat_vec_q): d, dmin and the 12 scale bytes are the block's first 16 bytes: one load
-// (the same address in the group's 8 lanes) rather than a load per byte, which left the
-// kernel bound by load instructions rather than by DRAM.
+// (the same address in the group's 4 lanes) rather than a load per byte.
 template <class Block, bool kFifthBit>
 struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
-  static constexpr int kLanes = 8;
-  static_assert(offsetof(Block, scales) == 4 && sizeof(Block::scales) == 12 && sizeof(Block) % 16 == 0);
+  static constexpr int kLanes = 4;
+  static_assert(offsetof(Block, scales) == 4 && sizeof(Block::scales) == 12 &&
+                sizeof(Block) % 16 == 0);
   template <int kRows>
-  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
-                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
+  struct Loaded {
+    uint4 header;
+    uint4 packed[2];
+    uint4 high[kFifthBit ? 2 : 1];
+    int2 sums[kRows];
+    LaneActs<kRows, 4> acts;
+  };
+  template <int kRows>
+  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int p,
+                                       const QuantActs& x, const int64_t (&xr)[kRows]) {
+    Loaded<kRows> l;
     const Block* b = reinterpret_cast<const Block*>(weight_row(w, row)) + sb;
-    const int p = sub / 2, h = sub % 2;
-    const uint4 header = load16(b);
-    const uint4 packed = load16(b->qs + sub * 16);
-    uint4 lo = map4(packed, [](uint32_t v) { return v & 0x0f0f0f0fu; });
-    uint4 hi = map4(packed, [](uint32_t v) { return (v >> 4) & 0x0f0f0f0fu; });
+    l.header = load16(b);
+    l.packed[0] = load16(b->qs + p * 32);
+    l.packed[1] = load16(b->qs + p * 32 + 16);
     if constexpr (kFifthBit) {
-      const uint4 high = load16(b->qh + h * 16);
-      lo = {lo.x | (((high.x >> (2 * p)) & 0x01010101u) << 4), lo.y | (((high.y >> (2 * p)) & 0x01010101u) << 4),
-            lo.z | (((high.z >> (2 * p)) & 0x01010101u) << 4), lo.w | (((high.w >> (2 * p)) & 0x01010101u) << 4)};
-      hi = {hi.x | (((high.x >> (2 * p + 1)) & 0x01010101u) << 4), hi.y | (((high.y >> (2 * p + 1)) & 0x01010101u) << 4),
-            hi.z | (((high.z >> (2 * p + 1)) & 0x01010101u) << 4), hi.w | (((high.w >> (2 * p + 1)) & 0x01010101u) << 4)};
+      l.high[0] = load16(b->qh);
+      l.high[1] = load16(b->qh + 16);
+    }
+    // The pair's two 32-sums are 8-byte aligned: 2p is even and a row holds k / 32, a
+    // multiple of 8, sums.
+#pragma unroll
+    for (int t = 0; t < kRows; ++t)
+      l.sums[t] = *reinterpret_cast<const int2*>(x.sum32 + xr[t] * (x.k / 32) + sb * 8 + 2 * p);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) l.acts.k[i] = sb * 256 + p * 64 + i * 16;
+    l.acts.load(x, xr);
+    return l;
+  }
+  template <int kRows>
+  __device__ static void compute(const Loaded<kRows>& l, int p, const QuantActs& x,
+                                 const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows],
+                                 float& d, float& dmin) {
+    uint4 lo[2], hi[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      lo[h] = low_nibbles(l.packed[h]);
+      hi[h] = high_nibbles(l.packed[h]);
+      if constexpr (kFifthBit) {
+        lo[h] = with_fifth_bit(lo[h], l.high[h], 2 * p);
+        hi[h] = with_fifth_bit(hi[h], l.high[h], 2 * p + 1);
+      }
     }
     int lo_scale, lo_min, hi_scale, hi_min;
-    scale_min_k4(header, 2 * p, lo_scale, lo_min);
-    scale_min_k4(header, 2 * p + 1, hi_scale, hi_min);
-    const int64_t k0 = sb * 256 + 2 * p * 32 + h * 16;
+    scale_min_pair(l.header, p, lo_scale, lo_min, hi_scale, hi_min);
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      s[t] = lo_scale * dot16(lo, acts16(x, xr[t], k0)) + hi_scale * dot16(hi, acts16(x, xr[t], k0 + 32));
-      // The mins once per sub-block pair: the h == 0 lane adds them (the pair of sums is
-      // 8-byte aligned: 2p is even and a row holds k / 32, a multiple of 8, sums).
-      const int2 sums = *reinterpret_cast<const int2*>(x.sum32 + xr[t] * (x.k / 32) + sb * 8 + 2 * p);
-      m[t] = h == 0 ? lo_min * sums.x + hi_min * sums.y : 0;
+      const int lo_dot =
+          dot16(lo[1], l.acts.get(x, xr, t, 1)) + dot16(lo[0], l.acts.get(x, xr, t, 0));
+      const int hi_dot =
+          dot16(hi[1], l.acts.get(x, xr, t, 3)) + dot16(hi[0], l.acts.get(x, xr, t, 2));
+      s[t] = lo_scale * lo_dot + hi_scale * hi_dot;
+      m[t] = lo_min * l.sums[t].x + hi_min * l.sums[t].y;
     }
-    d = quant::fp16_to_fp32(static_cast<uint16_t>(header.x & 0xffffu));
-    dmin = quant::fp16_to_fp32(static_cast<uint16_t>(header.x >> 16));
+    d = quant::fp16_to_fp32(static_cast<uint16_t>(l.header.x & 0xffffu));
+    dmin = quant::fp16_to_fp32(static_cast<uint16_t>(l.header.x >> 16));
   }
 };
 
-// Q6_K (device layout, weight_view.h): eight lanes per super-block; lane `sub` reads ql bytes
-// sub*16.. : half hh = sub / 4 of the super-block, quarter q = (sub / 2) % 2 in the low
-// nibbles and q + 2 in the high ones, elements (sub % 2)*16.. of each 32-element chunk, whose
-// high bits are qh bytes hh*32 + (sub % 2)*16.. (bits 2q..); scales per 16 elements.
+// Q6_K (device layout, weight_view.h): four lanes per super-block; lane `sub` reads ql bytes
+// sub*32 .. sub*32 + 31: half hh = sub / 2 of the super-block, quarter q = sub % 2 in the low
+// nibbles and q + 2 in the high ones, all 32 elements of each 32-element chunk (16-byte
+// piece h holding elements h*16 ..), whose high bits are qh bytes hh*32 .. (bits 2q ..); the
+// scales are per 16 elements, so per piece.
 template <>
 struct LaneShare<TraitsQ6K> {
-  static constexpr int kLanes = 8;
+  static constexpr int kLanes = 4;
   template <int kRows>
-  __device__ static void run(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
-                             const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
+  struct Loaded {
+    uint4 ql[2];
+    uint4 qh[2];
+    char2 sc_lo, sc_hi;  // the two 16-element scales of chunks c_lo and c_hi
+    uint16_t d;
+    LaneActs<kRows, 4> acts;
+  };
+  template <int kRows>
+  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int sub,
+                                       const QuantActs& x, const int64_t (&xr)[kRows]) {
+    Loaded<kRows> l;
     const std::byte* base = weight_row(w, row) + sb * 192;
-    const int hh = sub / 4, q = (sub / 2) % 2, h = sub % 2;
-    const uint4 ql = load16(base + sub * 16);
-    const uint4 qh = load16(base + 128 + hh * 32 + h * 16);
-    const auto six = [](uint32_t low4, uint32_t high2) { return bytes_minus_32(low4 | (high2 << 4)); };
-    const uint4 lo = {six(ql.x & 0x0f0f0f0fu, (qh.x >> (2 * q)) & 0x03030303u),
-                      six(ql.y & 0x0f0f0f0fu, (qh.y >> (2 * q)) & 0x03030303u),
-                      six(ql.z & 0x0f0f0f0fu, (qh.z >> (2 * q)) & 0x03030303u),
-                      six(ql.w & 0x0f0f0f0fu, (qh.w >> (2 * q)) & 0x03030303u)};
-    const uint4 hi = {six((ql.x >> 4) & 0x0f0f0f0fu, (qh.x >> (2 * q + 4)) & 0x03030303u),
-                      six((ql.y >> 4) & 0x0f0f0f0fu, (qh.y >> (2 * q + 4)) & 0x03030303u),
-                      six((ql.z >> 4) & 0x0f0f0f0fu, (qh.z >> (2 * q + 4)) & 0x03030303u),
-                      six((ql.w >> 4) & 0x0f0f0f0fu, (qh.w >> (2 * q + 4)) & 0x03030303u)};
+    const int hh = sub / 2, q = sub % 2;
+    l.ql[0] = load16(base + sub * 32);
+    l.ql[1] = load16(base + sub * 32 + 16);
+    l.qh[0] = load16(base + 128 + hh * 32);
+    l.qh[1] = load16(base + 128 + hh * 32 + 16);
     const int c_lo = 4 * hh + q, c_hi = c_lo + 2;
     const int8_t* sc = w.scales + row * (w.d_per_row * 16) + sb * 16;
-    const int sc_lo = sc[2 * c_lo + h], sc_hi = sc[2 * c_hi + h];
+    l.sc_lo = *reinterpret_cast<const char2*>(sc + 2 * c_lo);
+    l.sc_hi = *reinterpret_cast<const char2*>(sc + 2 * c_hi);
+    l.d = w.d[row * w.d_per_row + sb];
+    l.acts.k[0] = sb * 256 + c_lo * 32;
+    l.acts.k[1] = l.acts.k[0] + 16;
+    l.acts.k[2] = sb * 256 + c_hi * 32;
+    l.acts.k[3] = l.acts.k[2] + 16;
+    l.acts.load(x, xr);
+    return l;
+  }
+  template <int kRows>
+  __device__ static void compute(const Loaded<kRows>& l, int sub, const QuantActs& x,
+                                 const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows],
+                                 float& d, float& dmin) {
+    const int q = sub % 2;
+    const auto six = [](uint32_t low4, uint32_t high2) {
+      return bytes_minus_32(low4 | (high2 << 4));
+    };
+    uint4 lo[2], hi[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint4 &ql = l.ql[h], &qh = l.qh[h];
+      lo[h] = {six(ql.x & 0x0f0f0f0fu, (qh.x >> (2 * q)) & 0x03030303u),
+               six(ql.y & 0x0f0f0f0fu, (qh.y >> (2 * q)) & 0x03030303u),
+               six(ql.z & 0x0f0f0f0fu, (qh.z >> (2 * q)) & 0x03030303u),
+               six(ql.w & 0x0f0f0f0fu, (qh.w >> (2 * q)) & 0x03030303u)};
+      hi[h] = {six((ql.x >> 4) & 0x0f0f0f0fu, (qh.x >> (2 * q + 4)) & 0x03030303u),
+               six((ql.y >> 4) & 0x0f0f0f0fu, (qh.y >> (2 * q + 4)) & 0x03030303u),
+               six((ql.z >> 4) & 0x0f0f0f0fu, (qh.z >> (2 * q + 4)) & 0x03030303u),
+               six((ql.w >> 4) & 0x0f0f0f0fu, (qh.w >> (2 * q + 4)) & 0x03030303u)};
+    }
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      s[t] = sc_lo * dot16(lo, acts16(x, xr[t], sb * 256 + c_lo * 32 + h * 16)) +
-             sc_hi * dot16(hi, acts16(x, xr[t], sb * 256 + c_hi * 32 + h * 16));
+      s[t] = l.sc_lo.x * dot16(lo[0], l.acts.get(x, xr, t, 0)) +
+             l.sc_lo.y * dot16(lo[1], l.acts.get(x, xr, t, 1)) +
+             l.sc_hi.x * dot16(hi[0], l.acts.get(x, xr, t, 2)) +
+             l.sc_hi.y * dot16(hi[1], l.acts.get(x, xr, t, 3));
       m[t] = 0;
     }
-    d = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
+    d = quant::fp16_to_fp32(l.d);
     dmin = 0.0f;
   }
+};
+
+// The steps of a warp's round set for lane 0's chain: slot i is super-block sb0 + i.
+template <int kRows, int kSlots>
+struct ChainSlots {
+  ChainStep step[kRows][kSlots];
+};
+
+// A launch: args, and up to two more weights (mat_vec_q_parts) whose rows take the blocks from
+// part_block[i] on.
+struct MatVecLaunch {
+  QuantMatMulArgs args;
+  MatVecPart more[kMaxMatMulParts - 1];
+  int n_more;
+  unsigned part_block[kMaxMatMulParts - 1];
 };
 
 // blockIdx: x = rows of kWarps (a warp per weight row), z = expert (expert mode).
-template <class T, int kRows>
-__global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(QuantMatMulArgs a) {
+// kUnroll rounds of 32 / kLanes super-blocks are loaded before the chain waits on them.
+template <class T, int kRows, int kUnroll>
+__global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch launch) {
+  QuantMatMulArgs a = launch.args;
+  auto block = static_cast<int64_t>(blockIdx.x);
+  // (Unrolled: a constant index keeps the parts in parameter space, not copied to the stack.)
+#pragma unroll
+  for (int i = kMaxMatMulParts - 2; i >= 0; --i) {
+    if (i < launch.n_more && block >= launch.part_block[i]) {
+      a.w = launch.more[i].w;
+      a.out = launch.more[i].out;
+      a.ldo = launch.more[i].ldo;
+      block -= launch.part_block[i];
+      break;
+    }
+  }
   using Share = LaneShare<T>;
   constexpr int kLanes = Share::kLanes;
   constexpr int kPerRound = 32 / kLanes;  // super-blocks side by side in one round
-  // NOTE(mat_vec_q): rounds are unrolled so that several rounds' loads are in flight before
-  // the first chain step waits on them; fewer with more activation rows (registers).
-  constexpr int kUnroll = kRows <= 2 ? 4 : 2;
+  constexpr int kSlots = kPerRound * kUnroll;
+  __shared__ ChainSlots<kRows, kSlots> warp_slots[kWarps];
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int sub = lane % kLanes;
   const int slot = lane / kLanes;
+  ChainSlots<kRows, kSlots>& slots = warp_slots[warp];
+  // NOTE(mat_vec_q): while the kernel before this one finishes (gpu::launch), a plain-mode
+  // warp already knows its row and pulls the row's first 4 KiB of weights (no kernel writes
+  // them) into L2, a 128-byte line a lane; an expert-mode warp learns its rows from the routing,
+  // which that kernel may still be writing.
+  if (a.experts.offsets == nullptr) {
+    const int64_t prefetch_row = block * kWarps + warp;
+    if (prefetch_row < a.w.rows && static_cast<size_t>(lane) * 128 < a.w.q_row_bytes) {
+      gpu::prefetch_l2(weight_row(a.w, prefetch_row) + lane * 128);
+    }
+  }
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   int64_t x_begin = 0, x_end = a.x.rows, n_rows = a.w.rows, w_offset = 0;
   if (a.experts.offsets != nullptr) {
     const int e = block_expert(a.experts);
@@ -184,7 +352,7 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(QuantMatMulArgs 
     n_rows = a.w.rows_per_expert;
     w_offset = static_cast<int64_t>(e) * a.w.rows_per_expert;
   }
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  const int64_t r = block * kWarps + warp;
   if (r >= n_rows) return;  // the whole warp; no block-wide barrier follows
   const int64_t row = w_offset + r;
   int64_t xr[kRows];
@@ -197,45 +365,54 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(QuantMatMulArgs 
   float acc[kRows];
 #pragma unroll
   for (int t = 0; t < kRows; ++t) acc[t] = 0.0f;
-  for (int64_t sb0 = 0; sb0 < n_sb; sb0 += kPerRound * kUnroll) {
-    int s[kUnroll][kRows], m[kUnroll][kRows];
-    float d[kUnroll], dmin[kUnroll], dx[kUnroll][kRows];
+  for (int64_t sb0 = 0; sb0 < n_sb; sb0 += kSlots) {
+    // Every load of the round set first (weights, activations and their scales) ...
+    typename Share::template Loaded<kRows> loaded[kUnroll];
+    float dx[kUnroll][kRows];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t sb = sb0 + u * kPerRound + slot < n_sb ? sb0 + u * kPerRound + slot : n_sb - 1;
-      Share::run(a.w, row, sb, sub, a.x, xr, s[u], m[u], d[u], dmin[u]);
-      // NOTE(mat_vec_q): the activation scales are loaded here, with the quants, and reach the
-      // chain by shuffles: a load inside the chain would wait once per super-block.
+      loaded[u] = Share::load(a.w, row, sb, sub, a.x, xr);
 #pragma unroll
       for (int t = 0; t < kRows; ++t) dx[u][t] = a.x.d[xr[t] * n_sb + sb];
+    }
+    // ... then the arithmetic.
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      int s[kRows], m[kRows];
+      float d, dmin;
+      Share::compute(loaded[u], sub, a.x, xr, s, m, d, dmin);
       // The group's shares added up: exact integers, so the order does not matter.
 #pragma unroll
       for (int mask = 1; mask < kLanes; mask *= 2) {
 #pragma unroll
         for (int t = 0; t < kRows; ++t) {
-          s[u][t] += gpu::shfl_xor(s[u][t], mask);
-          if constexpr (T::kMins) m[u][t] += gpu::shfl_xor(m[u][t], mask);
+          s[t] += gpu::shfl_xor(s[t], mask);
+          if constexpr (T::kMins) m[t] += gpu::shfl_xor(m[t], mask);
+        }
+      }
+      // Every lane makes the step (its operands stay live in every lane, so their loads are
+      // not moved into the branch); the group's first lane keeps it.
+      ChainStep steps[kRows];
+#pragma unroll
+      for (int t = 0; t < kRows; ++t) steps[t] = T::step(d, dmin, dx[u][t], s[t], m[t]);
+      if (sub == 0) {
+#pragma unroll
+        for (int t = 0; t < kRows; ++t) slots.step[t][u * kPerRound + slot] = steps[t];
+      }
+    }
+    gpu::sync_group();
+    if (lane == 0) {
+      // The chain, in super-block order (the slots past the row's end are not applied).
+#pragma unroll
+      for (int i = 0; i < kSlots; ++i) {
+        if (sb0 + i < n_sb) {
+#pragma unroll
+          for (int t = 0; t < kRows; ++t) acc[t] = T::apply(acc[t], slots.step[t][i]);
         }
       }
     }
-    // The chain, in super-block order: group j of round u holds super-block sb0 + u*kPerRound + j.
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-      for (int j = 0; j < kPerRound; ++j) {
-        const int64_t sb = sb0 + u * kPerRound + j;
-        if (sb >= n_sb) break;  // the same in every lane
-        const int src = j * kLanes;
-        const float d_j = gpu::shfl(d[u], src);
-        const float dmin_j = T::kMins ? gpu::shfl(dmin[u], src) : 0.0f;
-#pragma unroll
-        for (int t = 0; t < kRows; ++t) {
-          const int s_j = gpu::shfl(s[u][t], src);
-          const int m_j = T::kMins ? gpu::shfl(m[u][t], src) : 0;  // (no mins: m is 0)
-          acc[t] = T::chain(acc[t], d_j, dmin_j, gpu::shfl(dx[u][t], src), s_j, m_j);
-        }
-      }
-    }
+    gpu::sync_group();  // the slots are written again by the next round set
   }
   if (lane != 0) return;
 #pragma unroll
@@ -244,16 +421,66 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(QuantMatMulArgs 
   }
 }
 
-template <class T>
-void launch_type(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
-  const dim3 grid(static_cast<unsigned>((n_rows + kWarps - 1) / kWarps), 1, static_cast<unsigned>(n_expert));
-  switch (n_tokens) {
-    case 1: mat_vec_q_kernel<T, 1><<<grid, 32 * kWarps, 0, stream>>>(a); break;
-    case 2: mat_vec_q_kernel<T, 2><<<grid, 32 * kWarps, 0, stream>>>(a); break;
-    case 3:
-    case 4: mat_vec_q_kernel<T, 4><<<grid, 32 * kWarps, 0, stream>>>(a); break;
-    default: mat_vec_q_kernel<T, 8><<<grid, 32 * kWarps, 0, stream>>>(a); break;
+template <class T, int kRows>
+void launch_rows(const MatVecLaunch& l, const dim3& grid, gpu::stream_t stream) {
+  // Two rounds in flight where a row has them and the registers allow (few activation rows).
+  constexpr int kPerRound = 32 / LaneShare<T>::kLanes;
+  if constexpr (kRows <= 2) {
+    if (l.args.x.k / T::kSuperBlock >= 2 * kPerRound) {
+      (void)gpu::launch(mat_vec_q_kernel<T, kRows, 2>, grid, 32 * kWarps, 0, stream, l);
+      return;
+    }
   }
+  (void)gpu::launch(mat_vec_q_kernel<T, kRows, 1>, grid, 32 * kWarps, 0, stream, l);
+}
+
+template <class T>
+void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int64_t n_expert,
+                 gpu::stream_t stream) {
+  const dim3 grid(static_cast<unsigned>(n_blocks), 1, static_cast<unsigned>(n_expert));
+  switch (n_tokens) {
+    case 1:
+      launch_rows<T, 1>(l, grid, stream);
+      break;
+    case 2:
+      launch_rows<T, 2>(l, grid, stream);
+      break;
+    case 3:
+    case 4:
+      launch_rows<T, 4>(l, grid, stream);
+      break;
+    default:
+      launch_rows<T, 8>(l, grid, stream);
+      break;
+  }
+}
+
+int64_t blocks_for_rows(int64_t rows) { return (rows + kWarps - 1) / kWarps; }
+
+Status launch(const MatVecLaunch& l, int64_t n_blocks, gpu::stream_t stream) {
+  const QuantMatMulArgs& args = l.args;
+  const int64_t n_tokens = args.experts.offsets != nullptr ? args.experts.max_rows : args.x.rows;
+  const int64_t n_expert = args.experts.offsets != nullptr ? expert_grid(args.experts) : 1;
+  if (n_tokens < 1 || n_tokens > kMaxRows) return Error{"mat_vec_q: 1 to 8 activation rows"};
+  switch (args.w.type) {
+    case DType::Q8_0:
+      launch_type<TraitsQ8_0>(l, n_blocks, n_tokens, n_expert, stream);
+      break;
+    case DType::Q4_K:
+      launch_type<TraitsQ4K>(l, n_blocks, n_tokens, n_expert, stream);
+      break;
+    case DType::Q5_K:
+      launch_type<TraitsQ5K>(l, n_blocks, n_tokens, n_expert, stream);
+      break;
+    case DType::Q6_K:
+      launch_type<TraitsQ6K>(l, n_blocks, n_tokens, n_expert, stream);
+      break;
+    default:
+      return Error{"mat_vec_q: not a quantized type"};
+  }
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(),
+                           "mat_vec_q(" + std::to_string(args.w.rows) + " rows)");
+  return {};
 }
 
 }  // namespace
@@ -264,18 +491,27 @@ bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts) {
 
 Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream) {
   const int64_t n_rows = args.experts.offsets != nullptr ? args.w.rows_per_expert : args.w.rows;
-  const int64_t n_tokens = args.experts.offsets != nullptr ? args.experts.max_rows : args.x.rows;
-  const int64_t n_expert = args.experts.offsets != nullptr ? expert_grid(args.experts) : 1;
-  if (n_tokens < 1 || n_tokens > kMaxRows) return Error{"mat_vec_q: 1 to 8 activation rows"};
-  switch (args.w.type) {
-    case DType::Q8_0: launch_type<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream); break;
-    case DType::Q4_K: launch_type<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream); break;
-    case DType::Q5_K: launch_type<TraitsQ5K>(args, n_rows, n_tokens, n_expert, stream); break;
-    case DType::Q6_K: launch_type<TraitsQ6K>(args, n_rows, n_tokens, n_expert, stream); break;
-    default: return Error{"mat_vec_q: not a quantized type"};
+  return launch({.args = args, .more = {}, .n_more = 0, .part_block = {}}, blocks_for_rows(n_rows),
+                stream);
+}
+
+Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more,
+                       gpu::stream_t stream) {
+  if (args.experts.offsets != nullptr || n_more < 0 || n_more > kMaxMatMulParts - 1) {
+    return Error{"mat_vec_q_parts: plain mode, at most " + std::to_string(kMaxMatMulParts) +
+                 " weights"};
   }
-  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_vec_q(" + std::to_string(args.w.rows) + " rows)");
-  return {};
+  MatVecLaunch l{.args = args, .more = {}, .n_more = n_more, .part_block = {}};
+  int64_t n_blocks = blocks_for_rows(args.w.rows);
+  for (int i = 0; i < n_more; ++i) {
+    if (more[i].w.type != args.w.type || more[i].w.cols != args.x.k) {
+      return Error{"mat_vec_q_parts: the weights differ in type or width"};
+    }
+    l.more[i] = more[i];
+    l.part_block[i] = static_cast<unsigned>(n_blocks);
+    n_blocks += blocks_for_rows(more[i].w.rows);
+  }
+  return launch(l, n_blocks, stream);
 }
 
 }  // namespace gufo::cuda

@@ -18,6 +18,16 @@ struct QuantMatMulArgs {
 bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts);
 Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream);
 
+// More plain-mode weights of args.w's type and width that read args.x, in the same launch
+// (kMaxMatMulParts in all, ops.h).
+struct MatVecPart {
+  WeightView w;
+  float* out;
+  int64_t ldo;
+};
+Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more,
+                       gpu::stream_t stream);
+
 // Runs where current_device_has_mma() (HIP builds keep mat_mul_q.cu's tiles).
 // n_tokens: the activation rows (plain mode) or the largest expert's (expert mode).
 Status mat_mul_q_staged(const QuantMatMulArgs& args, int64_t n_tokens, gpu::stream_t stream);

@@ -47,6 +47,8 @@ __device__ inline int first_unused(uint32_t taken, int n_expert) {
 __global__ void __launch_bounds__(kRouteGroups * gpu::group_lanes) route_kernel(const float* logits, int64_t n_rows,
                                                                                 int n_expert, int n_used,
                                                                                 bool normalize, MoeRouting r) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int group = static_cast<int>(threadIdx.x / gpu::group_lanes);
   const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRouteGroups + group;
@@ -123,6 +125,8 @@ __global__ void __launch_bounds__(kRouteGroups * gpu::group_lanes) route_kernel(
 // NOTE(moe): the running sum of the counts goes through shared memory: thread 0 walking the
 // experts' global counters one dependent access at a time cost a decode step ~100 us.
 __global__ void plan_kernel(int64_t n_rows, int n_expert, int n_used, MoeRouting r) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   __shared__ int32_t offsets[kMaxExperts + 1];
   const int64_t n_choices = n_rows * n_used;
   for (int e = static_cast<int>(threadIdx.x); e < n_expert; e += blockDim.x) {
@@ -181,6 +185,8 @@ __global__ void plan_kernel(int64_t n_rows, int n_expert, int n_used, MoeRouting
 }
 
 __global__ void combine_kernel(const float* y, int64_t cols, MoeRouting r, int n_used, float* out) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t row = blockIdx.x;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     float acc = 0.0f;
@@ -233,10 +239,12 @@ Status moe_route(const float* logits, int64_t n_rows, int64_t n_expert, int64_t 
                  ErrorKind::Unsupported};
   }
   if (n_rows == 0) return {};
-  route_kernel<<<static_cast<unsigned>((n_rows + kRouteGroups - 1) / kRouteGroups), kRouteGroups * gpu::group_lanes, 0,
-                 stream>>>(logits, n_rows, static_cast<int>(n_expert), static_cast<int>(n_used), normalize, routing);
+  (void)gpu::launch(route_kernel, static_cast<unsigned>((n_rows + kRouteGroups - 1) / kRouteGroups),
+                    kRouteGroups * gpu::group_lanes, 0, stream, logits, n_rows, static_cast<int>(n_expert),
+                    static_cast<int>(n_used), normalize, routing);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
-  plan_kernel<<<1, 256, 0, stream>>>(n_rows, static_cast<int>(n_expert), static_cast<int>(n_used), routing);
+  (void)gpu::launch(plan_kernel, 1, 256, 0, stream, n_rows, static_cast<int>(n_expert), static_cast<int>(n_used),
+                    routing);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context + " plan");
   return {};
 }
@@ -244,7 +252,8 @@ Status moe_route(const float* logits, int64_t n_rows, int64_t n_expert, int64_t 
 Status moe_combine(const float* y, int64_t cols, const MoeRouting& routing, int64_t n_rows, int64_t n_used,
                    float* out, gpu::stream_t stream) {
   if (n_rows == 0) return {};
-  combine_kernel<<<static_cast<unsigned>(n_rows), 256, 0, stream>>>(y, cols, routing, static_cast<int>(n_used), out);
+  (void)gpu::launch(combine_kernel, static_cast<unsigned>(n_rows), 256, 0, stream, y, cols, routing,
+                    static_cast<int>(n_used), out);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "moe_combine(rows=" + std::to_string(n_rows) + ")");
   return {};
 }

@@ -15,6 +15,8 @@ namespace {
 // Blocks of `block` values (32 or 256); each group of 32 lanes handles one block.
 template <int kBlock>
 __global__ void quantize_kernel(const float* x, int64_t ldx, QuantActs out) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t blocks_per_row = out.k / kBlock;
   const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu::group_lanes) +
                         threadIdx.x / gpu::group_lanes;
@@ -59,9 +61,9 @@ Status quantize_acts(const float* x, int64_t ldx, const QuantActs& out, gpu::str
   constexpr int64_t kBlocksPerCta = kThreads / gpu::group_lanes;
   const auto grid = static_cast<unsigned>((n_blocks + kBlocksPerCta - 1) / kBlocksPerCta);
   if (out.q8k) {
-    quantize_kernel<256><<<grid, kThreads, 0, stream>>>(x, ldx, out);
+    (void)gpu::launch(quantize_kernel<256>, grid, kThreads, 0, stream, x, ldx, out);
   } else {
-    quantize_kernel<32><<<grid, kThreads, 0, stream>>>(x, ldx, out);
+    (void)gpu::launch(quantize_kernel<32>, grid, kThreads, 0, stream, x, ldx, out);
   }
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "quantize_acts(rows=" + std::to_string(out.rows) + ")");
   return {};

@@ -32,6 +32,8 @@ Status launched(const char* what, int64_t n) {
 }
 
 __global__ void get_rows_kernel(WeightView table, const int32_t* ids, float* out) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t row = blockIdx.x;
   const int64_t id = ids[row];
   for (int64_t col = threadIdx.x; col < table.cols; col += blockDim.x) {
@@ -44,6 +46,8 @@ __global__ void get_rows_kernel(WeightView table, const int32_t* ids, float* out
 template <int kThreads, bool kVec4>
 __global__ void __launch_bounds__(256) rms_norm_kernel(const float* x, int64_t n_segments, int64_t cols,
                                                        const float* w, int64_t group, float eps, float* out) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   __shared__ float group_sums[256 / gpu::group_lanes];
   const int64_t segment = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kThreads) + threadIdx.x / kThreads;
   const int64_t per_row = cols / group;
@@ -56,6 +60,8 @@ __global__ void __launch_bounds__(256) rms_norm_kernel(const float* x, int64_t n
 }
 
 __global__ void add_kernel(const float* a, const float* b, int64_t n, int64_t cols, bool broadcast, float* out) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = a[i] + b[broadcast ? i % cols : i];
@@ -63,6 +69,8 @@ __global__ void add_kernel(const float* a, const float* b, int64_t n, int64_t co
 }
 
 __global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, float* out) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = silu_times(gate[i], up[i]);
@@ -70,6 +78,8 @@ __global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, flo
 }
 
 __global__ void gather_rows_kernel(const float* x, int64_t cols, const int32_t* rows, float* out) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t row = blockIdx.x;
   const float* src = x + static_cast<int64_t>(rows[row]) * cols;
   for (int64_t col = threadIdx.x; col < cols; col += blockDim.x) out[row * cols + col] = src[col];
@@ -78,6 +88,8 @@ __global__ void gather_rows_kernel(const float* x, int64_t cols, const int32_t* 
 // One thread per (row, pair, head); the angle is computed as backend/cpu/ops/rope.cpp does.
 __global__ void rope_kernel(const float* x, float* out, int64_t rows, int64_t cols, const int32_t* positions,
                             int64_t head_dim, bool neox, float theta, const float* freq_factors) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t half = head_dim / 2;
   const int64_t n_heads = cols / head_dim;
   const int64_t total = rows * half * n_heads;
@@ -104,6 +116,8 @@ __device__ bool better(float value, int64_t index, float best, int64_t best_inde
 }
 
 __global__ void argmax_kernel(const float* x, int64_t cols, int32_t* out) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   __shared__ float best_values[kArgmaxThreads];
   __shared__ int64_t best_indices[kArgmaxThreads];
   const float* row = x + static_cast<int64_t>(blockIdx.x) * cols;
@@ -154,7 +168,7 @@ unsigned grid_stride_blocks(int64_t n) {
 Status get_rows(const WeightView& table, const int32_t* ids, int64_t n_ids, float* out, gpu::stream_t stream) {
   if (n_ids < 0 || table.cols < 1) return Error{"get_rows: bad shape"};
   if (n_ids == 0) return {};
-  get_rows_kernel<<<static_cast<unsigned>(n_ids), kThreads, 0, stream>>>(table, ids, out);
+  (void)gpu::launch(get_rows_kernel, static_cast<unsigned>(n_ids), kThreads, 0, stream, table, ids, out);
   return launched("get_rows", n_ids);
 }
 
@@ -172,13 +186,15 @@ Status rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int6
   const bool wide = group >= 1024;
   const unsigned grid = wide ? static_cast<unsigned>(segments) : blocks_for(segments, kThreads / gpu::group_lanes);
   if (wide && vec4) {
-    rms_norm_kernel<256, true><<<grid, 256, 0, stream>>>(x, segments, cols, w, group, eps, out);
+    (void)gpu::launch(rms_norm_kernel<256, true>, grid, 256, 0, stream, x, segments, cols, w, group, eps, out);
   } else if (wide) {
-    rms_norm_kernel<256, false><<<grid, 256, 0, stream>>>(x, segments, cols, w, group, eps, out);
+    (void)gpu::launch(rms_norm_kernel<256, false>, grid, 256, 0, stream, x, segments, cols, w, group, eps, out);
   } else if (vec4) {
-    rms_norm_kernel<gpu::group_lanes, true><<<grid, kThreads, 0, stream>>>(x, segments, cols, w, group, eps, out);
+    (void)gpu::launch(rms_norm_kernel<gpu::group_lanes, true>, grid, kThreads, 0, stream, x, segments, cols, w, group,
+                      eps, out);
   } else {
-    rms_norm_kernel<gpu::group_lanes, false><<<grid, kThreads, 0, stream>>>(x, segments, cols, w, group, eps, out);
+    (void)gpu::launch(rms_norm_kernel<gpu::group_lanes, false>, grid, kThreads, 0, stream, x, segments, cols, w, group,
+                      eps, out);
   }
   return launched("rms_norm", segments);
 }
@@ -188,20 +204,20 @@ Status add(const float* a, const float* b, int64_t rows, int64_t cols, int64_t b
   if (b_rows != 1 && b_rows != rows) return Error{"add: b has " + std::to_string(b_rows) + " rows, not 1 or rows"};
   const int64_t n = rows * cols;
   if (n == 0) return {};
-  add_kernel<<<grid_stride_blocks(n), kThreads, 0, stream>>>(a, b, n, cols, b_rows == 1 && rows != 1, out);
+  (void)gpu::launch(add_kernel, grid_stride_blocks(n), kThreads, 0, stream, a, b, n, cols, b_rows == 1 && rows != 1, out);
   return launched("add", n);
 }
 
 Status swiglu(const float* gate, const float* up, int64_t n, float* out, gpu::stream_t stream) {
   if (n == 0) return {};
-  swiglu_kernel<<<grid_stride_blocks(n), kThreads, 0, stream>>>(gate, up, n, out);
+  (void)gpu::launch(swiglu_kernel, grid_stride_blocks(n), kThreads, 0, stream, gate, up, n, out);
   return launched("swiglu", n);
 }
 
 Status gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n_rows, float* out,
                    gpu::stream_t stream) {
   if (n_rows == 0) return {};
-  gather_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, stream>>>(x, cols, rows, out);
+  (void)gpu::launch(gather_rows_kernel, static_cast<unsigned>(n_rows), kThreads, 0, stream, x, cols, rows, out);
   return launched("gather_rows", n_rows);
 }
 
@@ -212,15 +228,15 @@ Status rope(const float* x, float* out, int64_t rows, int64_t cols, const int32_
   }
   const int64_t n = rows * cols / 2;
   if (n == 0) return {};
-  rope_kernel<<<grid_stride_blocks(n), kThreads, 0, stream>>>(x, out, rows, cols, positions, head_dim, neox, theta,
-                                                             freq_factors);
+  (void)gpu::launch(rope_kernel, grid_stride_blocks(n), kThreads, 0, stream, x, out, rows, cols, positions, head_dim,
+                    neox, theta, freq_factors);
   return launched("rope", n);
 }
 
 Status argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out, gpu::stream_t stream) {
   if (rows == 0) return {};
   if (cols < 1) return Error{"argmax: empty rows"};
-  argmax_kernel<<<static_cast<unsigned>(rows), kArgmaxThreads, 0, stream>>>(x, cols, out);
+  (void)gpu::launch(argmax_kernel, static_cast<unsigned>(rows), kArgmaxThreads, 0, stream, x, cols, out);
   return launched("argmax", rows);
 }
 

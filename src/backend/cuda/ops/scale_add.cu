@@ -22,6 +22,8 @@ constexpr int64_t max_blocks = 65536;
 // y[i] = fma(a, x[i], b): one rounding, exactly like the CPU reference's std::fma.
 // No __restrict__: y may be x (in place).
 __global__ void scale_add_f32_kernel(const float* x, float* y, int64_t n, float a, float b) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
        idx += stride) {
@@ -71,7 +73,7 @@ Status scale_add_f32(const float* x, float* y, int64_t n, float a, float b, gpu:
 
   int64_t blocks = (n + threads_per_block - 1) / threads_per_block;
   if (blocks > max_blocks) blocks = max_blocks;
-  scale_add_f32_kernel<<<static_cast<unsigned>(blocks), threads_per_block, 0, stream>>>(x, y, n, a,
+  (void)gpu::launch(scale_add_f32_kernel, static_cast<unsigned>(blocks), threads_per_block, 0, stream, x, y, n, a,
                                                                                         b);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
   return ok_status();
