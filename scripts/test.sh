@@ -7,11 +7,12 @@
 #   3. `clang` (clang-16): build + unit tests, side by side in build/clang; then both builds'
 #      `gufo diagnose` must name their real compilers and give different fingerprints
 #   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + short libFuzzer runs of the GGUF
-#      reader, the tokenizer and the GBNF grammar parser
+#      reader, the tokenizer, the GBNF grammar parser, the JSON Schema compiler and its
+#      `pattern` translator
 #   5. `cuda` (g++-12 + nvcc): compile only; its GPU tests run on a GPU machine (ctest --preset gpu)
 #   6. `hip` (clang-15 + Debian's HIP 5.2): the GPU backend for AMD gfx90a and gfx1030, compile only
 # Usage: scripts/test.sh        GUFO_FUZZ_SECONDS=N changes step 4's fuzz time per target (default 40:
-#   three targets, the two minutes that two targets had before).
+#   five targets, 200 s in all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

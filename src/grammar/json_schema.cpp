@@ -76,13 +76,20 @@ class SchemaCompiler {
 
   Result<std::string> run() {
     GUFO_ASSIGN_OR_RETURN(const std::string value, visit(root_, "#", 0));
+    return text_around(value);
+  }
+
+  // The $ref targets written as rules, with their rule names (after run()).
+  const std::map<std::string, std::string>& ref_rules() const { return ref_rules_; }
+
+ private:
+  Result<std::string> text_around(const std::string& value) const {
     std::string text = "root ::= [ \\t\\n]{0,4} " + value + "\n" + rules_ + std::string(kPrimitives) +
                        key_char_rules() + std::string(kFormatRules);
     if (text.size() > limits_.max_gbnf_bytes) return too_big();
     return text;
   }
 
- private:
   // A string character in canonical escaping (gbnf_text.h), and its escapes alone.
   static std::string key_char_rules() {
     std::string escapes;
@@ -548,6 +555,24 @@ std::string SchemaCompiler::key_other_than(const std::vector<std::string>& names
   return rule("\"\\\"\" " + node_rule[0]);
 }
 
+// The error for a grammar whose rule `rule_name` can reach itself before reading anything: only
+// a '$ref' cycle with nothing between its steps makes one (objects, arrays and strings all
+// open with a character), as in {"anyOf": [{"$ref": "#"}, ...]}: what it adds to the other
+// branches is nothing, and GBNF cannot write it (left recursion). It names
+// the reference when that rule is one, else every reference of the schema.
+Error left_recursion_error(const std::string& rule_name, const std::map<std::string, std::string>& ref_rules) {
+  std::string targets;
+  for (const auto& [target, name] : ref_rules) {
+    if (name == rule_name) {
+      targets = target;
+      break;
+    }
+    targets += (targets.empty() ? "" : ", ") + target;
+  }
+  return Error{"#: '$ref' " + targets + " comes back to itself before any JSON text is read: a reference cycle " +
+               "with no object, array or string between its steps adds no instance and is not supported"};
+}
+
 }  // namespace
 
 Result<std::string> json_schema_to_gbnf(const ordered_json& schema, const JsonSchemaLimits& limits) {
@@ -555,7 +580,8 @@ Result<std::string> json_schema_to_gbnf(const ordered_json& schema, const JsonSc
 }
 
 Result<Grammar> compile_json_schema(const ordered_json& schema, const JsonSchemaLimits& limits) {
-  GUFO_ASSIGN_OR_RETURN(const std::string text, json_schema_to_gbnf(schema, limits));
+  SchemaCompiler compiler(schema, limits);
+  GUFO_ASSIGN_OR_RETURN(const std::string text, compiler.run());
   GbnfLimits gbnf_limits;
   gbnf_limits.max_bytes = limits.max_gbnf_bytes + kFormatRules.size() + 4096;
   gbnf_limits.max_repeat = std::max(gbnf_limits.max_repeat, limits.max_repeat);
@@ -564,6 +590,11 @@ Result<Grammar> compile_json_schema(const ordered_json& schema, const JsonSchema
     const std::string& message = grammar.error().message;
     if (message.find("matches nothing finite") != std::string::npos) {
       return Error{"#: the schema has no finite instance (a '$ref' recursion that never ends)"};
+    }
+    static const std::string kLeftRecursive = "' is left-recursive";
+    if (const size_t at = message.find(kLeftRecursive); at != std::string::npos) {
+      const size_t open = message.rfind('\'', at - 1);
+      return left_recursion_error(message.substr(open + 1, at - open - 1), compiler.ref_rules());
     }
     return Error{"#: the grammar compiled from this schema does not parse (a bug): " + message};
   }

@@ -246,5 +246,21 @@ TEST(JsonSchema, HostileSchemasAreBounded) {
   EXPECT_NE(error_of(wide.c_str()).find("grows past"), std::string::npos);
 }
 
+// Found by tests/fuzz/json_schema_fuzz: a reference that reaches itself before any JSON text
+// is read made a left-recursive grammar, refused as "a bug"; it is the schema's error.
+TEST(JsonSchema, ReferenceCyclesThatReadNothingAreNamed) {
+  EXPECT_EQ(error_of(R"({"items": [{"type": "integer"}, {"$ref": "#/items/1"}]})"),
+            "#: '$ref' #/items/1 comes back to itself before any JSON text is read: a reference cycle with no object, "
+            "array or string between its steps adds no instance and is not supported");
+  EXPECT_NE(error_of(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}]})").find("comes back to itself"), std::string::npos);
+  EXPECT_NE(error_of(R"({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}, {"const": 1}]}},
+                         "$ref": "#/$defs/a"})").find("comes back to itself"), std::string::npos);
+  // A cycle with no way out at all has no instance: the error it had before.
+  EXPECT_EQ(error_of(R"({"$ref": "#"})"), "#: the schema has no finite instance (a '$ref' recursion that never ends)");
+  // A cycle through an array or object reads a character at each step: a grammar, as before.
+  expect_all(R"({"anyOf": [{"type": "array", "items": {"$ref": "#"}, "maxItems": 2}, {"type": "null"}]})",
+             {"null", "[]", "[null,[null]]"}, {"[[],[],[]]", "1"});
+}
+
 }  // namespace
 }  // namespace gufo::grammar
