@@ -35,7 +35,7 @@ json-char ::= [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" json-u )
 json-u ::= [0-9a-cA-Ce-fE-F] json-hex json-hex json-hex | [dD] [0-7] json-hex json-hex | [dD] [89abAB] json-hex json-hex "\\u" [dD] [c-fC-F] json-hex json-hex
 json-hex ::= [0-9a-fA-F]
 json-number ::= "-"? json-int ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
-json-integer ::= "-"? json-int ( "." "0"+ )?
+json-integer ::= "-"? json-int ( "." "0" )?
 json-int ::= "0" | [1-9] [0-9]*
 json-never ::= [^\x00-\U0010FFFF]
 )gbnf";
@@ -235,13 +235,14 @@ class SchemaCompiler {
   }
 
   // A number equals its value however it is written among "n", "n.0" (the forms
-  // JSON.stringify and nlohmann write for integral values) and, for 0, "-0".
+  // JSON.stringify and nlohmann write for integral values) and, for 0, "-0"; not "n.00"
+  // (json_schema.h says why).
   static std::string number_literal(const ordered_json& v) {
     const double x = v.get<double>();
     if (!v.is_number_float() || (std::floor(x) == x && std::fabs(x) < 1e15)) {
       const std::string digits = v.is_number_float() ? std::to_string(static_cast<int64_t>(x)) : canonical_text(v);
-      if (digits == "0" || digits == "-0") return "( \"-\"? \"0\" ( \".\" \"0\"+ )? )";
-      return "( " + gbnf_literal(digits) + " ( \".\" \"0\"+ )? )";
+      if (digits == "0" || digits == "-0") return "( \"-\"? \"0\" ( \".\" \"0\" )? )";
+      return "( " + gbnf_literal(digits) + " ( \".\" \"0\" )? )";
     }
     return gbnf_literal(canonical_text(v));
   }

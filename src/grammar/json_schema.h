@@ -14,8 +14,10 @@
 //    (title, description, ...) and unknown keywords are ignored, as the specification says.
 // Strings under `pattern`, `format` or `enum`/`const` use canonical escapes only (gbnf_text.h);
 // other strings take every JSON escape, and minLength/maxLength count code points (a
-// surrogate pair escape is one). Integers are "n" or "n.0...": 1.0 is an integer in JSON Schema;
-// an integer in exponent form (1e+52) is refused, stricter than the specification.
+// surrogate pair escape is one). Integers are "n" or "n.0": 1.0 is an integer in JSON Schema;
+// "n.00" and an integer in exponent form (1e+52) are refused, stricter than the specification
+// (a sampled model given "0"+ drew zeros out to its budget: tests/functional/structured's tally).
+// Likewise a time's fraction of a second holds at most 9 digits (schema_formats.h).
 // Tested by tests/unit/grammar/json_schema_test.cpp and json_schema_suite_test.cpp.
 #pragma once
 

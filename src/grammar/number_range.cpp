@@ -10,7 +10,8 @@ namespace gufo::grammar {
 namespace {
 
 constexpr const char* kAnyFraction = "( \".\" [0-9]+ )?";
-constexpr const char* kZeroFraction = "( \".\" \"0\"+ )?";
+// NOTE(zeros): one zero, not "0"+: see json_schema.h.
+constexpr const char* kZeroFraction = "( \".\" \"0\" )?";
 constexpr const char* kNonzeroFraction = "\".\" \"0\"* [1-9] [0-9]*";
 
 std::string digit_class(char lo, char hi) {

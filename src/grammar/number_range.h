@@ -22,7 +22,7 @@ struct Bound {
 };
 
 // A GBNF expression for the JSON numbers x with lo <= x <= hi (each optional; exclusive
-// ones strict). `integer`: only integral x, written "n" or "n.0" (zeros after the point).
+// ones strict). `integer`: only integral x, written "n" or "n.0" (one zero after the point).
 // "" when no number is in range.
 std::string bounded_number_gbnf(std::optional<Bound> lo, std::optional<Bound> hi, bool integer);
 

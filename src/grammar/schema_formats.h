@@ -3,7 +3,8 @@
 //   date       RFC 3339 full-date YYYY-MM-DD: month 01-12, the day within that month's
 //              length, 29 February in leap years only (Gregorian: /4, not /100 unless /400).
 //   time       RFC 3339 full-time HH:MM:SS[.fraction](Z|+HH:MM|-HH:MM), hours 00-23,
-//              minutes and seconds 00-59 (no leap second 60: stricter, never weaker);
+//              minutes and seconds 00-59 (no leap second 60), a fraction of 1 to 9 digits
+//              (nanoseconds; a longer one is a sampled model's run of zeros): stricter, never weaker;
 //              'Z' also lower-case, as RFC 3339 allows.
 //   date-time  date "T" time ('T' also lower-case).
 //   uuid       RFC 4122 text 8-4-4-4-12 hex digits, either case.
@@ -26,7 +27,7 @@ fmt-date ::= fmt-d fmt-d fmt-d fmt-d "-" ( ( "0" [13578] | "1" [02] ) "-" fmt-da
 fmt-day28 ::= "0" [1-9] | "1" fmt-d | "2" [0-8]
 fmt-day30 ::= fmt-day28 | "29" | "30"
 fmt-day31 ::= fmt-day30 | "31"
-fmt-time ::= ( [01] fmt-d | "2" [0-3] ) ":" [0-5] fmt-d ":" [0-5] fmt-d ( "." fmt-d+ )? ( [Zz] | [-+] ( [01] fmt-d | "2" [0-3] ) ":" [0-5] fmt-d )
+fmt-time ::= ( [01] fmt-d | "2" [0-3] ) ":" [0-5] fmt-d ":" [0-5] fmt-d ( "." fmt-d{1,9} )? ( [Zz] | [-+] ( [01] fmt-d | "2" [0-3] ) ":" [0-5] fmt-d )
 fmt-hex ::= [0-9a-fA-F]
 fmt-atext ::= [a-zA-Z0-9!#$%&'*+/=?^_`{|}~\-]
 fmt-label ::= [a-zA-Z0-9] ( [a-zA-Z0-9\-]* [a-zA-Z0-9] )?

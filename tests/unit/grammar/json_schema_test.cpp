@@ -125,7 +125,10 @@ TEST(JsonSchema, RecursionThroughDefs) {
 TEST(JsonSchema, IntegerAndNumberBounds) {
   expect_all(R"({"type": "integer", "minimum": -15, "maximum": 1234})",
              {"-15", "-9", "-0", "0", "7", "10", "99", "100", "999", "1000", "1234", "1200", "12.0"},
-             {"-16", "-100", "1235", "1300", "9999", "01", "1.5", "1e2", "--1"});
+             {"-16", "-100", "1235", "1300", "9999", "01", "1.5", "1e2", "--1", "12.00"});
+  // One zero after the point, no more: a sampled model drew "3.000..." out to max_tokens.
+  expect_all(R"({"type": "integer"})", {"3", "3.0", "-0.0"}, {"3.00", "3.000000000"});
+  expect_all(R"({"const": 2})", {"2", "2.0"}, {"2.00"});
   expect_all(R"({"type": "integer", "exclusiveMinimum": 9, "exclusiveMaximum": 100.5})",
              {"10", "55", "99", "100"}, {"9", "101", "0", "-10"});
   expect_all(R"({"type": "integer", "minimum": 1.2})", {"2", "10", "123456789012"}, {"1", "0", "-3"});
@@ -153,7 +156,8 @@ TEST(JsonSchema, StringLengthsPatternsAndFormats) {
   expect_all(R"({"type": "string", "format": "date-time"})",
              {R"("2024-05-06T07:08:09Z")", R"("2024-05-06t23:59:59.123+05:30")"},
              {R"("2024-05-06 07:08:09Z")", R"("2024-05-06T24:00:00Z")", R"("2024-05-06T07:08:09")"});
-  expect_all(R"({"format": "time"})", {R"("12:00:00-01:00")", "12"}, {R"("12:00")"});
+  expect_all(R"({"format": "time"})", {R"("12:00:00-01:00")", R"("12:00:00.123456789Z")", "12"},
+             {R"("12:00")", R"("12:00:00.1234567890Z")"});
   expect_all(R"({"type": "string", "format": "uuid"})", {R"("123e4567-e89b-12d3-a456-426614174000")"},
              {R"("123e4567e89b12d3a456426614174000")", R"("123e4567-e89b-12d3-a456-42661417400g")"});
   expect_all(R"({"type": "string", "format": "email"})", {R"("joe.bloggs+x@mail.example.com")"},
