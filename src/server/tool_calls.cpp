@@ -24,7 +24,7 @@ std::string trim(std::string_view s) {
 }  // namespace
 
 ParsedAnswer parse_tool_calls(std::string_view text, std::span<const std::string> callable) {
-  const auto is_callable = [&](const nlohmann::json& name) {
+  const auto is_callable = [&](const nlohmann::ordered_json& name) {
     return name.is_string() && std::find(callable.begin(), callable.end(), name.get<std::string>()) != callable.end();
   };
   ParsedAnswer out;
@@ -37,7 +37,8 @@ ParsedAnswer parse_tool_calls(std::string_view text, std::span<const std::string
     const size_t close = text.find(kClose, body);
     // An unterminated block (cut by max_tokens) is parsed up to the end.
     const std::string_view json_text = text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
-    const nlohmann::json call = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+    // ordered_json: the arguments go back with their members in the order the model wrote them.
+    const nlohmann::ordered_json call = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
     const size_t end = close == std::string_view::npos ? text.size() : close + kClose.size();
     if (call.is_object() && call.contains("name") && is_callable(call["name"]) &&
         (!call.contains("arguments") || call["arguments"].is_object() || call["arguments"].is_string())) {
@@ -45,7 +46,7 @@ ParsedAnswer parse_tool_calls(std::string_view text, std::span<const std::string
       std::string arguments = "{}";
       if (call.contains("arguments")) {
         arguments = call["arguments"].is_string() ? call["arguments"].get<std::string>()
-                                                  : call["arguments"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                                                  : call["arguments"].dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
       }
       out.tool_calls.push_back({random_id("call_"), call["name"].get<std::string>(), std::move(arguments)});
     } else {

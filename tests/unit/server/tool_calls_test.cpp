@@ -1,6 +1,7 @@
 // Qwen/Hermes tool calls out of generated text: one or several blocks, text around them,
-// arguments as an object or a string, malformed blocks left as text, a block cut short by
-// max_tokens, and how much of a stream can go out before a block starts.
+// arguments as an object (members in the model's order) or a string, malformed blocks left
+// as text, a block cut short by max_tokens, and how much of a stream can go out before a
+// block starts.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -24,6 +25,17 @@ TEST(ToolCalls, ParsesBlocksAndKeepsTheTextAround) {
   EXPECT_EQ(a.tool_calls[1].arguments, "{\"tz\": \"UTC\"}");
   EXPECT_EQ(a.tool_calls[0].id.rfind("call_", 0), 0u);
   EXPECT_NE(a.tool_calls[0].id, a.tool_calls[1].id);
+}
+
+// As OpenAI's API does, the arguments keep the members in the order the model wrote them
+// (the order a tool's grammar fixes); they came back sorted by name before.
+TEST(ToolCalls, ArgumentsKeepTheModelsMemberOrder) {
+  const ParsedAnswer a = parse_tool_calls(
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"pattern\": \"*.log\", \"directory\": \"/var\", "
+      "\"options\": {\"recursive\": true, \"max_results\": 2}}}\n</tool_call>", kOffered);
+  ASSERT_EQ(a.tool_calls.size(), 1u);
+  EXPECT_EQ(a.tool_calls[0].arguments,
+            "{\"pattern\":\"*.log\",\"directory\":\"/var\",\"options\":{\"recursive\":true,\"max_results\":2}}");
 }
 
 TEST(ToolCalls, NoArgumentsMeansAnEmptyObject) {
