@@ -8,11 +8,8 @@ namespace gufo::grammar {
 
 namespace {
 
-// NOTE(grammar): how much work one step may do. Real grammars keep a handful of stacks of a
-// few frames; one that would need more (deeply ambiguous, or built to explode) has the byte
-// that takes it past these refused, rather than taking unbounded time and memory.
-constexpr size_t kMaxStacks = size_t{1} << 14;
-constexpr size_t kMaxFrames = size_t{1} << 22;  // summed over the stacks one step makes
+constexpr size_t kMaxStacks = Matcher::kMaxStacks;
+constexpr size_t kMaxFrames = Matcher::kMaxFrames;
 
 // Moves `start` on until each resulting stack's top is a code-point set or it is empty,
 // appending them to `out`: ended rules are popped, and a rule symbol becomes one stack per
@@ -78,6 +75,13 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(gr
   deduplicate(stacks_);
 }
 
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::vector<Stack> stacks, PendingCodePoint pending)
+    : grammar_(std::move(grammar)),
+      stacks_(std::move(stacks)),
+      partial_(pending.bits),
+      due_(pending.due),
+      least_(pending.least) {}
+
 bool Matcher::advance(uint32_t code_point) {
   const Grammar& g = *grammar_;
   std::vector<Stack> next;
@@ -86,8 +90,12 @@ bool Matcher::advance(uint32_t code_point) {
     if (stack.empty() || !next_set(g, stack).contains(code_point)) continue;
     Stack moved = stack;
     ++moved.back().pos;
-    if (!expand(g, std::move(moved), next, frames)) return false;
+    if (!expand(g, std::move(moved), next, frames)) {
+      last_step_ = StepCost{.stacks = next.size(), .frames = frames, .over = true};
+      return false;
+    }
   }
+  last_step_ = StepCost{.stacks = next.size(), .frames = frames, .over = false};
   deduplicate(next);
   if (next.empty()) return false;
   stacks_ = std::move(next);
@@ -101,6 +109,7 @@ bool Matcher::may_complete(uint32_t lo, uint32_t hi) const {
 }
 
 bool Matcher::accept_byte(uint8_t byte) {
+  last_step_ = StepCost{};  // a byte that completes no code point costs nothing
   uint32_t partial = partial_;
   int due = due_;
   uint32_t least = least_;

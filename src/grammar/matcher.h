@@ -28,12 +28,39 @@ struct Frame {
 };
 using Stack = std::vector<Frame>;
 
+// The work of one step (a code point read), as the budget counts it: stacks made before
+// duplicates are dropped and frames copied, summed over the stacks the step moved on; `over`
+// when the step passed the budget (and the byte was refused for it).
+struct StepCost {
+  size_t stacks = 0;
+  size_t frames = 0;
+  bool over = false;
+};
+
+// A code point in the middle of being read: its bits so far, the continuation bytes still
+// due, and the smallest code point its length may encode.
+struct PendingCodePoint {
+  uint32_t bits = 0;
+  int due = 0;
+  uint32_t least = 0;
+};
+
 class Matcher {
  public:
   // The grammar must have passed check_grammar (no left recursion).
   explicit Matcher(std::shared_ptr<const Grammar> grammar);
+  // A matcher in a given state: `stacks` sorted and unique, each top a code-point set (as
+  // stacks() gives them), with `pending` read of the next code point.
+  Matcher(std::shared_ptr<const Grammar> grammar, std::vector<Stack> stacks, PendingCodePoint pending);
 
-  // Reads one byte if the grammar allows it here; false leaves the matcher as it was.
+  // NOTE(grammar): how much work one step may do. Real grammars keep a handful of stacks of a
+  // few frames; one that would need more (deeply ambiguous, or built to explode) has the byte
+  // that takes it past these refused, rather than taking unbounded time and memory.
+  static constexpr size_t kMaxStacks = size_t{1} << 14;
+  static constexpr size_t kMaxFrames = size_t{1} << 22;  // summed over the stacks one step makes
+
+  // Reads one byte if the grammar allows it here; false leaves the matcher as it was (but for
+  // last_step()).
   bool accept_byte(uint8_t byte);
   // Reads every byte or none: false leaves the matcher as it was.
   bool accept(std::string_view bytes);
@@ -43,6 +70,11 @@ class Matcher {
   bool can_continue() const;
   // The whole state as bytes: two matchers with equal keys accept the same continuations.
   std::string key() const;
+  const std::vector<Stack>& stacks() const { return stacks_; }
+  PendingCodePoint pending() const { return {partial_, due_, least_}; }
+  const Grammar& grammar() const { return *grammar_; }
+  // What the last code point read, or tried, cost (the budget's measure).
+  StepCost last_step() const { return last_step_; }
 
  private:
   // Reads one code point; false (and no change) if no stack takes it.
@@ -55,6 +87,7 @@ class Matcher {
   uint32_t partial_ = 0;
   int due_ = 0;
   uint32_t least_ = 0;  // the smallest code point its length may encode
+  StepCost last_step_;
 };
 
 }  // namespace gufo::grammar

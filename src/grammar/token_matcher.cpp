@@ -1,119 +1,69 @@
-// TokenTrie and TokenMatcher (see token_matcher.h).
+// MaskCache and TokenMatcher (see token_matcher.h).
 #include "grammar/token_matcher.h"
 
 #include <algorithm>
-#include <numeric>
 #include <utility>
+
+#include "grammar/reference_mask.h"
+#include "grammar/token_set.h"
 
 namespace gufo::grammar {
 
-TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, std::vector<int32_t> end_tokens)
-    : bytes_(token_bytes), end_tokens_(std::move(end_tokens)), n_vocab_(static_cast<int32_t>(token_bytes.size())) {
-  // Tokens in byte order; then each node's children are the distinct next bytes of a run of
-  // tokens that share its prefix, laid out breadth first so that siblings are contiguous.
-  std::vector<int32_t> order(token_bytes.size());
-  std::iota(order.begin(), order.end(), 0);
-  order.erase(std::remove_if(order.begin(), order.end(), [&](int32_t id) { return token_bytes[id].empty(); }),
-              order.end());
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return token_bytes[a] < token_bytes[b]; });
-  struct Pending {
-    uint32_t node;
-    size_t begin, end;  // the run of `order` below this node
-    size_t depth;
-  };
-  nodes_.push_back(Node{});
-  std::vector<Pending> queue = {{0, 0, order.size(), 0}};
-  for (size_t q = 0; q < queue.size(); ++q) {
-    const Pending p = queue[q];
-    size_t i = p.begin;
-    nodes_[p.node].first_token = static_cast<uint32_t>(ends_.size());
-    while (i < p.end && token_bytes[order[i]].size() == p.depth) {
-      ends_.push_back(order[i++]);
-      ++nodes_[p.node].n_tokens;  // distinct ids with equal bytes: few (uint16 is plenty)
-    }
-    nodes_[p.node].first_child = static_cast<uint32_t>(nodes_.size());
-    while (i < p.end) {
-      const char byte = token_bytes[order[i]][p.depth];
-      size_t j = i;
-      while (j < p.end && token_bytes[order[j]][p.depth] == byte) ++j;
-      const auto child = static_cast<uint32_t>(nodes_.size());
-      nodes_.push_back(Node{.first_child = 0, .n_children = 0, .first_token = 0, .n_tokens = 0,
-                            .byte = static_cast<uint8_t>(byte)});
-      ++nodes_[p.node].n_children;
-      queue.push_back({child, i, j, p.depth + 1});
-      i = j;
-    }
-  }
-}
-
 MaskCache::MaskCache(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie)
-    : grammar_(std::move(grammar)), trie_(std::move(trie)) {}
+    : grammar_(std::move(grammar)), trie_(std::move(trie)), tops_(*grammar_, trie_) {}
 
 size_t MaskCache::n_states() {
   std::lock_guard lock(mutex_);
   return states_.size();
 }
 
-void MaskCache::clear() {
-  states_.clear();
-  ids_.clear();
-  transitions_.clear();
-  masks_.clear();
-}
-
-uint32_t MaskCache::intern(Matcher state) {
-  std::string key = state.key();
-  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
-  const auto id = static_cast<uint32_t>(states_.size());
-  states_.push_back(std::move(state));
-  transitions_.emplace_back();
-  transitions_.back().fill(kUnknown);
-  ids_.emplace(std::move(key), id);
-  return id;
-}
-
-int32_t MaskCache::step(uint32_t state, uint8_t byte) {
-  const int32_t known = transitions_[state][byte];
-  if (known != kUnknown) return known;
-  Matcher next = states_[state];
-  int32_t to = kRefused;
-  if (next.accept_byte(byte) && (states_.size() < kMaxWalkStates || ids_.contains(next.key()))) {
-    to = static_cast<int32_t>(intern(std::move(next)));
-  }
-  transitions_[state][byte] = to;  // after intern(): it may have grown transitions_
-  return to;
-}
-
 void MaskCache::mask(const Matcher& current, std::vector<bool>& out) {
   std::lock_guard lock(mutex_);
-  if (states_.size() > kMaxStates) clear();
+  if (states_.size() > kMaxStates) {
+    states_.clear();
+    masks_.clear();
+  }
+  if (tops_.n_states() > kMaxStates) tops_.clear();
   if (masks_.size() > kMaxMasks) masks_.clear();
-  const uint32_t start = intern(current);
+  const uint32_t start = states_.intern(current);
   if (auto it = masks_.find(start); it != masks_.end()) {
     out = it->second;
     return;
   }
-  std::vector<bool> allowed(static_cast<size_t>(trie_->n_vocab()), false);
-  if (current.can_end()) {
-    for (int32_t id : trie_->end_tokens()) allowed[static_cast<size_t>(id)] = true;
-  }
-  // Depth first over the trie; a subtree is skipped as soon as its byte is refused.
-  const auto& nodes = trie_->nodes_;
-  std::vector<std::pair<uint32_t, uint32_t>> todo = {{0, start}};  // (node, state)
-  while (!todo.empty()) {
-    const auto [node, state] = todo.back();
-    todo.pop_back();
-    for (uint32_t c = 0; c < nodes[node].n_children; ++c) {
-      const uint32_t child = nodes[node].first_child + c;
-      const int32_t next = step(state, nodes[child].byte);
-      if (next == kRefused) continue;
-      for (uint32_t t = 0; t < nodes[child].n_tokens; ++t) {
-        allowed[static_cast<size_t>(trie_->ends_[nodes[child].first_token + t])] = true;
-      }
-      if (nodes[child].n_children > 0) todo.emplace_back(child, static_cast<uint32_t>(next));
-    }
-  }
+  std::vector<bool> allowed;
+  if (!from_tops(start, allowed)) reference_walk(states_, *trie_, start, current.can_end(), allowed);
   out = masks_.emplace(start, std::move(allowed)).first->second;
+}
+
+bool MaskCache::from_tops(uint32_t start, std::vector<bool>& allowed) {
+  const Matcher state = states_.state(start);  // a copy: trying tokens may grow states_
+  TokenBits bits(trie_->token_bits().size(), 0);
+  std::vector<int32_t> uncertain;
+  // The whole state's step is at most the sum of its stacks' (a stack's frames below its top
+  // multiply the frames its top's steps copy).
+  size_t stacks = 0;
+  size_t frames = 0;
+  for (const Stack& stack : state.stacks()) {
+    if (stack.empty()) continue;  // complete: reads nothing more
+    const TopTokens& top = tops_.of(stack, state.pending());
+    if (top.dearest.over) return false;
+    stacks += top.dearest.stacks;
+    frames += top.dearest.frames * std::max<size_t>(1, stack.size() - top.kept_frames);
+    top.accepted.add_to(*trie_, bits);
+    uncertain.insert(uncertain.end(), top.uncertain.begin(), top.uncertain.end());
+  }
+  if (stacks > Matcher::kMaxStacks || frames > Matcher::kMaxFrames) return false;
+  // Uncertain for one stack and accepted by another: the other's acceptance assumed that no
+  // stack reached past its top, so it is tried on the whole state as well.
+  for (const int32_t id : uncertain) clear_bit(bits, id);
+  for (const int32_t id : uncertain) {
+    if (reference_accepts(states_, *trie_, start, id)) set_bit(bits, id);
+  }
+  if (state.can_end()) {
+    for (const int32_t id : trie_->end_tokens()) set_bit(bits, id);
+  }
+  bits_to_bools(bits, trie_->n_vocab(), allowed);
+  return true;
 }
 
 TokenMatcher::TokenMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
@@ -136,7 +86,7 @@ bool TokenMatcher::accept_token(int32_t token) {
     remember(state_);
     return true;  // the state stays complete
   }
-  const std::string& bytes = trie_->bytes_[static_cast<size_t>(token)];
+  const std::string& bytes = trie_->bytes(token);
   if (bytes.empty()) return false;
   Matcher next = state_;
   if (!next.accept(bytes)) return false;

@@ -1,11 +1,13 @@
 // Helpers the grammar tests share: a compiled grammar held for matchers (a failed compile is a
-// test failure naming it), and whether a whole input matches.
+// test failure naming it), whether a whole input matches, and a small vocabulary.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 #include "grammar/grammar.h"
@@ -26,6 +28,22 @@ inline bool matches(const std::shared_ptr<const Grammar>& g, std::string_view in
   if (!g) return false;
   Matcher m(g);
   return m.accept(input) && m.can_end();
+}
+
+// A small vocabulary with the shapes real ones have: single bytes, words, pieces with
+// leading spaces, multi-byte UTF-8 whole and split, JSON punctuation fused with quotes; then a
+// control token (no bytes) and, last, the end token.
+inline std::vector<std::string> small_vocabulary() {
+  std::vector<std::string> v;
+  for (int b = 0; b < 256; ++b) v.emplace_back(1, static_cast<char>(b));
+  for (const char* piece : {"{\"", "\":", "\",", "\"}", " \"", "true", "false", "null", "12", "-3", ".5", "e+",
+                            "\xC3\xA9", "\xC3", "\xA9t", "name", " name", "\n  ", "}}", "[]", "{}", ", ", "\\n",
+                            "\\u00", "ab", "abc", "a", "bc", "x\"", "\"x"}) {
+    v.emplace_back(piece);
+  }
+  v.emplace_back("");  // a control token: never allowed
+  v.emplace_back("");  // the end token
+  return v;
 }
 
 }  // namespace gufo::grammar

@@ -1,7 +1,8 @@
-// TokenMatcher: the mask a trie walk gives equals trying every token alone with a byte
-// Matcher, at every step of a generation; control tokens (no bytes) are never allowed and
-// end tokens only once the grammar is complete; an accepted token advances, a refused one
-// changes nothing, and rollback(k) returns to the state (and mask) of k tokens before.
+// TokenMatcher: the mask equals trying every token alone with a byte Matcher, and so does the
+// reference walk (mask_oracle_test.cpp's oracle), at every step of a generation; control
+// tokens (no bytes) are never allowed and end tokens only once the grammar is complete; an
+// accepted token advances, a refused one changes nothing, and rollback(k) returns to the
+// state (and mask) of k tokens before.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,25 +10,12 @@
 
 #include "grammar/gbnf.h"
 #include "grammar/json_gbnf.h"
+#include "grammar/reference_mask.h"
 #include "grammar/token_matcher.h"
+#include "grammar_test_util.h"
 
 namespace gufo::grammar {
 namespace {
-
-// A small vocabulary with the shapes real ones have: single bytes, words, pieces with
-// leading spaces, multi-byte UTF-8 whole and split, JSON punctuation fused with quotes.
-std::vector<std::string> vocabulary() {
-  std::vector<std::string> v;
-  for (int b = 0; b < 256; ++b) v.emplace_back(1, static_cast<char>(b));
-  for (const char* piece : {"{\"", "\":", "\",", "\"}", " \"", "true", "false", "null", "12", "-3", ".5", "e+",
-                            "\xC3\xA9", "\xC3", "\xA9t", "name", " name", "\n  ", "}}", "[]", "{}", ", ", "\\n",
-                            "\\u00", "ab", "abc", "a", "bc", "x\"", "\"x"}) {
-    v.emplace_back(piece);
-  }
-  v.emplace_back("");  // a control token: never allowed
-  v.emplace_back("");  // the end token
-  return v;
-}
 
 std::vector<bool> brute_force(const Matcher& state, const std::vector<std::string>& vocab, int32_t end_token) {
   std::vector<bool> allowed(vocab.size(), false);
@@ -54,11 +42,12 @@ int32_t id_of(const std::vector<std::string>& vocab, const std::string& piece) {
 }
 
 TEST(TokenMatcher, MasksEqualTryingEveryTokenAlone) {
-  const std::vector<std::string> vocab = vocabulary();
+  const std::vector<std::string> vocab = small_vocabulary();
   const auto end = static_cast<int32_t>(vocab.size() - 1);
   const auto trie = std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end});
   const auto grammar = parsed(kJsonObjectGbnf);
   TokenMatcher tokens(grammar, trie);
+  ReferenceMasks reference(grammar, trie);
   Matcher bytes(grammar);
   // A generation, token by token, checking the mask before each.
   for (const std::string piece : {"{\"", "name", "\":", " \"", "\xC3", "\xA9t", "x\"", ", ", "\"x", "\":", "-3",
@@ -66,6 +55,9 @@ TEST(TokenMatcher, MasksEqualTryingEveryTokenAlone) {
     std::vector<bool> mask;
     tokens.allowed_tokens(mask);
     ASSERT_EQ(mask, brute_force(bytes, vocab, end)) << "before " << piece;
+    std::vector<bool> oracle;  // the reference the mask oracle test holds the fast mask to
+    reference.mask(bytes, oracle);
+    ASSERT_EQ(oracle, mask) << "before " << piece;
     const int32_t id = id_of(vocab, piece);
     ASSERT_TRUE(mask[static_cast<size_t>(id)]) << piece;
     ASSERT_TRUE(tokens.accept_token(id)) << piece;
@@ -104,7 +96,7 @@ TEST(TokenMatcher, SharedMasksAgreeWithTryingEveryTokenAcrossUtf8States) {
 }
 
 TEST(TokenMatcher, RefusedTokensChangeNothingAndRollbackRestores) {
-  const std::vector<std::string> vocab = vocabulary();
+  const std::vector<std::string> vocab = small_vocabulary();
   const auto end = static_cast<int32_t>(vocab.size() - 1);
   const auto trie = std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end});
   TokenMatcher m(parsed(R"(root ::= "abc" [0-9]+)"), trie);

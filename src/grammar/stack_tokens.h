@@ -1,0 +1,91 @@
+// The tokens one matcher stack allows whatever lies below its top frames, computed once per
+// stack top and shared by every state that holds it (xgrammar's "adaptive token mask
+// cache", keyed by the top kKeptFrames frames rather than by one grammar position, so that a
+// JSON string's top holds its closing quote and what follows: only tokens that run past that
+// depend on what is below). The top is matched alone over the trie, with a sentinel frame
+// below that matches nothing: a token it reads without reaching the sentinel is accepted
+// whatever lies below; one it refuses without reaching it is refused; one that reached it on
+// the way is uncertain, for the caller to try on the whole state. Subtrees whose bytes all
+// keep a looping state where it is (the inside of a string, free text) are taken whole, from
+// the trie's byte summaries, or whole but for the few tokens that hold a byte the loop does
+// not take (the trie's byte index), those tried one by one. Each top keeps the dearest step
+// of its walk, so that the caller can tell that the whole state, walked token by token,
+// would stay within the matcher's budget (and otherwise fall back to the reference).
+// Tested by tests/unit/grammar/mask_oracle_test.cpp (against the reference walk).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "grammar/byte_states.h"
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
+#include "grammar/token_set.h"
+#include "grammar/token_trie.h"
+
+namespace gufo::grammar {
+
+struct TopTokens {
+  TokenSet accepted;
+  std::vector<int32_t> uncertain;  // to try on the whole state
+  StepCost dearest;                // the dearest step of the walk; over: it passed a bound
+  uint32_t kept_frames = 0;        // how many of the stack's frames the top is
+};
+
+class StackTokens {
+ public:
+  StackTokens(const Grammar& grammar, std::shared_ptr<const TokenTrie> trie);
+
+  // The sets of `stack` (non-empty, its top a code-point set) in a state with `pending` read.
+  const TopTokens& of(const Stack& stack, PendingCodePoint pending);
+  size_t n_states() const { return states_.size(); }
+  void clear();
+
+  // NOTE(grammar): four frames hold a JSON string's character, its repetition, the string
+  // (with its closing quote) and what follows it in the object or array, so that `",` and
+  // `"}` are decided without the whole state; a free-text or list loop is one or two frames.
+  // Fewer frames share more tops across contexts but leave more tokens uncertain (3 made the
+  // nested-schema answer's cold masks 1.5x dearer; 5, the generic JSON answer's 1.1x).
+  static constexpr size_t kKeptFrames = 4;
+
+ private:
+  // Which bytes bring a boundary state back to itself: ASCII ones (bit b), and every non-ASCII
+  // code point at once (only where the state's sets take all of them or none).
+  struct Loop {
+    bool known = false;
+    std::array<uint64_t, 2> ascii = {0, 0};
+    bool non_ascii = false;
+    int32_t after_non_ascii = -1;  // where every non-ASCII code point leads, if all lead to one
+  };
+  struct Walk;  // one walk's working state (stack_tokens.cpp)
+
+  TopTokens walk(uint32_t start);
+  TopTokens sets_of(const Walk& walk);  // the walk's runs as sets, and its dearest step
+  bool takes_all_below(Walk& walk, uint32_t state, const TokenTrie::Node& node);
+  bool takes_all_but_a_few(Walk& walk, uint32_t state, const TokenTrie::Node& node, uint32_t depth);
+  enum class Verdict : uint8_t { Accepted, Refused, Uncertain };
+  Verdict one_token(Walk& walk, uint32_t state, uint32_t position, uint32_t depth);
+  int32_t looping_state(Walk& walk, uint32_t state);
+  int32_t step(uint32_t state, uint8_t byte);
+  const Loop& loop_of(uint32_t state);
+  bool escaped(uint32_t state);
+  uint32_t at_boundary(uint32_t state);  // the state with the same stacks and nothing pending
+  void grow_side_tables();
+  void relied_on(Walk& walk, uint32_t state);
+
+  uint32_t sentinel_rule_;                 // the rule after the grammar's own
+  std::shared_ptr<const Grammar> local_;  // the grammar and the sentinel rule
+  std::shared_ptr<const TokenTrie> trie_;
+  ByteStates states_;
+  std::vector<int8_t> escaped_;  // per state: -1 not known yet, else whether a stack is at the sentinel
+  std::vector<Loop> loops_;
+  std::unordered_map<uint32_t, TopTokens> tops_;  // by the state of the top alone
+  std::vector<uint32_t> relied_stamp_;  // per state: the last walk that relied on it
+  uint32_t walks_ = 0;
+};
+
+}  // namespace gufo::grammar

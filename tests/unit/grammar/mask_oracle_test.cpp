@@ -1,0 +1,169 @@
+// The fast token mask (per-stack token sets, token_matcher.h) against the reference walk
+// (reference_mask.h) bit for bit, at every step of random and guided generations with
+// rollbacks, for the grammars constrained decoding meets (JSON, nested and recursive JSON
+// Schemas, recursive GBNF, free text before a lazy trigger, strings with escapes, numbers,
+// non-ASCII classes, ambiguous repetitions) over the test vocabularies and the shipped
+// model's. GUFO_MASK_ORACLE_VOCAB=VOCAB.gguf adds another (Qwen3's: tools/bench).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/constraint.h"
+#include "engine/generate.h"
+#include "gguf/file.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_gbnf.h"
+#include "grammar/json_schema.h"
+#include "grammar/reference_mask.h"
+#include "grammar/token_matcher.h"
+#include "grammar/trigger.h"
+#include "grammar_test_util.h"
+#include "mask_oracle.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::grammar {
+namespace {
+
+struct Case {
+  std::string name;
+  std::shared_ptr<const Grammar> grammar;
+  std::string guide;  // an answer the walks half follow
+};
+
+std::shared_ptr<const Grammar> from_schema(const char* schema) {
+  return shared_grammar(compile_json_schema(nlohmann::ordered_json::parse(schema)), schema);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  out.push_back({"json", shared_grammar(parse_gbnf(kJsonObjectGbnf), "json"),
+                 R"({"name": "Ada \"L\" \u00e9", "born": 1815, "tags": ["a", {"b": [true, null]}], "r": -2.5e-3})"});
+  out.push_back({"nested_schema", from_schema(R"({
+    "type": "object", "additionalProperties": false, "required": ["isbn", "published", "authors", "format"],
+    "properties": {
+      "isbn": {"type": "string", "pattern": "^97[89]-[0-9]{10}$"},
+      "published": {"type": "string", "format": "date"},
+      "authors": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "object",
+                  "additionalProperties": false, "required": ["name", "contact"],
+                  "properties": {"name": {"type": "string", "minLength": 1},
+                                 "contact": {"type": "string", "format": "email"},
+                                 "id": {"type": "string", "format": "uuid"}}}},
+      "pages": {"type": "integer", "minimum": 1, "maximum": 5000},
+      "format": {"enum": ["hardcover", "paperback", "ebook"]}}})"),
+                 R"({"isbn": "978-0131103627", "published": "1988-04-01", "authors": [{"name": "Brian \"K\"", )"
+                 R"("contact": "bwk@example.org", "id": "123e4567-e89b-12d3-a456-426614174000"}], "format": "ebook"})"});
+  out.push_back({"recursive_schema", from_schema(R"({"$ref": "#/definitions/node", "definitions": {"node": {
+    "type": "object", "required": ["label"], "properties": {"label": {"type": "string", "maxLength": 12},
+    "children": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}}})"),
+                 R"({"label": "root", "children": [{"label": "a\nb", "children": [{"label": "c"}]}]})"});
+  out.push_back({"gbnf_recursion", shared_grammar(parse_gbnf(R"gbnf(
+root   ::= expr
+expr   ::= term ( [-+] term )*
+term   ::= factor ( [*/] factor )*
+factor ::= [0-9]+ ( "." [0-9]+ )? | "(" ws expr ws ")" | "-" factor
+ws     ::= " "?)gbnf"), "gbnf_recursion"),
+                 "(1+2)*-(3.5/(4-( 5 )))"});
+  auto free = text_until_trigger_gbnf("free", "<tool_call>", "call");
+  out.push_back({"free_text_trigger",
+                 shared_grammar(parse_gbnf("root ::= free-0\ncall ::= \"\\n{\\\"name\\\": \\\"\" [a-z_]+ \"\\\"}\"\n" +
+                                           free.value()), "free_text_trigger"),
+                 "Sure, <b>I</b> will look it up < now.<tool_call>\n{\"name\": \"get_weather\"}"});
+  out.push_back({"string_escapes", shared_grammar(parse_gbnf(
+      R"gbnf(root ::= "\"" ( [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\"")gbnf"), "string_escapes"),
+                 R"("tab\there \"quoted\" \\ \u00e9\uD83D\uDE00 caf)" "\xC3\xA9 \xE4\xB8\xAD\xF0\x9F\x98\x80\""});
+  out.push_back({"numbers", from_schema(R"({"type": "object", "required": ["n", "i", "f"], "properties": {
+    "n": {"type": "number"}, "i": {"type": "integer", "minimum": -50, "maximum": 1200},
+    "f": {"type": "number", "exclusiveMinimum": 0}}})"),
+                 R"({"n": -12.5e+3, "i": 1199, "f": 0.001})"});
+  out.push_back({"non_ascii_classes", shared_grammar(parse_gbnf(
+      "root ::= [a-z\\u00E0-\\u00FF]+ ( \" \" [\\u03B1-\\u03C9]+ )* ( \" \" [\\u4E00-\\u9FFF]{1,3} )?"), "non_ascii"),
+                 "caf\xC3\xA9 \xCE\xB1\xCE\xB2 \xE4\xB8\xAD\xE6\x96\x87"});
+  out.push_back({"ambiguous", shared_grammar(parse_gbnf(R"gbnf(
+root ::= item+
+item ::= [a-z] | [a-z] [a-z] | "ab" | word " "
+word ::= [a-z]+)gbnf"), "ambiguous"),
+                 "abc de fgh ab"});
+  return out;
+}
+
+void check_vocabulary(const std::shared_ptr<const TokenTrie>& trie, int n_walks, int max_tokens) {
+  for (const Case& c : cases()) {
+    ASSERT_NE(c.grammar, nullptr) << c.name;
+    SCOPED_TRACE(c.name);
+    expect_masks_match_reference(c.grammar, trie, c.guide, 1, n_walks, max_tokens, nullptr);  // fresh caches
+    expect_masks_match_reference(c.grammar, trie, c.guide, 2, n_walks, max_tokens,
+                                 std::make_shared<MaskCache>(c.grammar, trie));  // one shared cache
+  }
+}
+
+std::shared_ptr<const TokenTrie> gguf_vocabulary(const std::string& path) {
+  auto file = gguf::File::open(path);
+  EXPECT_TRUE(file.ok()) << path;
+  if (!file.ok()) return nullptr;
+  auto tokenizer = tokenizer::Tokenizer::load(*file);
+  EXPECT_TRUE(tokenizer.ok()) << path;
+  if (!tokenizer.ok()) return nullptr;
+  return engine::vocabulary_trie(*tokenizer, engine::end_of_generation_tokens(tokenizer->vocab()));
+}
+
+TEST(MaskOracle, SmallVocabulary) {
+  const std::vector<std::string> vocab = small_vocabulary();
+  const auto end = static_cast<int32_t>(vocab.size() - 1);
+  check_vocabulary(std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end}), 12, 80);
+}
+
+// Words under each letter (so that a string's inside takes most of a subtree) and a few that
+// close the string and go on (`a",` `ab"}]`), split UTF-8 and escapes: the tokens that a
+// looping state tries one by one, some of them uncertain.
+std::vector<std::string> word_vocabulary() {
+  std::vector<std::string> v;
+  for (int b = 0; b < 256; ++b) v.emplace_back(1, static_cast<char>(b));
+  for (char a = 'a'; a <= 'z'; ++a) {
+    for (char b = 'a'; b <= 'z'; ++b) {
+      v.push_back({a, b});
+      v.push_back({a, b, 'e'});
+      v.push_back({a, b, 's', 't'});
+    }
+    for (const char* tail : {"\",", "\"}", "\"]", "\"},", "\"}]", "\":", "\"\n", "\\n", "\xC3\xA9", "\xE4\xB8",
+                             "<t", "<tool_call>", " <", "1\""}) {
+      v.push_back(std::string(1, a) + tail);
+    }
+  }
+  v.emplace_back("");  // the end token
+  return v;
+}
+
+TEST(MaskOracle, WordVocabulary) {
+  const std::vector<std::string> vocab = word_vocabulary();
+  const auto end = static_cast<int32_t>(vocab.size() - 1);
+  check_vocabulary(std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end}), 8, 80);
+}
+
+TEST(MaskOracle, SingleBytes) {
+  std::vector<std::string> vocab;
+  for (int b = 0; b < 256; ++b) vocab.emplace_back(1, static_cast<char>(b));
+  vocab.emplace_back("");  // the end token
+  check_vocabulary(std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{256}), 6, 120);
+}
+
+TEST(MaskOracle, ShippedModelVocabulary) {
+  const auto trie = gguf_vocabulary((std::filesystem::path(GUFO_TEST_DATA_DIR) / "../../models/gufo-tiny-q8_0.gguf").string());
+  ASSERT_NE(trie, nullptr);
+  check_vocabulary(trie, 6, 60);
+}
+
+TEST(MaskOracle, VocabularyFromEnvironment) {
+  const char* path = std::getenv("GUFO_MASK_ORACLE_VOCAB");
+  if (path == nullptr) GTEST_SKIP() << "GUFO_MASK_ORACLE_VOCAB not set";
+  const auto trie = gguf_vocabulary(path);
+  ASSERT_NE(trie, nullptr);
+  check_vocabulary(trie, 4, 60);
+}
+
+}  // namespace
+}  // namespace gufo::grammar
