@@ -264,7 +264,7 @@ TEST(CudaMatMul, PartsGiveEachWeightsCpuBits) {
     const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), m, k, q8k);
     ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
     const Status s =
-        cuda::mat_mul_q_parts(parts.data(), static_cast<int>(parts.size()), acts, nullptr);
+        cuda::mat_mul_q_parts(parts.data(), static_cast<int>(parts.size()), acts, nullptr, nullptr);
     ASSERT_TRUE(s.ok()) << s.error().message;
     for (size_t i = 0; i < host.size(); ++i) {
       EXPECT_EQ(compare(outs[i]->download(), cpu_product(pool, host[i].weight, x, m)).mismatches,
@@ -280,6 +280,42 @@ TEST(CudaMatMul, PartsGiveEachWeightsCpuBits) {
     check({type, type}, 1024, 1);
   }
   check({DType::Q4_K, DType::Q4_K, DType::Q6_K}, 512, 1);  // v of another type: one launch each
+  EXPECT_GT(cases, 0);
+}
+
+// A MoE's gate and up stacks in one expert-mode launch: each expert's product, as mat_mul_q's.
+TEST(CudaMatMul, ExpertPartsGiveEachExpertsProduct) {
+  GUFO_REQUIRE_GPU();
+  cpu::ThreadPool pool(4);
+  std::mt19937 rng(29);
+  int cases = 0;
+  for (DType type : kQuantTypes) {
+    const int64_t n = 40, k = 512, n_expert = 3;
+    const HostWeight gate = random_weight(type, n, k, rng, n_expert);
+    const HostWeight up = random_weight(type, n, k, rng, n_expert);
+    const std::vector<float> x = random_floats(static_cast<size_t>(3 * k), rng);
+    const std::vector<int32_t> offsets = {0, 2, 2, 5}, x_rows = {0, 2, 0, 1, 2};
+    cuda::DeviceWeights weights;
+    ASSERT_TRUE(weights.upload_matrix(gate.weight, nullptr).ok());
+    ASSERT_TRUE(weights.upload_matrix(up.weight, nullptr).ok());
+    DeviceBuffer<int32_t> d_offsets(offsets), d_rows(x_rows);
+    const cuda::ExpertRows routing{
+        .offsets = d_offsets.get(), .x_rows = d_rows.get(), .n_expert = n_expert, .max_rows = 3};
+    const bool q8k = cuda::wants_q8k(type);
+    DeviceBuffer<float> dx(x), gate_out(static_cast<size_t>(5 * n)), up_out(static_cast<size_t>(5 * n));
+    DeviceBuffer<std::byte> scratch(cuda::quant_acts_bytes(3, k, q8k));
+    const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), 3, k, q8k);
+    ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
+    const cuda::MatMulPart parts[] = {{weights.matrix(&gate.weight), gate_out.get(), n},
+                                      {weights.matrix(&up.weight), up_out.get(), n}};
+    const Status s = cuda::mat_mul_q_parts(parts, 2, acts, &routing, nullptr);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    EXPECT_EQ(compare(gate_out.download(), cpu_expert_products(pool, gate.weight, x, offsets, x_rows)).mismatches, 0u)
+        << dtype_name(type) << " gate";
+    EXPECT_EQ(compare(up_out.download(), cpu_expert_products(pool, up.weight, x, offsets, x_rows)).mismatches, 0u)
+        << dtype_name(type) << " up";
+    ++cases;
+  }
   EXPECT_GT(cases, 0);
 }
 

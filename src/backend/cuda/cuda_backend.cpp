@@ -421,7 +421,8 @@ Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, 
   const ExpertRows by_slot{.offsets = routing.offsets, .x_rows = nullptr, .n_expert = p.n_expert, .max_rows = rows,
                            .active = routing.active, .grid_experts = grid};
   bool have_q8_0 = false, have_q8k = false;
-  // out [slots, n_ff_exp] = each slot's token through its expert's rows of `w`.
+  // out [slots, n_ff_exp] = each slot's token through its expert's rows of `w` (y null: only
+  // quantize x as w's matmul reads it).
   const auto up_projection = [&](const WeightView& w, float* y) -> Status {
     if (!is_quantized_matmul_type(w.type)) return mat_mul_float(w, x, rows, n_embd, y, p.n_ff_exp, &by_token, stream_);
     const bool q8k = wants_q8k(w.type);
@@ -429,15 +430,23 @@ Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, 
     const QuantActs& acts = q8k ? x_q8k : x_q8_0;
     if (!have) GUFO_RETURN_IF_ERROR(quantize_acts(x, n_embd, acts, stream_));
     have = true;
-    return mat_mul_q(w, acts, y, p.n_ff_exp, &by_token, stream_);
+    return y != nullptr ? mat_mul_q(w, acts, y, p.n_ff_exp, &by_token, stream_) : Status{};
   };
-  GUFO_RETURN_IF_ERROR(up_projection(*gate, gate_out));
-  GUFO_RETURN_IF_ERROR(up_projection(*up, up_out));
-  GUFO_RETURN_IF_ERROR(swiglu(gate_out, up_out, slots * p.n_ff_exp, act, stream_));
+  if (is_quantized_matmul_type(gate->type) && gate->type == up->type) {
+    // Both stacks read the same quantized activations: one launch where it is a decode step.
+    GUFO_RETURN_IF_ERROR(up_projection(*gate, nullptr));
+    const MatMulPart parts[] = {{.w = gate, .out = gate_out, .ldo = p.n_ff_exp},
+                                {.w = up, .out = up_out, .ldo = p.n_ff_exp}};
+    GUFO_RETURN_IF_ERROR(mat_mul_q_parts(parts, 2, wants_q8k(gate->type) ? x_q8k : x_q8_0, &by_token, stream_));
+  } else {
+    GUFO_RETURN_IF_ERROR(up_projection(*gate, gate_out));
+    GUFO_RETURN_IF_ERROR(up_projection(*up, up_out));
+  }
   if (is_quantized_matmul_type(down->type)) {
-    GUFO_RETURN_IF_ERROR(quantize_acts(act, p.n_ff_exp, act_q, stream_));
+    GUFO_RETURN_IF_ERROR(swiglu_quant(gate_out, up_out, slots, p.n_ff_exp, act, act_q, stream_));
     GUFO_RETURN_IF_ERROR(mat_mul_q(*down, act_q, down_out, n_embd, &by_slot, stream_));
   } else {
+    GUFO_RETURN_IF_ERROR(swiglu(gate_out, up_out, slots * p.n_ff_exp, act, stream_));
     GUFO_RETURN_IF_ERROR(mat_mul_float(*down, act, slots, p.n_ff_exp, down_out, n_embd, &by_slot, stream_));
   }
   return moe_combine(down_out, n_embd, routing, rows, p.n_expert_used, out, stream_);
@@ -602,7 +611,7 @@ Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, cons
         GUFO_ASSIGN_OR_RETURN(const WeightView* w, matrix_of(src(graph, node, 1)));
         parts[i] = {.w = w, .out = out(static_cast<size_t>(i)), .ldo = node.cols};
       }
-      return mat_mul_q_parts(parts, n, acts, stream_);
+      return mat_mul_q_parts(parts, n, acts, nullptr, stream_);
     }
     case FusionKind::None:
       break;

@@ -283,11 +283,12 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
   return {};
 }
 
-Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x, gpu::stream_t stream) {
+Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x, const ExpertRows* experts,
+                       gpu::stream_t stream) {
   if (n_parts < 1 || n_parts > kMaxMatMulParts) {
     return Error{"mat_mul_q_parts: 1 to " + std::to_string(kMaxMatMulParts) + " weights"};
   }
-  bool one_launch = mat_vec_q_fits(x, nullptr) && x.rows > 0;
+  bool one_launch = mat_vec_q_fits(x, experts) && x.rows > 0;
   for (int i = 0; i < n_parts; ++i) {
     const WeightView& w = *parts[i].w;
     // What mat_mul_q checks, so that anything it would refuse goes to it and is refused there.
@@ -296,14 +297,15 @@ Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x,
   }
   if (!one_launch) {
     for (int i = 0; i < n_parts; ++i) {
-      GUFO_RETURN_IF_ERROR(mat_mul_q(*parts[i].w, x, parts[i].out, parts[i].ldo, nullptr, stream));
+      GUFO_RETURN_IF_ERROR(mat_mul_q(*parts[i].w, x, parts[i].out, parts[i].ldo, experts, stream));
     }
     return {};
   }
   MatVecPart more[kMaxMatMulParts - 1];
   for (int i = 1; i < n_parts; ++i) more[i - 1] = {*parts[i].w, parts[i].out, parts[i].ldo};
   const Status s =
-      mat_vec_q_parts({*parts[0].w, x, parts[0].out, parts[0].ldo, ExpertRows{}}, more, n_parts - 1, stream);
+      mat_vec_q_parts({*parts[0].w, x, parts[0].out, parts[0].ldo, experts != nullptr ? *experts : ExpertRows{}}, more,
+                      n_parts - 1, stream);
   if (!s.ok()) return Error{"mat_mul_q_parts: " + s.error().message, s.error().kind};
   return {};
 }

@@ -497,19 +497,22 @@ Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream) {
 
 Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more,
                        gpu::stream_t stream) {
-  if (args.experts.offsets != nullptr || n_more < 0 || n_more > kMaxMatMulParts - 1) {
-    return Error{"mat_vec_q_parts: plain mode, at most " + std::to_string(kMaxMatMulParts) +
-                 " weights"};
+  if (n_more < 0 || n_more > kMaxMatMulParts - 1) {
+    return Error{"mat_vec_q_parts: at most " + std::to_string(kMaxMatMulParts) + " weights"};
   }
+  // Expert mode: every part is a stack of as many experts, routed alike (args.experts).
+  const bool by_expert = args.experts.offsets != nullptr;
+  const auto rows_of = [&](const WeightView& w) { return by_expert ? w.rows_per_expert : w.rows; };
   MatVecLaunch l{.args = args, .more = {}, .n_more = n_more, .part_block = {}};
-  int64_t n_blocks = blocks_for_rows(args.w.rows);
+  int64_t n_blocks = blocks_for_rows(rows_of(args.w));
   for (int i = 0; i < n_more; ++i) {
-    if (more[i].w.type != args.w.type || more[i].w.cols != args.x.k) {
-      return Error{"mat_vec_q_parts: the weights differ in type or width"};
+    const WeightView& w = more[i].w;
+    if (w.type != args.w.type || w.cols != args.x.k || (by_expert && w.rows != args.w.rows)) {
+      return Error{"mat_vec_q_parts: the weights differ in type, width or experts"};
     }
     l.more[i] = more[i];
     l.part_block[i] = static_cast<unsigned>(n_blocks);
-    n_blocks += blocks_for_rows(more[i].w.rows);
+    n_blocks += blocks_for_rows(rows_of(w));
   }
   return launch(l, n_blocks, stream);
 }

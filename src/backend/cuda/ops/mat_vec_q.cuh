@@ -18,7 +18,8 @@ struct QuantMatMulArgs {
 bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts);
 Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream);
 
-// More plain-mode weights of args.w's type and width that read args.x, in the same launch
+// More weights of args.w's type and width that read args.x, in the same launch (in expert
+// mode, stacks of as many experts as args.w's, routed by args.experts)
 // (kMaxMatMulParts in all, ops.h).
 struct MatVecPart {
   WeightView w;

@@ -101,15 +101,17 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
                  gpu::stream_t stream);
 
 // Up to three matmuls of one quantized weight type that read the same activations x (q, k
-// and v; gate and up): where x is a decode batch (at most 8 rows) one launch for all, else one
-// mat_mul_q each; the bits of one mat_mul_q per weight either way.
+// and v; gate and up; a MoE's gate and up stacks, with `experts`): where x is a decode batch
+// (at most 8 rows) one launch for all, else one mat_mul_q each; the bits of one mat_mul_q per
+// weight either way.
 struct MatMulPart {
   const WeightView* w;
   float* out;
   int64_t ldo;
 };
 inline constexpr int kMaxMatMulParts = 3;
-Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x, gpu::stream_t stream);
+Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x, const ExpertRows* experts,
+                       gpu::stream_t stream);
 
 // The same for F32/F16/BF16 weights with f32 activations x [m, k] (row stride ldx): each
 // output is 32 lane sums (lane l takes k = l, l + 32, ...) added by a fixed butterfly, so it
