@@ -17,13 +17,13 @@
 namespace {
 
 // JSON text as RFC 8259 writes it. NOTE(overflow): nlohmann refuses a number past a double's
-// range (1e400), which the RFC's grammar allows and JSON.parse reads as Infinity; that
-// refusal alone does not count.
+// range (1e400, as a parse_error or, past its exponent range, an out_of_range), which the
+// RFC's grammar allows and JSON.parse reads as Infinity; that refusal alone does not count.
 bool is_json(std::string_view text) {
   try {
     (void)nlohmann::json::parse(text);
     return true;
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     return std::string_view(e.what()).find("number overflow") != std::string_view::npos;
   }
 }
