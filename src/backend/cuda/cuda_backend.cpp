@@ -146,6 +146,9 @@ class CudaBackend final : public backend::Backend {
   Status launch_outputs(const model::Graph& graph, const Plan& plan, const backend::ForwardOutputs& outputs);
   Status run_node(const model::Graph& graph, size_t id, const Plan& plan, CudaKvCache& cache);
   Status run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan);
+  // `source` [rows, k] quantized for the integer matmul of `type` in scratch_, once for all
+  // the matmuls that read it (q, k and v; gate and up).
+  Result<QuantActs> quantized_input(const Plan& plan, model::NodeId source, int64_t rows, int64_t k, DType type);
   Status tap_node(const model::Graph& graph, const Plan& plan, size_t id, const backend::NodeTap& tap,
                   std::vector<float>& tapped);
   Status run_attention(const model::Graph& graph, const model::Node& node, const Plan& plan, CudaKvCache& cache,
@@ -421,23 +424,27 @@ Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, 
   const ExpertRows by_slot{.offsets = routing.offsets, .x_rows = nullptr, .n_expert = p.n_expert, .max_rows = rows,
                            .active = routing.active, .grid_experts = grid};
   bool have_q8_0 = false, have_q8k = false;
-  // out [slots, n_ff_exp] = each slot's token through its expert's rows of `w` (y null: only
-  // quantize x as w's matmul reads it).
-  const auto up_projection = [&](const WeightView& w, float* y) -> Status {
-    if (!is_quantized_matmul_type(w.type)) return mat_mul_float(w, x, rows, n_embd, y, p.n_ff_exp, &by_token, stream_);
-    const bool q8k = wants_q8k(w.type);
+  // x quantized as an integer matmul of `type` reads it, once per format.
+  const auto quantized_x = [&](DType type) -> Result<const QuantActs*> {
+    const bool q8k = wants_q8k(type);
     bool& have = q8k ? have_q8k : have_q8_0;
     const QuantActs& acts = q8k ? x_q8k : x_q8_0;
     if (!have) GUFO_RETURN_IF_ERROR(quantize_acts(x, n_embd, acts, stream_));
     have = true;
-    return y != nullptr ? mat_mul_q(w, acts, y, p.n_ff_exp, &by_token, stream_) : Status{};
+    return &acts;
+  };
+  // out [slots, n_ff_exp] = each slot's token through its expert's rows of `w`.
+  const auto up_projection = [&](const WeightView& w, float* y) -> Status {
+    if (!is_quantized_matmul_type(w.type)) return mat_mul_float(w, x, rows, n_embd, y, p.n_ff_exp, &by_token, stream_);
+    GUFO_ASSIGN_OR_RETURN(const QuantActs* acts, quantized_x(w.type));
+    return mat_mul_q(w, *acts, y, p.n_ff_exp, &by_token, stream_);
   };
   if (is_quantized_matmul_type(gate->type) && gate->type == up->type) {
     // Both stacks read the same quantized activations: one launch where it is a decode step.
-    GUFO_RETURN_IF_ERROR(up_projection(*gate, nullptr));
+    GUFO_ASSIGN_OR_RETURN(const QuantActs* acts, quantized_x(gate->type));
     const MatMulPart parts[] = {{.w = gate, .out = gate_out, .ldo = p.n_ff_exp},
                                 {.w = up, .out = up_out, .ldo = p.n_ff_exp}};
-    GUFO_RETURN_IF_ERROR(mat_mul_q_parts(parts, 2, wants_q8k(gate->type) ? x_q8k : x_q8_0, &by_token, stream_));
+    GUFO_RETURN_IF_ERROR(mat_mul_q_parts(parts, 2, *acts, &by_token, stream_));
   } else {
     GUFO_RETURN_IF_ERROR(up_projection(*gate, gate_out));
     GUFO_RETURN_IF_ERROR(up_projection(*up, up_out));
@@ -474,13 +481,7 @@ Status CudaBackend::run_node(const model::Graph& graph, size_t id, const Plan& p
       if (!is_quantized_matmul_type(w.type)) {
         return mat_mul_float(w, input(0), node.rows, k, out, node.cols, nullptr, stream_);
       }
-      // q, k and v (and gate and up) read one input: it is quantized once.
-      const bool q8k = wants_q8k(w.type);
-      const QuantActs acts = quant_acts_at(scratch_.get(), node.rows, k, q8k);
-      if (quantized_.source != node.src[0] || quantized_.q8k != q8k) {
-        GUFO_RETURN_IF_ERROR(quantize_acts(input(0), k, acts, stream_));
-        quantized_ = {.source = node.src[0], .q8k = q8k};
-      }
+      GUFO_ASSIGN_OR_RETURN(const QuantActs acts, quantized_input(plan, node.src[0], node.rows, k, w.type));
       return mat_mul_q(w, acts, out, node.cols, nullptr, stream_);
     }
     case model::Op::Add: {
@@ -534,6 +535,17 @@ Status CudaBackend::launch_outputs(const model::Graph& graph, const Plan& plan, 
 }
 
 // A fused run (fusion_plan.h): one kernel writes every member's output.
+Result<QuantActs> CudaBackend::quantized_input(const Plan& plan, model::NodeId source, int64_t rows, int64_t k,
+                                               DType type) {
+  const bool q8k = wants_q8k(type);
+  const QuantActs acts = quant_acts_at(scratch_.get(), rows, k, q8k);
+  if (quantized_.source != source || quantized_.q8k != q8k) {
+    GUFO_RETURN_IF_ERROR(quantize_acts(value(plan, source), k, acts, stream_));
+    quantized_ = {.source = source, .q8k = q8k};
+  }
+  return acts;
+}
+
 Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan) {
   const auto out = [&](size_t member) { return value(plan, run.nodes[member]); };
   const model::Node& first = graph.nodes[static_cast<size_t>(run.nodes[0])];
@@ -597,12 +609,7 @@ Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, cons
     case FusionKind::MatMuls: {
       const int64_t k = src(graph, first, 0).cols;
       GUFO_ASSIGN_OR_RETURN(const WeightView* w0, matrix_of(src(graph, first, 1)));
-      const bool q8k = wants_q8k(w0->type);
-      const QuantActs acts = quant_acts_at(scratch_.get(), first.rows, k, q8k);
-      if (quantized_.source != first.src[0] || quantized_.q8k != q8k) {
-        GUFO_RETURN_IF_ERROR(quantize_acts(value(plan, first.src[0]), k, acts, stream_));
-        quantized_ = {.source = first.src[0], .q8k = q8k};
-      }
+      GUFO_ASSIGN_OR_RETURN(const QuantActs acts, quantized_input(plan, first.src[0], first.rows, k, w0->type));
       static_assert(kMaxFusedMatMuls <= kMaxMatMulParts);
       MatMulPart parts[kMaxFusedMatMuls];
       const int n = static_cast<int>(run.nodes.size());

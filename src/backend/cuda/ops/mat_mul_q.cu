@@ -251,13 +251,23 @@ bool is_quantized_matmul_type(DType type) {
 
 bool wants_q8k(DType type) { return type == DType::Q4_K || type == DType::Q5_K || type == DType::Q6_K; }
 
+namespace {
+
+// Why the integer matmul cannot multiply x with w, or null when it can.
+const char* misfit(const WeightView& w, const QuantActs& x) {
+  if (!is_quantized_matmul_type(w.type)) return "not a quantized type";
+  if (x.k != w.cols || x.q8k != wants_q8k(w.type)) return "activations do not fit the weight";
+  if (w.cols % (wants_q8k(w.type) ? 256 : 32) != 0) return "width is not a multiple of the block";
+  return nullptr;
+}
+
+}  // namespace
+
 Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ldo, const ExpertRows* experts,
                  gpu::stream_t stream) {
   const std::string context = "mat_mul_q(" + std::string(dtype_name(w.type)) + ", " + std::to_string(w.rows) + "x" +
                               std::to_string(w.cols) + ", " + std::to_string(x.rows) + " rows)";
-  if (!is_quantized_matmul_type(w.type)) return Error{context + ": not a quantized type"};
-  if (x.k != w.cols || x.q8k != wants_q8k(w.type)) return Error{context + ": activations do not fit the weight"};
-  if (w.cols % (wants_q8k(w.type) ? 256 : 32) != 0) return Error{context + ": width is not a multiple of the block"};
+  if (const char* why = misfit(w, x)) return Error{context + ": " + why};
   const int64_t n_rows = experts != nullptr ? w.rows_per_expert : w.rows;
   const int64_t n_tokens = experts != nullptr ? experts->max_rows : x.rows;
   const int64_t n_expert = experts != nullptr ? expert_grid(*experts) : 1;
@@ -291,9 +301,8 @@ Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x,
   bool one_launch = mat_vec_q_fits(x, experts) && x.rows > 0;
   for (int i = 0; i < n_parts; ++i) {
     const WeightView& w = *parts[i].w;
-    // What mat_mul_q checks, so that anything it would refuse goes to it and is refused there.
-    one_launch = one_launch && w.type == parts[0].w->type && w.cols == x.k && x.q8k == wants_q8k(w.type) &&
-                 w.rows > 0 && is_quantized_matmul_type(w.type) && w.cols % (wants_q8k(w.type) ? 256 : 32) == 0;
+    // Anything mat_mul_q would refuse goes to it, and is refused there.
+    one_launch = one_launch && w.type == parts[0].w->type && w.rows > 0 && misfit(w, x) == nullptr;
   }
   if (!one_launch) {
     for (int i = 0; i < n_parts; ++i) {
