@@ -1,7 +1,8 @@
 // kv_store and attention on CUDA against the CPU (backend/cpu/ops/attention.cpp) over the head
 // layouts of the four architectures, f16 and f32 caches, paged block tables with a shared
 // prefix, positions across several splits, and padding rows; and a row's output alone (one
-// block per split) against the same row in a long batch (one block per row): the same bits.
+// block per split, merged by the last) against the same row in a long batch (one block per
+// row): the same bits; and the split tickets left zero for the next call.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -87,10 +88,20 @@ std::vector<float> gpu_attention(Cache& cache, const Rows& rows, const cuda::Att
   DeviceBuffer<std::byte> scratch(std::max<size_t>(cuda::attention_scratch_bytes(shape, n, max_position), 1));
   const cuda::BatchRows batch{.positions = positions.get(), .seq_ids = seqs.get(), .n_rows = n};
   const int64_t width = shape.n_head * shape.head_dim;
-  const Status s = cuda::attention(cache.device_layer(), batch, shape, dq.get(), width, max_position, scratch.get(),
-                                   out.get(), width, nullptr);
-  EXPECT_TRUE(s.ok()) << s.error().message;
-  return out.download();
+  DeviceBuffer<int32_t> tickets(std::vector<int32_t>(static_cast<size_t>(cuda::attention_tickets(shape)), 0));
+  // Twice with the same tickets: the second call finds them zero again and gives the same bits.
+  std::vector<float> first;
+  for (int call = 0; call < 2; ++call) {
+    const Status s = cuda::attention(cache.device_layer(), batch, shape, dq.get(), width, max_position,
+                                     scratch.get(), tickets.get(), out.get(), width, nullptr);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    if (call == 0) first = out.download();
+  }
+  const std::vector<int32_t> left = tickets.download();
+  EXPECT_EQ(std::count(left.begin(), left.end(), 0), static_cast<std::ptrdiff_t>(left.size())) << "tickets left set";
+  const std::vector<float> second = out.download();
+  EXPECT_EQ(first, second) << "a second call with the same tickets gave other bits";
+  return second;
 }
 
 struct Layout {

@@ -1,7 +1,7 @@
 // The fused runs of the CUDA backend (ops.h, "fused runs"; fusion_plan.h) against the
 // separate kernels they replace: the same bits, over the shapes of the four architectures
-// (whole rows of 64 to 5120, both quantized activation formats, q/k heads of 16 to 128, a
-// Qwen3-8B-wide SwiGLU),
+// (whole rows of 64 to 5120, both quantized activation formats, q/k heads of 16 to 128 with
+// and without the KV cache store, a Qwen3-8B-wide SwiGLU),
 // and against the CPU within rms_norm's tolerance.
 #include <gtest/gtest.h>
 
@@ -29,9 +29,10 @@ TEST(CudaFused, AddRmsNormGivesTheSeparateKernelsBits) {
     int64_t rows, cols;
   };
   enum class Quant { None, Q8_0, Q8K };
-  // 70 and 1030 are not float4 widths: the scalar paths, narrow and wide.
+  // 70 and 1030 are not float4 widths: the scalar paths, narrow and wide. 1024 to 8192: a row
+  // held in registers (2560: a last pass of half the threads); 9216: too wide for that.
   for (const Case c : {Case{1, 4096}, Case{3, 2048}, Case{8, 5120}, Case{7, 512}, Case{2, 64}, Case{5, 1024}, Case{1, 96},
-                       Case{3, 70}, Case{2, 1030}}) {
+                       Case{3, 70}, Case{2, 1030}, Case{2, 2560}, Case{1, 8192}, Case{2, 9216}}) {
     for (Quant quant : {Quant::None, Quant::Q8_0, Quant::Q8K}) {
       if ((quant == Quant::Q8K && c.cols % 256 != 0) || (quant == Quant::Q8_0 && c.cols % 32 != 0)) continue;
       for (bool with_add : {true, false}) {
@@ -106,6 +107,32 @@ TEST(CudaFused, SwigluQuantGivesTheSeparateKernelsBits) {
   EXPECT_GT(cases, 0);
 }
 
+// A paged pool of two sequences (16 positions a block, the tables interleaved) for the KV store.
+struct Pool {
+  // (f16 and width first: the buffers' sizes follow them)
+  static constexpr int32_t kShift = 4;
+  static constexpr int64_t kStride = 16;  // blocks per sequence: positions up to 255
+  bool f16;
+  int64_t width;
+  DeviceBuffer<std::byte> k, v;
+  DeviceBuffer<int32_t> tables;
+  Pool(bool f16_, int64_t width_)
+      : f16(f16_), width(width_), k(bytes()), v(bytes()), tables(interleaved()) {}  // both pools all-ones bytes
+  size_t bytes() const { return static_cast<size_t>(2 * kStride * 16 * width) * (f16 ? 2 : 4); }
+  static std::vector<int32_t> interleaved() {
+    std::vector<int32_t> t(2 * kStride);
+    for (int64_t b = 0; b < kStride; ++b) {
+      t[static_cast<size_t>(b)] = static_cast<int32_t>(2 * b + 1);
+      t[static_cast<size_t>(kStride + b)] = static_cast<int32_t>(2 * b);
+    }
+    return t;
+  }
+  cuda::KvLayer layer() {
+    return {.k = k.get(), .v = v.get(), .f16 = f16, .n_embd_kv = width, .block_shift = kShift,
+            .tables = tables.get(), .table_stride = kStride};
+  }
+};
+
 TEST(CudaFused, QkNormRopeGivesTheSeparateKernelsBits) {
   GUFO_REQUIRE_GPU();
   std::mt19937 rng(12);
@@ -114,38 +141,54 @@ TEST(CudaFused, QkNormRopeGivesTheSeparateKernelsBits) {
   for (int64_t head_dim : {16, 32, 64, 80, 96, 112, 128}) {
     for (int64_t rows : {1, 5, 33}) {
       for (bool factors : {false, true}) {
-        const int64_t n_head = 8, n_head_kv = 2;
-        const int64_t q_cols = n_head * head_dim, k_cols = n_head_kv * head_dim;
-        const std::vector<float> q = random_floats(static_cast<size_t>(rows * q_cols), rng, 3.0f);
-        const std::vector<float> k = random_floats(static_cast<size_t>(rows * k_cols), rng, 3.0f);
-        const std::vector<float> wq = random_floats(static_cast<size_t>(head_dim), rng);
-        const std::vector<float> wk = random_floats(static_cast<size_t>(head_dim), rng);
-        std::vector<int32_t> positions(static_cast<size_t>(rows));
-        for (int64_t r = 0; r < rows; ++r) positions[static_cast<size_t>(r)] = static_cast<int32_t>((r * 977) % 40000);
-        std::vector<float> ff(static_cast<size_t>(head_dim / 2));
-        for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + static_cast<float>(i % 5);
-        DeviceBuffer<float> dq(q), dk(k), dwq(wq), dwk(wk), dff(ff);
-        DeviceBuffer<int32_t> dpos(positions);
-        DeviceBuffer<float> qn1(q.size()), kn1(k.size()), qo1(q.size()), ko1(k.size());
-        DeviceBuffer<float> qn2(q.size()), kn2(k.size()), qo2(q.size()), ko2(k.size());
-        const float* fp = factors ? dff.get() : nullptr;
-        ASSERT_TRUE(cuda::rms_norm(dq.get(), rows, q_cols, dwq.get(), head_dim, 1e-6f, qn1.get(), nullptr).ok());
-        ASSERT_TRUE(cuda::rms_norm(dk.get(), rows, k_cols, dwk.get(), head_dim, 1e-6f, kn1.get(), nullptr).ok());
-        ASSERT_TRUE(cuda::rope(qn1.get(), qo1.get(), rows, q_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
-        ASSERT_TRUE(cuda::rope(kn1.get(), ko1.get(), rows, k_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
-        ASSERT_TRUE(cuda::qk_norm_rope({.q = dq.get(), .k = dk.get(), .rows = rows, .n_head = n_head,
-                                        .n_head_kv = n_head_kv, .head_dim = head_dim, .q_norm = dwq.get(),
-                                        .k_norm = dwk.get(), .eps = 1e-6f, .positions = dpos.get(), .theta = 1e6f,
-                                        .freq_factors = fp, .q_normed = qn2.get(), .k_normed = kn2.get(),
-                                        .q_out = qo2.get(), .k_out = ko2.get()},
-                                       nullptr)
-                        .ok());
-        const std::string what = "head_dim=" + std::to_string(head_dim) + " rows=" + std::to_string(rows);
-        EXPECT_EQ(compare(qn2.download(), qn1.download()).mismatches, 0u) << what;
-        EXPECT_EQ(compare(kn2.download(), kn1.download()).mismatches, 0u) << what;
-        EXPECT_EQ(compare(qo2.download(), qo1.download()).mismatches, 0u) << what;
-        EXPECT_EQ(compare(ko2.download(), ko1.download()).mismatches, 0u) << what;
-        ++cases;
+        // store: 0 none, 1 into an f16 cache, 2 into an f32 cache (against kv_store's bytes).
+        for (int store : {0, 1, 2}) {
+          const int64_t n_head = 8, n_head_kv = 2;
+          const int64_t q_cols = n_head * head_dim, k_cols = n_head_kv * head_dim;
+          const std::vector<float> q = random_floats(static_cast<size_t>(rows * q_cols), rng, 3.0f);
+          const std::vector<float> k = random_floats(static_cast<size_t>(rows * k_cols), rng, 3.0f);
+          const std::vector<float> v = random_floats(static_cast<size_t>(rows * k_cols), rng, 3.0f);
+          const std::vector<float> wq = random_floats(static_cast<size_t>(head_dim), rng);
+          const std::vector<float> wk = random_floats(static_cast<size_t>(head_dim), rng);
+          std::vector<int32_t> positions(static_cast<size_t>(rows)), seqs(static_cast<size_t>(rows));
+          for (int64_t r = 0; r < rows; ++r) {
+            positions[static_cast<size_t>(r)] = static_cast<int32_t>(store ? (r * 37) % 256 : (r * 977) % 40000);
+            // the last of several rows is padding: it stores nothing
+            seqs[static_cast<size_t>(r)] = rows > 1 && r == rows - 1 ? cuda::kPaddingSeq : static_cast<int32_t>(r % 2);
+          }
+          std::vector<float> ff(static_cast<size_t>(head_dim / 2));
+          for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + static_cast<float>(i % 5);
+          DeviceBuffer<float> dq(q), dk(k), dv(v), dwq(wq), dwk(wk), dff(ff);
+          DeviceBuffer<int32_t> dpos(positions), dseqs(seqs);
+          DeviceBuffer<float> qn1(q.size()), kn1(k.size()), qo1(q.size()), ko1(k.size());
+          DeviceBuffer<float> qn2(q.size()), kn2(k.size()), qo2(q.size()), ko2(k.size());
+          Pool separate(store == 1, k_cols), fused(store == 1, k_cols);
+          const float* fp = factors ? dff.get() : nullptr;
+          ASSERT_TRUE(cuda::rms_norm(dq.get(), rows, q_cols, dwq.get(), head_dim, 1e-6f, qn1.get(), nullptr).ok());
+          ASSERT_TRUE(cuda::rms_norm(dk.get(), rows, k_cols, dwk.get(), head_dim, 1e-6f, kn1.get(), nullptr).ok());
+          ASSERT_TRUE(cuda::rope(qn1.get(), qo1.get(), rows, q_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
+          ASSERT_TRUE(cuda::rope(kn1.get(), ko1.get(), rows, k_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
+          const cuda::BatchRows batch{.positions = dpos.get(), .seq_ids = dseqs.get(), .n_rows = rows};
+          if (store) ASSERT_TRUE(cuda::kv_store(separate.layer(), batch, ko1.get(), k_cols, dv.get(), k_cols, nullptr).ok());
+          ASSERT_TRUE(cuda::qk_norm_rope({.q = dq.get(), .k = dk.get(), .rows = rows, .n_head = n_head,
+                                          .n_head_kv = n_head_kv, .head_dim = head_dim, .q_norm = dwq.get(),
+                                          .k_norm = dwk.get(), .eps = 1e-6f, .positions = dpos.get(), .theta = 1e6f,
+                                          .freq_factors = fp, .q_normed = qn2.get(), .k_normed = kn2.get(),
+                                          .q_out = qo2.get(), .k_out = ko2.get(),
+                                          .kv = store ? fused.layer() : cuda::KvLayer{}, .seq_ids = dseqs.get(),
+                                          .v = store ? dv.get() : nullptr},
+                                         nullptr)
+                          .ok());
+          const std::string what = "head_dim=" + std::to_string(head_dim) + " rows=" + std::to_string(rows) +
+                                   " store=" + std::to_string(store);
+          EXPECT_EQ(compare(qn2.download(), qn1.download()).mismatches, 0u) << what;
+          EXPECT_EQ(compare(kn2.download(), kn1.download()).mismatches, 0u) << what;
+          EXPECT_EQ(compare(qo2.download(), qo1.download()).mismatches, 0u) << what;
+          EXPECT_EQ(compare(ko2.download(), ko1.download()).mismatches, 0u) << what;
+          EXPECT_TRUE(fused.k.download() == separate.k.download()) << what << ": K cache";
+          EXPECT_TRUE(fused.v.download() == separate.v.download()) << what << ": V cache";
+          ++cases;
+        }
       }
     }
   }

@@ -306,6 +306,17 @@ __device__ inline void start_next_kernel() {
   asm volatile("griddepcontrol.launch_dependents;" :::);
 #endif
 }
+// A load that skips the SM's L1, whose lines are not kept coherent with other SMs' writes:
+// for data another block of the same kernel wrote (and fenced) just before.
+__device__ inline float load_past_l1(const float* p) {
+#if defined(GUFO_HIP)
+  float value;
+  __atomic_load(p, &value, __ATOMIC_RELAXED);
+  return value;
+#else
+  return __ldcg(p);
+#endif
+}
 // Brings the 128-byte line at p into L2 without waiting (a hint: no register, no fault).
 __device__ inline void prefetch_l2(const void* p) {
 #if !defined(GUFO_HIP)

@@ -145,7 +145,13 @@ class CudaBackend final : public backend::Backend {
                       const backend::ForwardOutputs& outputs, const backend::NodeTap* tap);
   Status launch_outputs(const model::Graph& graph, const Plan& plan, const backend::ForwardOutputs& outputs);
   Status run_node(const model::Graph& graph, size_t id, const Plan& plan, CudaKvCache& cache);
-  Status run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan);
+  Status run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan, const CudaKvCache& cache);
+  // The cache layer an Attention node reads and writes; an error when the cache does not fit it.
+  Result<KvLayer> kv_layer_for(const model::Graph& graph, const model::Node& attention, const CudaKvCache& cache) const;
+  BatchRows batch_rows() const {
+    const auto* ids = batch_.get<int32_t>();
+    return {.positions = ids + batch_capacity_, .seq_ids = ids + 2 * batch_capacity_, .n_rows = n_rows_};
+  }
   // `source` [rows, k] quantized for the integer matmul of `type` in scratch_, once for all
   // the matmuls that read it (q, k and v; gate and up).
   Result<QuantActs> quantized_input(const Plan& plan, model::NodeId source, int64_t rows, int64_t k, DType type);
@@ -184,6 +190,7 @@ class CudaBackend final : public backend::Backend {
   std::map<GraphKey, CapturedGraph> graphs_;
   DeviceMemory arena_;
   DeviceMemory scratch_;
+  DeviceMemory tickets_;  // attention()'s, zero between launches
   DeviceMemory batch_;  // tokens, positions, seq_ids, output_rows: 4 arrays of batch_capacity_
   int64_t batch_capacity_ = 0;
   PinnedMemory batch_host_;
@@ -345,6 +352,15 @@ Result<const Plan*> CudaBackend::plan_for(const model::Graph& graph, const CudaK
     scratch = std::max(scratch, attention_scratch_bytes(*plan.attention, graph.n_tokens,
                                                         static_cast<int32_t>(cache.spec().n_ctx - 1)));
   }
+  if (plan.attention) {
+    // NOTE(attention): the tickets start at zero and every launch leaves them so; only a new
+    // buffer is cleared.
+    const size_t bytes = static_cast<size_t>(attention_tickets(*plan.attention)) * sizeof(int32_t);
+    if (tickets_.bytes() < bytes) {
+      GUFO_RETURN_IF_ERROR(reserve(tickets_, bytes, "attention tickets"));
+      GUFO_GPU_RETURN_IF_ERROR(gpu::memset_async(tickets_.get(), 0, bytes, stream_), "attention tickets");
+    }
+  }
   GUFO_RETURN_IF_ERROR(reserve(arena_, plan.activations.arena_bytes, "activations"));
   GUFO_RETURN_IF_ERROR(reserve(scratch_, std::max(scratch, kDeviceAlign), "scratch"));
   return &plan;
@@ -370,22 +386,30 @@ Status CudaBackend::upload_batch(const backend::Batch& batch) {
   return {};
 }
 
+Result<KvLayer> CudaBackend::kv_layer_for(const model::Graph& graph, const model::Node& attention,
+                                           const CudaKvCache& cache) const {
+  const auto& p = std::get<model::AttentionParams>(attention.params);
+  if (p.layer >= cache.spec().n_layer || src(graph, attention, 1).cols != cache.spec().n_embd_kv) {
+    return Error{"KV cache of " + std::to_string(cache.spec().n_layer) + " layers x " +
+                 std::to_string(cache.spec().n_embd_kv) + " does not fit " + attention.name};
+  }
+  return cache.layer(p.layer);
+}
+
 Status CudaBackend::run_attention(const model::Graph& graph, const model::Node& node, const Plan& plan,
                                   CudaKvCache& cache, float* out) {
-  const auto& p = std::get<model::AttentionParams>(node.params);
-  if (p.layer >= cache.spec().n_layer || src(graph, node, 1).cols != cache.spec().n_embd_kv) {
-    return Error{"KV cache of " + std::to_string(cache.spec().n_layer) + " layers x " +
-                 std::to_string(cache.spec().n_embd_kv) + " does not fit " + node.name};
-  }
-  const KvLayer kv = cache.layer(p.layer);
-  const auto* ids = batch_.get<int32_t>();
-  const BatchRows rows{.positions = ids + batch_capacity_, .seq_ids = ids + 2 * batch_capacity_, .n_rows = n_rows_};
+  GUFO_ASSIGN_OR_RETURN(const KvLayer kv, kv_layer_for(graph, node, cache));
+  const BatchRows rows = batch_rows();
   const model::Node& k = src(graph, node, 1);
   const model::Node& v = src(graph, node, 2);
-  GUFO_RETURN_IF_ERROR(kv_store(kv, rows, value(plan, node.src[1]), k.cols, value(plan, node.src[2]), v.cols, stream_));
+  const auto id = static_cast<size_t>(&node - graph.nodes.data());
+  if (!plan.fusions.kv_stored[id]) {
+    GUFO_RETURN_IF_ERROR(kv_store(kv, rows, value(plan, node.src[1]), k.cols, value(plan, node.src[2]), v.cols, stream_));
+  }
   // NOTE(cuda_graphs): the split count follows the cache's context, never the batch's positions.
   return attention(kv, rows, attention_shape(node), value(plan, node.src[0]), src(graph, node, 0).cols,
-                   static_cast<int32_t>(cache.spec().n_ctx - 1), scratch_.get(), out, node.cols, stream_);
+                   static_cast<int32_t>(cache.spec().n_ctx - 1), scratch_.get(), tickets_.get<int32_t>(), out,
+                   node.cols, stream_);
 }
 
 Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, const Plan& plan, float* out) {
@@ -546,7 +570,8 @@ Result<QuantActs> CudaBackend::quantized_input(const Plan& plan, model::NodeId s
   return acts;
 }
 
-Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan) {
+Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan,
+                             const CudaKvCache& cache) {
   const auto out = [&](size_t member) { return value(plan, run.nodes[member]); };
   const model::Node& first = graph.nodes[static_cast<size_t>(run.nodes[0])];
   switch (run.kind) {
@@ -579,7 +604,14 @@ Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, cons
       if (rq.src[1] != model::kNoNode) {
         GUFO_ASSIGN_OR_RETURN(factors, vector_of(src(graph, rq, 1)));
       }
-      const auto* ids = batch_.get<int32_t>();
+      const BatchRows rows = batch_rows();
+      KvLayer kv;
+      const float* v = nullptr;
+      if (run.stores_kv_of != model::kNoNode) {
+        const model::Node& attention = graph.nodes[static_cast<size_t>(run.stores_kv_of)];
+        GUFO_ASSIGN_OR_RETURN(kv, kv_layer_for(graph, attention, cache));
+        v = value(plan, attention.src[2]);
+      }
       return qk_norm_rope({.q = value(plan, nq.src[0]),
                            .k = value(plan, nk.src[0]),
                            .rows = nq.rows,
@@ -589,13 +621,16 @@ Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, cons
                            .q_norm = q_norm,
                            .k_norm = k_norm,
                            .eps = norm.eps,
-                           .positions = ids + batch_capacity_,
+                           .positions = rows.positions,
                            .theta = rope.theta,
                            .freq_factors = factors,
                            .q_normed = out(0),
                            .k_normed = out(1),
                            .q_out = out(2),
-                           .k_out = out(3)},
+                           .k_out = out(3),
+                           .kv = kv,
+                           .seq_ids = rows.seq_ids,
+                           .v = v},
                           stream_);
     }
     case FusionKind::SwigluQuant: {
@@ -647,7 +682,7 @@ Status CudaBackend::launch_graph(const model::Graph& graph, const Plan& plan, Cu
     if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
     const int run = plan.fusions.starts[id];
     if (profile_ != nullptr) profile_->mark(run >= 0 ? "fused: " + profile_kind(graph, node) : profile_kind(graph, node), stream_);
-    const Status s = run >= 0 ? run_fused(graph, plan.fusions.runs[static_cast<size_t>(run)], plan)
+    const Status s = run >= 0 ? run_fused(graph, plan.fusions.runs[static_cast<size_t>(run)], plan, cache)
                               : run_node(graph, id, plan, cache);
     if (!s.ok()) return Error{node.name + ": " + s.error().message, s.error().kind};
     const size_t last = run >= 0 ? static_cast<size_t>(plan.fusions.runs[static_cast<size_t>(run)].nodes.back()) : id;

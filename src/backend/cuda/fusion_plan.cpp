@@ -80,6 +80,16 @@ bool qk_norm_rope_at(const model::Graph& graph, model::NodeId id, Fusion& run) {
   // NOTE(fusion): a lane group of 32 holds a head as 32 float4 pieces (Qwen3's 128) or fewer.
   if (!same || head_dim % 8 != 0 || head_dim > 128) return false;
   run = {.kind = FusionKind::QkNormRope, .nodes = {ids[0], ids[1], ids[2], ids[3]}};
+  // The attention right after, reading these q and k and a v of k's width, stores through the run.
+  const model::NodeId attention = next_compute(graph, ids[3]);
+  if (attention != model::kNoNode) {
+    const model::Node& node = at(graph, attention);
+    const bool reads_run = node.op == model::Op::Attention && node.src[0] == ids[2] && node.src[1] == ids[3];
+    if (reads_run && computes(at(graph, node.src[2])) && at(graph, node.src[2]).cols == rk.cols &&
+        at(graph, node.src[2]).rows == rk.rows) {
+      run.stores_kv_of = attention;
+    }
+  }
   return true;
 }
 
@@ -119,6 +129,7 @@ FusionPlan plan_fusions(const model::Graph& graph, bool enabled) {
   FusionPlan plan;
   plan.starts.assign(n, -1);
   plan.run_end.resize(n);
+  plan.kv_stored.assign(n, false);
   for (size_t i = 0; i < n; ++i) plan.run_end[i] = static_cast<model::NodeId>(i);
   if (!enabled) return plan;
   for (size_t i = 0; i < n; ++i) {
@@ -136,6 +147,7 @@ FusionPlan plan_fusions(const model::Graph& graph, bool enabled) {
     }
     plan.starts[i] = static_cast<int>(plan.runs.size());
     for (model::NodeId member : run.nodes) plan.run_end[static_cast<size_t>(member)] = run.nodes.back();
+    if (run.stores_kv_of != model::kNoNode) plan.kv_stored[static_cast<size_t>(run.stores_kv_of)] = true;
     i = static_cast<size_t>(run.nodes.back());
     plan.runs.push_back(std::move(run));
   }

@@ -5,7 +5,8 @@
 //   - Norm: an RmsNorm of a whole row on its own (the first layer's, after the embedding);
 //     both also quantize the normalized rows for the matmuls that read them, when those are
 //     all integer matmuls of one activation format;
-//   - QkNormRope: Qwen3's per-head RmsNorm of q and of k, then RoPE (neox) of both;
+//   - QkNormRope: Qwen3's per-head RmsNorm of q and of k, then RoPE (neox) of both, and,
+//     when the attention after them reads those k and v, their store into the KV cache;
 //   - SwigluQuant: the SwiGLU product and its quantization for the down projection;
 //   - MatMuls: two or three integer matmuls in a row that read one input with weights of one
 //     type (q, k and v; gate and up): one launch where the decode kernel takes the batch.
@@ -34,6 +35,7 @@ struct Fusion {
   FusionKind kind = FusionKind::None;
   std::vector<model::NodeId> nodes;  // the run's nodes, in graph order
   FusedQuant quant = FusedQuant::None;
+  model::NodeId stores_kv_of = model::kNoNode;  // QkNormRope: the Attention whose K/V it stores
 };
 
 struct FusionPlan {
@@ -42,6 +44,8 @@ struct FusionPlan {
   // node of its run (itself when it is in none), where the activation plan frees its sources.
   std::vector<int> starts;
   std::vector<model::NodeId> run_end;
+  // Per node: an Attention whose K/V a run before it stored (it stores nothing itself).
+  std::vector<bool> kv_stored;
 };
 
 // The runs of `graph` (none when `enabled` is false: then every node runs alone).

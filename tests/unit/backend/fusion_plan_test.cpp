@@ -2,6 +2,7 @@
 // models: which runs it finds, and that the activation plan keeps a run's buffers apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -45,6 +46,12 @@ TEST(FusionPlan, FindsTheResidualNormsAndQwen3sQkNormRope) {
     if (run.kind == FusionKind::QkNormRope) {
       EXPECT_EQ(first.op, model::Op::RmsNorm);
       EXPECT_EQ(last.op, model::Op::Rope);
+      // It stores the K/V of the attention right after it, which then stores nothing.
+      ASSERT_NE(run.stores_kv_of, model::kNoNode);
+      const model::Node& attention = graph->nodes[static_cast<size_t>(run.stores_kv_of)];
+      EXPECT_EQ(attention.op, model::Op::Attention);
+      EXPECT_EQ(attention.src[1], run.nodes.back());
+      EXPECT_TRUE(plan.kv_stored[static_cast<size_t>(run.stores_kv_of)]);
     }
     if (run.kind == FusionKind::MatMuls) {
       EXPECT_TRUE(run.nodes.size() == 3 ? first.name.find("attn_q") != std::string::npos
@@ -61,7 +68,12 @@ TEST(FusionPlan, FindsTheResidualNormsAndQwen3sQkNormRope) {
       EXPECT_EQ(plan.starts[static_cast<size_t>(member)], member == run.nodes.front() ? &run - plan.runs.data() : -1);
     }
   }
-  EXPECT_TRUE(plan_fusions(*graph, false).runs.empty());
+  int stored = 0;
+  for (size_t id = 0; id < graph->nodes.size(); ++id) stored += plan.kv_stored[id] ? 1 : 0;
+  EXPECT_EQ(stored, n_layer);
+  const FusionPlan none = plan_fusions(*graph, false);
+  EXPECT_TRUE(none.runs.empty());
+  EXPECT_EQ(std::count(none.kv_stored.begin(), none.kv_stored.end(), true), 0) << "unfused attention stores its own";
 }
 
 TEST(FusionPlan, LeavesNormsThatFloatMatmulsOrExpertsReadUnquantized) {
@@ -97,9 +109,11 @@ TEST(FusionPlan, LlamaHasNoQkNorm) {
   ASSERT_NE(tiny.model, nullptr);
   auto graph = tiny.model->build_graph({.n_tokens = 1, .n_outputs = 1});
   ASSERT_TRUE(graph.ok());
-  auto counts = count_runs(plan_fusions(*graph, true));
+  const FusionPlan plan = plan_fusions(*graph, true);
+  auto counts = count_runs(plan);
   EXPECT_EQ(counts[FusionKind::QkNormRope], 0);
   EXPECT_EQ(counts[FusionKind::AddNorm], 2 * tiny.model->hparams().n_layer - 1);
+  EXPECT_EQ(std::count(plan.kv_stored.begin(), plan.kv_stored.end(), true), 0) << "llama's attention stores its own";
 }
 
 }  // namespace

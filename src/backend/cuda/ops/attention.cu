@@ -195,20 +195,8 @@ __global__ void attention_merge_kernel(BatchRows batch, AttentionShape shape, co
   const int64_t hd = shape.head_dim;
   if (batch.seq_ids[row] == kPaddingSeq) return;  // the attention kernel wrote zeros
   const int64_t last_split = batch.positions[row] / kAttentionSplit;
-  Softmax total;
-  reset(total);
-  for (int64_t split = 0; split <= last_split; ++split) {
-    const float* partial = partials + partial_offset(row, head, split, shape.n_head, max_splits, hd);
-    float o[kMaxDimsPerLane];
-#pragma unroll
-    for (int j = 0; j < kMaxDimsPerLane; ++j) o[j] = lane + 32 * j < hd ? partial[2 + lane + 32 * j] : 0.0f;
-    merge(total, partial[0], partial[1], o);
-  }
-  float* out = out_all + row * ldo + head * hd;
-#pragma unroll
-  for (int j = 0; j < kMaxDimsPerLane; ++j) {
-    if (lane + 32 * j < hd) out[lane + 32 * j] = total.o[j] / total.l;
-  }
+  merge_partials<kMaxDimsPerLane>(partials + partial_offset(row, head, 0, shape.n_head, max_splits, hd), hd + 2,
+                                  last_split + 1, hd, lane, out_all + row * ldo + head * hd);
 }
 
 size_t attention_shared_bytes(const AttentionShape& shape) {
@@ -246,8 +234,11 @@ size_t attention_scratch_bytes(const AttentionShape& shape, int64_t n_rows, int3
   return static_cast<size_t>(n_rows * shape.n_head * splits * (shape.head_dim + 2)) * sizeof(float);
 }
 
+int64_t attention_tickets(const AttentionShape& shape) { return kSplitBlocksMaxRows * shape.n_head_kv; }
+
 Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape& shape, const float* q, int64_t ldq,
-                 int32_t max_position, void* scratch, float* out, int64_t ldo, gpu::stream_t stream) {
+                 int32_t max_position, void* scratch, int32_t* tickets, float* out, int64_t ldo,
+                 gpu::stream_t stream) {
   const std::string context = "attention(rows=" + std::to_string(batch.n_rows) + ", heads=" +
                               std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
                               std::to_string(shape.head_dim) + ")";
@@ -263,12 +254,10 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
   if (split_blocks && scratch == nullptr) return Error{context + ": no scratch for the split partials"};
   if (attention_mma_supports(kv, shape)) {
     float* partials = split_blocks ? static_cast<float*>(scratch) : nullptr;
-    GUFO_RETURN_IF_ERROR(attention_mma(kv, batch, shape, q, ldq, max_splits, partials, out, ldo, stream));
-    if (split_blocks) return merge_splits(batch, shape, partials, max_splits, out, ldo, stream);
-    return {};
+    return attention_mma(kv, batch, shape, q, ldq, max_splits, partials, tickets, out, ldo, stream);
   }
   AttentionArgs args{kv, batch, shape, q, ldq, out, ldo, split_blocks ? static_cast<float*>(scratch) : nullptr,
-                     max_splits, static_cast<int>(group)};
+                     max_splits, nullptr, static_cast<int>(group)};
   const size_t smem = attention_shared_bytes(shape);
   // NOTE(attention): past the default 48 KiB (head_dim 256 with a large GQA group) a block must
   // ask for its shared memory, up to what the device allows; the common layouts never ask.

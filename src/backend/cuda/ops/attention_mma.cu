@@ -66,10 +66,6 @@ __device__ inline void ldmatrix_trans(uint32_t& b0, uint32_t& b1, const __half* 
                : "memory");
 }
 
-__device__ inline void copies_commit_and_wait() {
-  copies_commit();
-  copies_wait<0>();
-}
 #endif
 
 // A window's runs of one sequence (window-relative [first, end)), and each run's last position.
@@ -136,20 +132,26 @@ __device__ __forceinline__ void load_q(const AttentionArgs& a, const LaneRows& r
   }
 }
 
-// The tile of keys tile0.. of `seq` into shared memory (zeros from `end` on), by the whole block.
-template <int kDim, int kWarps>
-__device__ __forceinline__ void load_tile(const AttentionArgs& a, int32_t seq, int64_t kv_head, int64_t tile0,
-                                          int64_t end, int64_t* key_at, __half* k_tile, __half* v_tile) {
-  using T = Tiles<kDim>;
-  __syncthreads();  // the previous tile is no longer read
-  // NOTE(attention_mma): each key's place in the pool is looked up once (a block-table read),
-  // not once per 16-byte piece, so the copies below go out back to back.
-  for (int key = static_cast<int>(threadIdx.x); key < kKvTile; key += 32 * kWarps) {
+// Where the tile of keys tile0.. of `seq` lies in the pool, for copy_tile: each key's place is
+// looked up once (a block-table read), not once per 16-byte piece, so the copies go out back
+// to back. -1 from `end` on. By the whole block (it ends with a barrier).
+__device__ __forceinline__ void locate_tile(const AttentionArgs& a, int32_t seq, int64_t kv_head, int64_t tile0,
+                                            int64_t end, int kDim, int64_t* key_at) {
+  for (int key = static_cast<int>(threadIdx.x); key < kKvTile; key += 32 * kMaxWarps) {
     const int64_t p = tile0 + key;
     key_at[key] = p < end ? cache_row(a.kv, seq, static_cast<int32_t>(p)) * a.kv.n_embd_kv + kv_head * kDim : -1;
   }
   __syncthreads();
-  for (int idx = static_cast<int>(threadIdx.x); idx < kKvTile * T::kChunks; idx += 32 * kWarps) {
+}
+
+// Starts copying a located tile (zeros where key_at is -1) into shared memory, by the whole
+// block, as one group of async copies; the caller waits for it. The buffers must no longer be
+// read (the caller's barrier after the last tile that used them).
+template <int kDim>
+__device__ __forceinline__ void copy_tile(const AttentionArgs& a, const int64_t* key_at, __half* k_tile,
+                                          __half* v_tile) {
+  using T = Tiles<kDim>;
+  for (int idx = static_cast<int>(threadIdx.x); idx < kKvTile * T::kChunks; idx += 32 * kMaxWarps) {
     const int key = idx / T::kChunks;
     const int chunk = idx % T::kChunks;
     const bool valid = key_at[key] >= 0;
@@ -157,8 +159,21 @@ __device__ __forceinline__ void load_tile(const AttentionArgs& a, int32_t seq, i
     copy16_async(k_tile + key * T::kStride + chunk * 8, static_cast<const __half*>(a.kv.k) + at, valid);
     copy16_async(v_tile + key * T::kStride + chunk * 8, static_cast<const __half*>(a.kv.v) + at, valid);
   }
-  copies_commit_and_wait();
-  __syncthreads();
+  copies_commit();
+}
+
+// The positions [first, end) a run of this block covers (none when first >= end): its splits
+// from split_begin on (split mode: that one split).
+struct RunSpan {
+  int64_t first, end;
+};
+__device__ __forceinline__ RunSpan run_span(const Runs& runs, int run, int64_t split_begin, bool split_mode) {
+  const int32_t max_position = runs.max_position[run];
+  if (runs.seq[run] == kPaddingSeq || split_begin > max_position / kAttentionSplit) return {0, 0};
+  const int64_t first = split_begin * kAttentionSplit;
+  const int64_t end = split_mode ? min(static_cast<int64_t>(max_position) + 1, first + kAttentionSplit)
+                                 : static_cast<int64_t>(max_position) + 1;
+  return {first, end};
 }
 
 // s = the warp's 16 rows of scaled Q against the tile's keys.
@@ -245,11 +260,21 @@ __device__ __forceinline__ void add_weighted_values(const float (&p)[kKvTile / 8
 }
 
 // A finished split of row i: its partial (split blocks) or merged into the running totals.
-template <int kDim>
+template <int kDim, bool kSplit>
 __device__ __forceinline__ void finish_split(const AttentionArgs& a, const LaneRows& rows, int i, int64_t split,
                                              int g, int t, float m, float l, const float (&o)[kDim / 8][4],
                                              float& total_m, float& total_l, float* totals) {
-  if (a.partials != nullptr) {
+  if (kSplit && rows.position[i] < kAttentionSplit) {
+    // The row's only split: merged into a fresh total it stays (o, l) exactly (weights 0 and
+    // 1), so o / l here is what merge_partials would write, without the trip through memory.
+#pragma unroll
+    for (int j = 0; j < kDim / 8; ++j) {
+      *reinterpret_cast<float2*>(a.out + rows.row[i] * a.ldo + rows.head[i] * kDim + 8 * j + 2 * t) =
+          make_float2(o[j][2 * i] / l, o[j][2 * i + 1] / l);
+    }
+    return;
+  }
+  if constexpr (kSplit) {
     float* partial = a.partials + partial_offset(rows.row[i], rows.head[i], split, a.shape.n_head, a.max_splits, kDim);
     if (t == 0) {
       partial[0] = m;
@@ -260,15 +285,15 @@ __device__ __forceinline__ void finish_split(const AttentionArgs& a, const LaneR
       partial[2 + 8 * j + 2 * t] = o[j][2 * i];
       partial[2 + 8 * j + 2 * t + 1] = o[j][2 * i + 1];
     }
-    return;
-  }
-  float wa, wb;
-  merge_weights(total_m, total_l, m, l, wa, wb);
+  } else {
+    float wa, wb;
+    merge_weights(total_m, total_l, m, l, wa, wb);
 #pragma unroll
-  for (int j = 0; j < kDim / 8; ++j) {
-    float* total = totals + (g + 8 * i) * kDim + 8 * j + 2 * t;
-    total[0] = total[0] * wa + o[j][2 * i] * wb;
-    total[1] = total[1] * wa + o[j][2 * i + 1] * wb;
+    for (int j = 0; j < kDim / 8; ++j) {
+      float* total = totals + (g + 8 * i) * kDim + 8 * j + 2 * t;
+      total[0] = total[0] * wa + o[j][2 * i] * wb;
+      total[1] = total[1] * wa + o[j][2 * i + 1] * wb;
+    }
   }
 }
 
@@ -287,44 +312,106 @@ __device__ __forceinline__ void write_row(const AttentionArgs& a, const LaneRows
 }
 #endif
 
-// blockIdx: x = window of 16 * kWarps / group rows, y = KV head, z = split (split-block mode).
-template <int kDim, int kWarps>
-__global__ void __launch_bounds__(32 * kWarps) attention_mma_kernel(AttentionArgs a) {
-  gpu::wait_for_inputs();
-  gpu::start_next_kernel();
+// Split mode, after the block wrote its partials: a row whose splits are all written merges
+// them here, in the block that wrote the last one (a ticket per (row, KV head) counts them,
+// and that block sets it back to zero), so no second kernel is launched. A row with one split
+// wrote its output directly (finish_split) and takes no ticket. The merge is merge_splits's,
+// so the bits are the same whichever block is last.
+__device__ void merge_if_last(const AttentionArgs& a, int64_t t0, int tokens, int64_t kv_head, int kDim,
+                              bool* merging) {
+  __threadfence();  // this thread's partials, visible to the block that merges them
+  __syncthreads();
+  for (int token = static_cast<int>(threadIdx.x); token < tokens; token += blockDim.x) {
+    const int64_t row = t0 + token;
+    bool last = false;
+    if (row < a.batch.n_rows && a.batch.seq_ids[row] != kPaddingSeq) {
+      const int64_t last_split = a.batch.positions[row] / kAttentionSplit;
+      if (last_split > 0 && static_cast<int64_t>(blockIdx.z) <= last_split) {
+        int32_t* ticket = a.tickets + row * a.shape.n_head_kv + kv_head;
+        last = atomicAdd(ticket, 1) == last_split;
+        if (last) *ticket = 0;  // every split of the row has arrived: none will add to it again
+      }
+    }
+    merging[token] = last;
+  }
+  __syncthreads();
+  __threadfence();  // the other blocks' partials are read after their tickets
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warps = static_cast<int>(blockDim.x / 32);
+  for (int item = warp; item < tokens * a.group; item += warps) {
+    const int token = item / a.group;
+    if (!merging[token]) continue;
+    const int64_t row = t0 + token;
+    const int64_t head = kv_head * a.group + item % a.group;
+    const float* first = a.partials + partial_offset(row, head, 0, a.shape.n_head, a.max_splits, kDim);
+    float* out = a.out + row * a.ldo + head * kDim;
+    const int64_t n_splits = a.batch.positions[row] / kAttentionSplit + 1;
+    if (kDim == 64) {
+      merge_partials<2>(first, kDim + 2, n_splits, kDim, lane, out);
+    } else {
+      merge_partials<4>(first, kDim + 2, n_splits, kDim, lane, out);
+    }
+  }
+}
+
+// blockIdx: x = window of 16 * kRowWarps / group rows, y = KV head, z = split (split-block
+// mode). A block has kMaxWarps warps: all of them copy tiles (and merge, in split mode); the
+// first kRowWarps own MMA rows (split mode: 1, a decode step's group of heads; a window of
+// more would walk its sequences one after another), and a split block walks up to
+// kAttentionSplit / kKvTile tiles of one sequence, so tile n + 1 is copied while tile n is
+// computed (kStages 2). What comes from the host (positions, sequences, block tables) is read
+// before the wait for the previous kernel, so the first tile's lookups overlap it.
+// kSplit is a template argument (not a.partials != null alone) so that each kernel holds only
+// its own mode's code: the registers are near the 255 a thread can have.
+template <int kDim, bool kSplit>
+__global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(AttentionArgs a) {
 #if !defined(GUFO_HIP)
+  constexpr int kRowWarps = kSplit ? 1 : kMaxWarps;
+  constexpr int kStages = kSplit ? 2 : 1;
   using T = Tiles<kDim>;
   extern __shared__ __align__(16) unsigned char shared[];
-  __half* k_tile = reinterpret_cast<__half*>(shared);
-  __half* v_tile = k_tile + kKvTile * T::kStride;
+  // kStages K and V tiles, then (walk mode) the warps' totals.
+  constexpr int kStageHalves = 2 * kKvTile * T::kStride;
+  const auto k_tile = [&](int stage) { return reinterpret_cast<__half*>(shared) + stage * kStageHalves; };
+  const auto v_tile = [&](int stage) { return k_tile(stage) + kKvTile * T::kStride; };
   __shared__ Runs runs;
-  __shared__ int64_t key_at[kKvTile];  // the tile's keys: element offset in the pool, -1 past the end
+  __shared__ int64_t key_at[kStages][kKvTile];  // each stage's keys: element offset in the pool, -1 past the end
+  __shared__ bool merging[16 * kMaxWarps];      // split mode: the window's tokens this block merges
 
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int g = lane / 4, t = lane % 4;
-  const int tokens = 16 * kWarps / a.group;
+  const int tokens = 16 * kRowWarps / a.group;
+  const bool owns_rows = kRowWarps == kMaxWarps || warp < kRowWarps;
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * tokens;
   const int64_t kv_head = blockIdx.y;
-  const bool split_mode = a.partials != nullptr;
-  float* totals = reinterpret_cast<float*>(v_tile + kKvTile * T::kStride) + warp * 16 * kDim;  // walk mode: [16][kDim]
+  constexpr bool split_mode = kSplit;
+  const int64_t split_begin = split_mode ? blockIdx.z : 0;
+  float* totals = reinterpret_cast<float*>(shared + kStages * kStageHalves * sizeof(__half)) + warp * 16 * kDim;
 
   LaneRows rows;
   for (int i = 0; i < 2; ++i) {
     const int r = 16 * warp + g + 8 * i;
     rows.token[i] = r / a.group;
-    rows.row[i] = t0 + rows.token[i] < a.batch.n_rows ? t0 + rows.token[i] : -1;
+    rows.row[i] = owns_rows && t0 + rows.token[i] < a.batch.n_rows ? t0 + rows.token[i] : -1;
     rows.head[i] = kv_head * a.group + r % a.group;
     rows.position[i] = rows.row[i] >= 0 ? a.batch.positions[rows.row[i]] : 0;
   }
   if (threadIdx.x == 0) find_runs(a.batch, t0, tokens, runs);
+  __syncthreads();  // runs
+  if (runs.count > 0) {
+    const RunSpan span0 = run_span(runs, 0, split_begin, split_mode);
+    if (span0.first < span0.end) locate_tile(a, runs.seq[0], kv_head, span0.first, span0.end, kDim, key_at[0]);
+  }
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
   uint32_t q_hi[T::kSteps][4], q_lo[T::kSteps][4];
   load_q<kDim>(a, rows, t, q_hi, q_lo);
-  __syncthreads();  // runs
 
+  int stage = 0;  // the K/V buffers the next tile goes to
   for (int run = 0; run < runs.count; ++run) {
     const int32_t seq = runs.seq[run];
-    const int32_t max_position = runs.max_position[run];
     bool in_run[2];
     for (int i = 0; i < 2; ++i) {
       in_run[i] = rows.row[i] >= 0 && rows.token[i] >= runs.first[run] && rows.token[i] < runs.end[run];
@@ -335,55 +422,84 @@ __global__ void __launch_bounds__(32 * kWarps) attention_mma_kernel(AttentionArg
       }
       continue;
     }
-    const int64_t last_split = max_position / kAttentionSplit;
-    const int64_t split_begin = split_mode ? blockIdx.z : 0;
-    const int64_t split_end = split_mode ? blockIdx.z + 1 : last_split + 1;
-    if (split_begin > last_split) continue;  // the same in every thread of the block
+    // The run's tiles in this block's splits, in order; a split (kAttentionSplit, a multiple
+    // of kKvTile) starts from a fresh state.
+    const RunSpan span = run_span(runs, run, split_begin, split_mode);
+    if (span.first >= span.end) continue;  // the same in every thread of the block
     float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0.0f, 0.0f};
     for (int j = 0; !split_mode && j < 2 * T::kDimTiles; ++j) {
       *reinterpret_cast<float2*>(totals + (g + 8 * (j % 2)) * kDim + 8 * (j / 2) + 2 * t) = make_float2(0.0f, 0.0f);
     }
-    for (int64_t split = split_begin; split < split_end; ++split) {
+    for (int64_t begin = span.first; begin < span.end; begin += kAttentionSplit) {
+      const int64_t split = begin / kAttentionSplit;
+      const int64_t end = min(span.end, begin + kAttentionSplit);
       float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
       float o[T::kDimTiles][4];
 #pragma unroll
       for (int j = 0; j < T::kDimTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-      const int64_t begin = split * kAttentionSplit;
-      const int64_t end = min(static_cast<int64_t>(max_position) + 1, begin + kAttentionSplit);
+      if (run > 0 || begin > span.first) locate_tile(a, seq, kv_head, begin, end, kDim, key_at[stage]);
+      copy_tile<kDim>(a, key_at[stage], k_tile(stage), v_tile(stage));
       for (int64_t tile0 = begin; tile0 < end; tile0 += kKvTile) {
-        load_tile<kDim, kWarps>(a, seq, kv_head, tile0, end, key_at, k_tile, v_tile);
-        float s[T::kKeyTiles][4];
-        scores<kDim>(q_hi, q_lo, k_tile, g, t, s);
+        const int current = stage;
+        const bool more = tile0 + kKvTile < end;
+        if constexpr (kStages == 2) {
+          stage ^= 1;
+          if (more) {
+            locate_tile(a, seq, kv_head, tile0 + kKvTile, end, kDim, key_at[stage]);
+            copy_tile<kDim>(a, key_at[stage], k_tile(stage), v_tile(stage));
+            copies_wait<1>();
+          } else {
+            copies_wait<0>();
+          }
+        } else {
+          copies_wait<0>();
+        }
+        __syncthreads();  // every thread's copies of the current tile have landed
+        if (owns_rows) {
+          float s[T::kKeyTiles][4];
+          scores<kDim>(q_hi, q_lo, k_tile(current), g, t, s);
 #pragma unroll
-        for (int i = 0; i < 2; ++i) softmax_step<kDim>(i, in_run[i], rows.position[i], tile0, t, s, m[i], l[i], o);
-        add_weighted_values<kDim>(s, v_tile, lane, o);
+          for (int i = 0; i < 2; ++i) softmax_step<kDim>(i, in_run[i], rows.position[i], tile0, t, s, m[i], l[i], o);
+          add_weighted_values<kDim>(s, v_tile(current), lane, o);
+        }
+        __syncthreads();  // the current tile's buffers are free again
+        if (kStages == 1 && more) {
+          locate_tile(a, seq, kv_head, tile0 + kKvTile, end, kDim, key_at[stage]);
+          copy_tile<kDim>(a, key_at[stage], k_tile(stage), v_tile(stage));
+        }
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        if (!in_run[i] || split > rows.position[i] / kAttentionSplit) continue;  // no key of the row in it
-        finish_split<kDim>(a, rows, i, split, g, t, m[i], l[i], o, total_m[i], total_l[i], totals);
+        if (!owns_rows || !in_run[i] || split > rows.position[i] / kAttentionSplit) continue;  // no key of the row in it
+        finish_split<kDim, kSplit>(a, rows, i, split, g, t, m[i], l[i], o, total_m[i], total_l[i], totals);
       }
     }
     for (int i = 0; i < 2; ++i) {
       if (in_run[i] && !split_mode) write_row<kDim>(a, rows, i, g, t, totals, total_l[i]);
     }
   }
+  if constexpr (kSplit) merge_if_last(a, t0, tokens, kv_head, kDim, merging);
+#else
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
 #endif
 }
 
-template <int kDim, int kWarps>
+template <int kDim, bool kSplit>
 Status launch(const AttentionArgs& args, int64_t n_head_kv, const std::string& context, gpu::stream_t stream) {
-  const bool split_mode = args.partials != nullptr;
-  const size_t smem = 2 * kKvTile * (kDim + kPad) * sizeof(uint16_t) +
-                      (split_mode ? 0 : static_cast<size_t>(kWarps) * 16 * kDim * sizeof(float));
+  constexpr int kRowWarps = kSplit ? 1 : kMaxWarps;
+  constexpr int kStages = kSplit ? 2 : 1;
+  const size_t smem = kStages * 2 * kKvTile * (kDim + kPad) * sizeof(uint16_t) +
+                      (kSplit ? 0 : static_cast<size_t>(kRowWarps) * 16 * kDim * sizeof(float));
   // NOTE(attention_mma): a prefill block (K and V tiles, four warps' totals) takes ~66 KiB of
-  // shared memory, past the 48 KiB a block gets without asking.
-  auto* kernel = attention_mma_kernel<kDim, kWarps>;
+  // shared memory, a decode block (two stages of tiles) ~70 KiB: past the 48 KiB a block gets
+  // without asking.
+  auto* kernel = attention_mma_kernel<kDim, kSplit>;
   GUFO_GPU_RETURN_IF_ERROR(gpu::set_max_dynamic_shared(kernel, static_cast<int>(smem)), context);
-  const int64_t tokens = 16 * kWarps / args.group;
+  const int64_t tokens = 16 * kRowWarps / args.group;
   const dim3 grid(static_cast<unsigned>((args.batch.n_rows + tokens - 1) / tokens), static_cast<unsigned>(n_head_kv),
-                  static_cast<unsigned>(split_mode ? args.max_splits : 1));
-  (void)gpu::launch(kernel, grid, 32 * kWarps, smem, stream, args);
+                  static_cast<unsigned>(kSplit ? args.max_splits : 1));
+  (void)gpu::launch(kernel, grid, 32 * kMaxWarps, smem, stream, args);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
   return {};
 }
@@ -398,22 +514,22 @@ bool attention_mma_supports(const KvLayer& kv, const AttentionShape& shape) {
 }
 
 Status attention_mma(const KvLayer& kv, const BatchRows& batch, const AttentionShape& shape, const float* q,
-                     int64_t ldq, int64_t max_splits, float* partials, float* out, int64_t ldo, gpu::stream_t stream) {
+                     int64_t ldq, int64_t max_splits, float* partials, int32_t* tickets, float* out, int64_t ldo,
+                     gpu::stream_t stream) {
   const std::string context = "attention_mma(rows=" + std::to_string(batch.n_rows) + ", heads=" +
                               std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
                               std::to_string(shape.head_dim) + ")";
   if (!attention_mma_supports(kv, shape)) return Error{context + ": unsupported layout", ErrorKind::Unsupported};
-  const AttentionArgs args{kv, batch, shape, q, ldq, out, ldo, partials, max_splits,
-                  static_cast<int>(shape.n_head / shape.n_head_kv)};
-  // NOTE(attention_mma): one warp per block for split blocks (a decode step: its rows are one
-  // group of heads, and the splits give the parallelism), four for a prefill window.
+  if (partials != nullptr && tickets == nullptr) return Error{context + ": split blocks without tickets"};
+  const AttentionArgs args{kv,        batch,      shape,  q, ldq, out, ldo, partials,
+                           max_splits, tickets, static_cast<int>(shape.n_head / shape.n_head_kv)};
   const bool split_mode = partials != nullptr;
   if (shape.head_dim == 64) {
-    return split_mode ? launch<64, 1>(args, shape.n_head_kv, context, stream)
-                      : launch<64, 4>(args, shape.n_head_kv, context, stream);
+    return split_mode ? launch<64, true>(args, shape.n_head_kv, context, stream)
+                      : launch<64, false>(args, shape.n_head_kv, context, stream);
   }
-  return split_mode ? launch<128, 1>(args, shape.n_head_kv, context, stream)
-                    : launch<128, 4>(args, shape.n_head_kv, context, stream);
+  return split_mode ? launch<128, true>(args, shape.n_head_kv, context, stream)
+                    : launch<128, false>(args, shape.n_head_kv, context, stream);
 }
 
 }  // namespace gufo::cuda

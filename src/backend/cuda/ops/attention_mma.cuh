@@ -14,8 +14,10 @@ bool attention_mma_supports(const KvLayer& kv, const AttentionShape& shape);
 
 // partials == null: each block walks its rows' splits and writes `out`; otherwise (at most
 // kSplitBlocksMaxRows rows) a block per split writes its partial there (attention_split.cuh)
-// and the caller merges them with merge_splits.
+// and the block that writes a row's last partial merges them, counting on `tickets`
+// ([n_rows, n_head_kv] zeros, left zero).
 Status attention_mma(const KvLayer& kv, const BatchRows& batch, const AttentionShape& shape, const float* q,
-                     int64_t ldq, int64_t max_splits, float* partials, float* out, int64_t ldo, gpu::stream_t stream);
+                     int64_t ldq, int64_t max_splits, float* partials, int32_t* tickets, float* out, int64_t ldo,
+                     gpu::stream_t stream);
 
 }  // namespace gufo::cuda

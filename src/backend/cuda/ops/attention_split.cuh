@@ -5,8 +5,10 @@
 // backend/cuda/ops.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
+#include "backend/cuda/ops/kv_layer.cuh"
 #include "backend/cuda/ops/ops.h"
 
 namespace gufo::cuda {
@@ -22,15 +24,9 @@ struct AttentionArgs {
   int64_t ldo;
   float* partials;  // split-block mode: [rows, n_head, max_splits, head_dim + 2], else null
   int64_t max_splits;
+  int32_t* tickets;  // split-block mode of attention_mma: [rows, n_head_kv], zero between launches
   int group;        // query heads per KV head
 };
-
-// The pool row that holds `position` of sequence `seq` (its block table, then the offset).
-__device__ inline int64_t cache_row(const KvLayer& kv, int32_t seq, int32_t position) {
-  const int32_t* table = kv.tables + static_cast<int64_t>(seq) * kv.table_stride;
-  const int32_t mask = (1 << kv.block_shift) - 1;
-  return (static_cast<int64_t>(table[position >> kv.block_shift]) << kv.block_shift) | (position & mask);
-}
 
 // Split-block mode keeps one partial per (row, head, split): [m, l, o[0..head_dim)].
 __host__ __device__ inline int64_t partial_offset(int64_t row, int64_t head, int64_t split, int64_t n_head,
@@ -47,6 +43,45 @@ __device__ inline void merge_weights(float& total_m, float& total_l, float m, fl
   b = expf(m - m_new);
   total_l = total_l * a + l * b;
   total_m = m_new;
+}
+
+// Merges the splits 0..n_splits-1 of one (row, head), whose partials lie `stride` floats apart
+// from `first`, in order, and writes out[d] = o[d] / l for this lane's dims d = lane + 32 j
+// (j < kDims). One lane group. The partials of kChunk splits are loaded before any of them is
+// merged (they do not depend on each other), so a long context costs n_splits / kChunk trips
+// to memory rather than n_splits. They are read past L1 (another block of the same kernel may
+// have written them).
+template <int kDims>
+__device__ inline void merge_partials(const float* first, int64_t stride, int64_t n_splits, int64_t hd, int lane,
+                                      float* out) {
+  constexpr int kChunk = 4;
+  float total_m = -INFINITY, total_l = 0.0f, total_o[kDims];
+#pragma unroll
+  for (int j = 0; j < kDims; ++j) total_o[j] = 0.0f;
+  for (int64_t s0 = 0; s0 < n_splits; s0 += kChunk) {
+    float m[kChunk], l[kChunk], o[kChunk][kDims];
+#pragma unroll
+    for (int c = 0; c < kChunk; ++c) {
+      const bool live = s0 + c < n_splits;
+      const float* partial = first + (live ? s0 + c : 0) * stride;
+      m[c] = live ? gpu::load_past_l1(partial) : 0.0f;
+      l[c] = live ? gpu::load_past_l1(partial + 1) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kDims; ++j) o[c][j] = live && lane + 32 * j < hd ? gpu::load_past_l1(partial + 2 + lane + 32 * j) : 0.0f;
+    }
+#pragma unroll
+    for (int c = 0; c < kChunk; ++c) {
+      if (s0 + c >= n_splits) break;
+      float a, b;
+      merge_weights(total_m, total_l, m[c], l[c], a, b);
+#pragma unroll
+      for (int j = 0; j < kDims; ++j) total_o[j] = total_o[j] * a + o[c][j] * b;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kDims; ++j) {
+    if (lane + 32 * j < hd) out[lane + 32 * j] = total_o[j] / total_l;
+  }
 }
 
 // Split-block mode, second step: merges every row's splits in order (from `partials`) and

@@ -1,22 +1,37 @@
 // The fused runs of fusion_plan.h: add_rms_norm (a residual add, the RmsNorm of its sum and
 // the quantization of the normalized rows), qk_norm_rope (Qwen3's per-head q/k norms and
-// RoPE) and swiglu_quant. Each repeats the separate kernels' float operations in their order
+// RoPE, and the KV cache store) and swiglu_quant. Each repeats the separate kernels' float operations in their order
 // (rms_norm.cuh, quantize_block.cuh, row_ops.cu's rope angle and silu), so the outputs are
 // their bits.
 // Tested by tests/ops/fused_test.cpp (against the separate kernels, bit for bit).
 #include <string>
 
 #include "backend/cuda/check.cuh"
+#include "backend/cuda/ops/kv_layer.cuh"
 #include "backend/cuda/ops/ops.h"
 #include "backend/cuda/ops/quantize_block.cuh"
 #include "backend/cuda/ops/rms_norm.cuh"
 #include "backend/cuda/ops/rope.cuh"
 #include "backend/cuda/ops/silu.cuh"
+#include "quant/half.h"
 
 namespace gufo::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+
+// Four values of a cache row from `at` on, converted as kv_store converts them.
+__device__ inline void store_kv4(const KvLayer& kv, void* pool, int64_t at, float4 x) {
+  if (kv.f16) {
+    uint16_t* dst = static_cast<uint16_t*>(pool) + at;
+    dst[0] = quant::fp32_to_fp16(x.x);
+    dst[1] = quant::fp32_to_fp16(x.y);
+    dst[2] = quant::fp32_to_fp16(x.z);
+    dst[3] = quant::fp32_to_fp16(x.w);
+  } else {
+    *reinterpret_cast<float4*>(static_cast<float*>(pool) + at) = x;
+  }
+}
 
 struct AddNormArgs {
   const float* a;
@@ -71,6 +86,118 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs a) {
   }
 }
 
+// NOTE(fused_runs): a wide row (a block of kThreads per row, float4 pieces) of up to this many
+// pieces per thread stays in registers from its load to its quantization: one trip to memory
+// for the inputs, where add_norm_kernel reads the sum and the normalized row back.
+constexpr int kRowPieces = 8;
+
+// The quantization of a row held as add_norm_row_kernel holds it (thread t: float4 pieces t,
+// t + kThreads, ...; zeros past the row): a block of kQBlock values is kQBlock / 4 consecutive
+// threads of one pass, which find its largest magnitude together (lane groups, and for
+// 256-blocks a pair of groups through shared memory) and quantize their own pieces with
+// quantize_block's operations. The passes go side by side, so their reductions overlap.
+template <int kQBlock>
+__device__ inline void quantize_row_pieces(const float4 (&v)[kRowPieces], int64_t pieces, int64_t row,
+                                           const QuantActs& quant) {
+  constexpr int kQThreads = kQBlock / 4;  // threads per quantization block: 8 or 64
+  constexpr int kLanes = kQThreads < gpu::group_lanes ? kQThreads : gpu::group_lanes;
+  constexpr int kGroups = kThreads / gpu::group_lanes;
+  __shared__ float group_max[kRowPieces][kGroups];
+  const int tid = static_cast<int>(threadIdx.x);
+  float amax[kRowPieces];
+#pragma unroll
+  for (int it = 0; it < kRowPieces; ++it) {
+    amax[it] = fmaxf(fmaxf(fmaxf(fmaxf(0.0f, fabsf(v[it].x)), fabsf(v[it].y)), fabsf(v[it].z)), fabsf(v[it].w));
+  }
+#pragma unroll
+  for (int mask = 1; mask < kLanes; mask *= 2) {
+#pragma unroll
+    for (int it = 0; it < kRowPieces; ++it) amax[it] = fmaxf(amax[it], gpu::shfl_xor(amax[it], mask));
+  }
+  if constexpr (kQThreads > gpu::group_lanes) {
+    if (tid % gpu::group_lanes == 0) {
+#pragma unroll
+      for (int it = 0; it < kRowPieces; ++it) group_max[it][tid / gpu::group_lanes] = amax[it];
+    }
+    __syncthreads();
+    const int first_group = (tid / kQThreads) * (kQThreads / gpu::group_lanes);
+#pragma unroll
+    for (int it = 0; it < kRowPieces; ++it) {
+      amax[it] = 0.0f;
+      for (int g = 0; g < kQThreads / gpu::group_lanes; ++g) amax[it] = fmaxf(amax[it], group_max[it][first_group + g]);
+    }
+  }
+  int sums[kRowPieces];
+#pragma unroll
+  for (int it = 0; it < kRowPieces; ++it) {
+    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    sums[it] = 0;
+    if (i >= pieces) continue;
+    const float d = amax[it] / 127.0f;
+    const float inv_d = d != 0.0f ? 127.0f / amax[it] : 0.0f;
+    const int8_t q[4] = {to_q8(v[it].x * inv_d), to_q8(v[it].y * inv_d), to_q8(v[it].z * inv_d),
+                         to_q8(v[it].w * inv_d)};
+    *reinterpret_cast<char4*>(quant.qs + row * quant.k + 4 * i) = make_char4(q[0], q[1], q[2], q[3]);
+    if (tid % kQThreads == 0) quant.d[row * (quant.k / kQBlock) + 4 * i / kQBlock] = d;
+    sums[it] = q[0] + q[1] + q[2] + q[3];
+  }
+  if (quant.sum32 == nullptr) return;
+#pragma unroll
+  for (int mask = 1; mask < 8; mask *= 2) {  // 8 pieces: a run of 32
+#pragma unroll
+    for (int it = 0; it < kRowPieces; ++it) sums[it] += gpu::shfl_xor(sums[it], mask);
+  }
+#pragma unroll
+  for (int it = 0; it < kRowPieces; ++it) {
+    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    if (i < pieces && tid % 8 == 0) quant.sum32[row * (quant.k / 32) + 4 * i / 32] = sums[it];
+  }
+}
+
+// add_norm_kernel<kThreads, true, kQBlock>'s outputs from registers: thread t holds pieces t,
+// t + kThreads, ... and sums their squares in that order, as segment_sum_squares does.
+template <int kQBlock>
+__global__ void __launch_bounds__(kThreads) add_norm_row_kernel(AddNormArgs a) {
+  __shared__ float group_sums[kThreads / gpu::group_lanes];
+  const int64_t row = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t pieces = a.cols / 4;
+  const int64_t base = row * a.cols;
+  float4 w[kRowPieces], x[kRowPieces];
+#pragma unroll
+  for (int it = 0; it < kRowPieces; ++it) {  // the norm weight: no kernel writes it
+    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    if (i < pieces) w[it] = reinterpret_cast<const float4*>(a.w)[i];
+  }
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int it = 0; it < kRowPieces; ++it) {
+    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    if (i >= pieces) break;
+    x[it] = reinterpret_cast<const float4*>(a.a + base)[i];
+    if (a.b != nullptr) {
+      const float4 y = reinterpret_cast<const float4*>(a.b + base)[i];
+      x[it] = make_float4(x[it].x + y.x, x[it].y + y.y, x[it].z + y.z, x[it].w + y.w);
+      reinterpret_cast<float4*>(a.sum + base)[i] = x[it];
+    }
+    sum_sq = add_squares(sum_sq, x[it]);
+  }
+  const float inv_rms = rms_scale(segment_total<kThreads>(sum_sq, group_sums), a.cols, a.eps);
+  float4 v[kRowPieces];
+#pragma unroll
+  for (int it = 0; it < kRowPieces; ++it) {
+    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    v[it] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (i >= pieces) continue;
+    v[it] = make_float4(x[it].x * inv_rms * w[it].x, x[it].y * inv_rms * w[it].y, x[it].z * inv_rms * w[it].z,
+                        x[it].w * inv_rms * w[it].w);
+    reinterpret_cast<float4*>(a.out + base)[i] = v[it];
+  }
+  if constexpr (kQBlock > 0) quantize_row_pieces<kQBlock>(v, pieces, row, a.quant);
+}
+
 template <int kSeg, bool kVec4>
 void launch_add_norm(const AddNormArgs& a, int q_block, gpu::stream_t stream) {
   const auto grid = static_cast<unsigned>((a.rows + kThreads / kSeg - 1) / (kThreads / kSeg));
@@ -81,57 +208,77 @@ void launch_add_norm(const AddNormArgs& a, int q_block, gpu::stream_t stream) {
   }
 }
 
-// A lane group per (row, head): q's heads, then k's. Lane l holds float4 piece l of the head
-// (head_dim / 4 <= 32 pieces); neox pairs (e, e + head_dim / 2) are head_dim / 8 lanes apart.
+// A lane group per (row, head): q's heads, then k's, then (storing the KV cache) v's. Lane l
+// holds float4 piece l of the head (head_dim / 4 <= 32 pieces); neox pairs (e, e + head_dim /
+// 2) are head_dim / 8 lanes apart. The rotation angles and the norm weights need nothing an
+// earlier kernel writes (the batch was copied before the first kernel), so they are computed
+// while that kernel finishes.
 __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a) {
-  gpu::wait_for_inputs();
-  gpu::start_next_kernel();
-  const int64_t heads = a.n_head + a.n_head_kv;
+  const bool store = a.kv.k != nullptr;
+  const int64_t heads = a.n_head + a.n_head_kv * (store ? 2 : 1);
   const int64_t segment = static_cast<int64_t>(blockIdx.x) * (kThreads / gpu::group_lanes) + threadIdx.x / gpu::group_lanes;
   const bool live = segment < a.rows * heads;
   const int64_t row = live ? segment / heads : 0;
   const int64_t head = segment % heads;
   const bool is_q = head < a.n_head;
+  const bool is_v = head >= a.n_head + a.n_head_kv;
+  const int64_t kv_head = is_v ? head - a.n_head - a.n_head_kv : head - a.n_head;
   const int64_t width = (is_q ? a.n_head : a.n_head_kv) * a.head_dim;
-  const int64_t base = row * width + (is_q ? head : head - a.n_head) * a.head_dim;
-  const float* in = (is_q ? a.q : a.k) + base;
-  const float* w = is_q ? a.q_norm : a.k_norm;
-  float* normed = (is_q ? a.q_normed : a.k_normed) + base;
-  float* roped = (is_q ? a.q_out : a.k_out) + base;
+  const int64_t base = row * width + (is_q ? head : kv_head) * a.head_dim;
   const int pieces = static_cast<int>(a.head_dim / 4);
   const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
+  const int apart = pieces / 2;
+  const bool first_half = lane < apart;
+  const bool has_piece = live && lane < pieces;
+  const int32_t position = live ? a.positions[row] : 0;
+  float c[4] = {}, s[4] = {};
+  float4 g = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (has_piece && !is_v) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      rope_angle((first_half ? lane : lane - apart) * 4 + j, position, a.head_dim, a.theta, a.freq_factors, c[j], s[j]);
+    }
+    g = reinterpret_cast<const float4*>(is_q ? a.q_norm : a.k_norm)[lane];
+  }
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
+  const int32_t seq = store && live ? a.seq_ids[row] : kPaddingSeq;
+  const int64_t cache_at =
+      seq != kPaddingSeq ? cache_row(a.kv, seq, position) * a.kv.n_embd_kv + kv_head * a.head_dim + 4 * lane : 0;
+  if (is_v) {  // (a whole lane group: heads are uniform per group)
+    if (has_piece && seq != kPaddingSeq) store_kv4(a.kv, a.kv.v, cache_at, reinterpret_cast<const float4*>(a.v + base)[lane]);
+    return;
+  }
+  const float* in = (is_q ? a.q : a.k) + base;
+  float* normed = (is_q ? a.q_normed : a.k_normed) + base;
+  float* roped = (is_q ? a.q_out : a.k_out) + base;
   const float sum_sq = segment_sum_squares<gpu::group_lanes, true>(in, live ? pieces : 0, nullptr);
   const float inv_rms = rms_scale(sum_sq, a.head_dim, a.eps);
   float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  if (live && lane < pieces) {
+  if (has_piece) {
     const float4 x = reinterpret_cast<const float4*>(in)[lane];
-    const float4 g = reinterpret_cast<const float4*>(w)[lane];
     v = make_float4(x.x * inv_rms * g.x, x.y * inv_rms * g.y, x.z * inv_rms * g.z, x.w * inv_rms * g.w);
     reinterpret_cast<float4*>(normed)[lane] = v;
   }
-  const int apart = pieces / 2;
-  const bool first_half = lane < apart;
   const int partner = first_half ? lane + apart : lane - apart;
   const float4 p = make_float4(gpu::shfl(v.x, partner), gpu::shfl(v.y, partner), gpu::shfl(v.z, partner),
                                gpu::shfl(v.w, partner));
-  if (!live || lane >= pieces) return;
-  const int32_t position = a.positions[row];
+  if (!has_piece) return;
   const float mine[4] = {v.x, v.y, v.z, v.w};
   const float theirs[4] = {p.x, p.y, p.z, p.w};
   float result[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const int64_t i = (first_half ? lane : lane - apart) * 4 + j;  // the pair
-    float c, s;
-    rope_angle(i, position, a.head_dim, a.theta, a.freq_factors, c, s);
     // rope_kernel: o[a] = x0 * c - x1 * s; o[b] = x0 * s + x1 * c (x0 = h[a], x1 = h[b]).
-    result[j] = first_half ? mine[j] * c - theirs[j] * s : theirs[j] * s + mine[j] * c;
+    result[j] = first_half ? mine[j] * c[j] - theirs[j] * s[j] : theirs[j] * s[j] + mine[j] * c[j];
   }
-  reinterpret_cast<float4*>(roped)[lane] = make_float4(result[0], result[1], result[2], result[3]);
+  const float4 out = make_float4(result[0], result[1], result[2], result[3]);
+  reinterpret_cast<float4*>(roped)[lane] = out;
+  if (!is_q && seq != kPaddingSeq) store_kv4(a.kv, a.kv.k, cache_at, out);
 }
 
 // A lane group per quantization block: lane l computes its kBlock / 32 products, writes them,
-// and quantize_block reads back exactly the values that lane wrote.
+// and quantizes them from its registers.
 template <int kBlock>
 __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(const float* gate, const float* up, int64_t rows,
                                                                 int64_t cols, float* out, QuantActs quant) {
@@ -144,9 +291,13 @@ __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(const float* gat
   const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
   const int64_t row = block / per_row;
   const int64_t first = row * cols + (block % per_row) * kBlock + lane * kPerLane;
+  float values[kPerLane];
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) out[first + i] = silu_times(gate[first + i], up[first + i]);
-  quantize_block<kBlock>(out, cols, row, block % per_row, lane, quant);
+  for (int i = 0; i < kPerLane; ++i) {
+    values[i] = silu_times(gate[first + i], up[first + i]);
+    out[first + i] = values[i];
+  }
+  quantize_block_values<kBlock>(values, row, block % per_row, lane, quant);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
@@ -165,7 +316,14 @@ Status add_rms_norm(const float* a, const float* b, int64_t rows, int64_t cols, 
   const bool vec4 = cols % 4 == 0 && aligned16(a) && aligned16(w) && aligned16(out) &&
                     (b == nullptr || (aligned16(b) && aligned16(sum)));
   const bool wide = cols >= 1024;
-  if (wide && vec4) {
+  if (wide && vec4 && cols / 4 <= static_cast<int64_t>(kThreads) * kRowPieces) {
+    const auto grid = static_cast<unsigned>(rows);
+    switch (q_block) {
+      case 32: (void)gpu::launch(add_norm_row_kernel<32>, grid, kThreads, 0, stream, args); break;
+      case 256: (void)gpu::launch(add_norm_row_kernel<256>, grid, kThreads, 0, stream, args); break;
+      default: (void)gpu::launch(add_norm_row_kernel<0>, grid, kThreads, 0, stream, args); break;
+    }
+  } else if (wide && vec4) {
     launch_add_norm<kThreads, true>(args, q_block, stream);
   } else if (wide) {
     launch_add_norm<kThreads, false>(args, q_block, stream);
@@ -203,12 +361,19 @@ Status qk_norm_rope(const QkNormRopeArgs& args, gpu::stream_t stream) {
   if (!qk_norm_rope_supports(args.head_dim)) {
     return Error{"qk_norm_rope: head_dim " + std::to_string(args.head_dim) + " is not a multiple of 8 up to 128"};
   }
-  const int64_t segments = args.rows * (args.n_head + args.n_head_kv);
+  const bool store = args.kv.k != nullptr;
+  const int64_t segments = args.rows * (args.n_head + args.n_head_kv * (store ? 2 : 1));
+  if (store && (args.kv.n_embd_kv != args.n_head_kv * args.head_dim || args.seq_ids == nullptr || args.v == nullptr)) {
+    return Error{"qk_norm_rope: the KV store does not fit " + std::to_string(args.n_head_kv) + " heads of " +
+                 std::to_string(args.head_dim)};
+  }
   if (segments == 0) return {};
   for (const void* p : {static_cast<const void*>(args.q), static_cast<const void*>(args.k),
                         static_cast<const void*>(args.q_norm), static_cast<const void*>(args.k_norm),
                         static_cast<const void*>(args.q_normed), static_cast<const void*>(args.k_normed),
-                        static_cast<const void*>(args.q_out), static_cast<const void*>(args.k_out)}) {
+                        static_cast<const void*>(args.q_out), static_cast<const void*>(args.k_out),
+                        static_cast<const void*>(args.v), static_cast<const void*>(args.kv.k),
+                        static_cast<const void*>(args.kv.v)}) {
     if (!aligned16(p)) return Error{"qk_norm_rope: a buffer is not 16-byte aligned"};
   }
   constexpr int64_t kPerBlock = kThreads / gpu::group_lanes;

@@ -120,44 +120,7 @@ Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x,
 Status mat_mul_float(const WeightView& w, const float* x, int64_t m, int64_t ldx, float* out, int64_t ldo,
                      const ExpertRows* experts, gpu::stream_t stream);
 
-// ---- fused runs (fusion_plan.h) ---------------------------------------------------------
-
-// sum = a + b, then out = rms_norm(sum) over whole rows (group = cols), as add() and rms_norm()
-// compute them: the same bits. b null: out = rms_norm(a) (sum unused). quant non-null: the
-// rows of out are also quantized into it, as quantize_acts() does.
-Status add_rms_norm(const float* a, const float* b, int64_t rows, int64_t cols, float* sum, const float* w, float eps,
-                    float* out, const QuantActs* quant, gpu::stream_t stream);
-
-// Qwen3's attention inputs: q_normed = rms_norm(q) per head with q_norm (and k alike), then
-// q_out, k_out = rope (neox) of those at positions[row], as rms_norm() and rope() compute them.
-// Every buffer 16-byte aligned; head_dim a multiple of 8 up to 128.
-struct QkNormRopeArgs {
-  const float* q = nullptr;  // [rows, n_head * head_dim]
-  const float* k = nullptr;  // [rows, n_head_kv * head_dim]
-  int64_t rows = 0;
-  int64_t n_head = 0;
-  int64_t n_head_kv = 0;
-  int64_t head_dim = 0;
-  const float* q_norm = nullptr;  // [head_dim]
-  const float* k_norm = nullptr;
-  float eps = 1e-6f;
-  const int32_t* positions = nullptr;
-  float theta = 10000.0f;
-  const float* freq_factors = nullptr;  // [head_dim / 2] or null
-  float* q_normed = nullptr;
-  float* k_normed = nullptr;
-  float* q_out = nullptr;
-  float* k_out = nullptr;
-};
-bool qk_norm_rope_supports(int64_t head_dim);
-
-// out = silu(gate) * up over [rows, cols], as swiglu() computes it, and out quantized into
-// `quant` as quantize_acts() does (cols a multiple of its block).
-Status swiglu_quant(const float* gate, const float* up, int64_t rows, int64_t cols, float* out, const QuantActs& quant,
-                    gpu::stream_t stream);
-Status qk_norm_rope(const QkNormRopeArgs& args, gpu::stream_t stream);
-
-// ---- attention --------------------------------------------------------------------------
+// ---- the paged KV cache -------------------------------------------------------------------
 
 // One layer of the paged KV cache in device memory: position p of a sequence whose block
 // table is `table` lives in row (table[p >> block_shift] << block_shift) | (p & mask).
@@ -182,6 +145,50 @@ struct BatchRows {
   int64_t n_rows = 0;
 };
 
+// ---- fused runs (fusion_plan.h) ---------------------------------------------------------
+
+// sum = a + b, then out = rms_norm(sum) over whole rows (group = cols), as add() and rms_norm()
+// compute them: the same bits. b null: out = rms_norm(a) (sum unused). quant non-null: the
+// rows of out are also quantized into it, as quantize_acts() does.
+Status add_rms_norm(const float* a, const float* b, int64_t rows, int64_t cols, float* sum, const float* w, float eps,
+                    float* out, const QuantActs* quant, gpu::stream_t stream);
+
+// Qwen3's attention inputs: q_normed = rms_norm(q) per head with q_norm (and k alike), then
+// q_out, k_out = rope (neox) of those at positions[row], as rms_norm() and rope() compute them.
+// Every buffer 16-byte aligned; head_dim a multiple of 8 up to 128. With kv.k set, also
+// kv_store() of k_out and v at the batch's rows (the attention that reads them then stores
+// nothing).
+struct QkNormRopeArgs {
+  const float* q = nullptr;  // [rows, n_head * head_dim]
+  const float* k = nullptr;  // [rows, n_head_kv * head_dim]
+  int64_t rows = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  const float* q_norm = nullptr;  // [head_dim]
+  const float* k_norm = nullptr;
+  float eps = 1e-6f;
+  const int32_t* positions = nullptr;
+  float theta = 10000.0f;
+  const float* freq_factors = nullptr;  // [head_dim / 2] or null
+  float* q_normed = nullptr;
+  float* k_normed = nullptr;
+  float* q_out = nullptr;
+  float* k_out = nullptr;
+  KvLayer kv;                 // kv.k null: no store
+  const int32_t* seq_ids = nullptr;
+  const float* v = nullptr;  // [rows, n_head_kv * head_dim]
+};
+bool qk_norm_rope_supports(int64_t head_dim);
+
+// out = silu(gate) * up over [rows, cols], as swiglu() computes it, and out quantized into
+// `quant` as quantize_acts() does (cols a multiple of its block).
+Status swiglu_quant(const float* gate, const float* up, int64_t rows, int64_t cols, float* out, const QuantActs& quant,
+                    gpu::stream_t stream);
+Status qk_norm_rope(const QkNormRopeArgs& args, gpu::stream_t stream);
+
+// ---- attention --------------------------------------------------------------------------
+
 // Writes k and v rows [n_rows, n_embd_kv] (row strides ldk, ldv) into the cache at their
 // positions, converted as the CPU converts them (quant/half.h).
 Status kv_store(const KvLayer& kv, const BatchRows& batch, const float* k, int64_t ldk, const float* v,
@@ -205,11 +212,15 @@ inline constexpr int64_t kAttentionSplit = 256;
 bool attention_supports(const AttentionShape& shape);
 // Scratch bytes attention() needs for `n_rows` rows whose largest position is max_position.
 size_t attention_scratch_bytes(const AttentionShape& shape, int64_t n_rows, int32_t max_position);
+// The length of the int32 tickets attention() counts finished splits on, for any batch.
+int64_t attention_tickets(const AttentionShape& shape);
 // Causal attention of q [n_rows, n_head * head_dim] (row stride ldq) over each row's cache
 // positions 0..position: out [n_rows, n_head * head_dim] (row stride ldo). Padding rows give 0.
-// max_position: the largest position in the batch (host data).
+// max_position: the largest position in the batch (host data). tickets: attention_tickets()
+// int32 zeros in device memory, which every call leaves zero (a fresh zeroed buffer once; then
+// the same one for every call, never two calls at once).
 Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape& shape, const float* q, int64_t ldq,
-                 int32_t max_position, void* scratch, float* out, int64_t ldo, gpu::stream_t stream);
+                 int32_t max_position, void* scratch, int32_t* tickets, float* out, int64_t ldo, gpu::stream_t stream);
 
 // ---- mixture of experts -------------------------------------------------------------------
 

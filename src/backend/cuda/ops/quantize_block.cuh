@@ -17,20 +17,17 @@ __device__ inline int8_t to_q8(float v) {
   return static_cast<int8_t>(lroundf(clamped));
 }
 
-// Block `index` (kBlock = 32 or 256 values) of row `row` of x (row stride ldx) into `out`, by
-// the group_lanes lanes of one group: lane l takes kBlock / 32 consecutive values.
+// Block `index` (kBlock = 32 or 256 values) of row `row` into `out`, by the group_lanes lanes
+// of one group: lane l holds the kBlock / 32 consecutive values from index * kBlock + l *
+// kBlock / 32 on.
 template <int kBlock>
-__device__ inline void quantize_block(const float* x, int64_t ldx, int64_t row, int64_t index, int lane,
-                                      const QuantActs& out) {
+__device__ inline void quantize_block_values(const float (&values)[kBlock / 32], int64_t row, int64_t index,
+                                             int lane, const QuantActs& out) {
   constexpr int kPerLane = kBlock / 32;
   const int64_t first = index * kBlock + lane * kPerLane;
-  float values[kPerLane];
   float amax = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    values[i] = x[row * ldx + first + i];
-    amax = fmaxf(amax, fabsf(values[i]));
-  }
+  for (int i = 0; i < kPerLane; ++i) amax = fmaxf(amax, fabsf(values[i]));
   amax = gpu::group_max(amax);
   const float d = amax / 127.0f;
   const float inv_d = d != 0.0f ? 127.0f / amax : 0.0f;
@@ -49,6 +46,18 @@ __device__ inline void quantize_block(const float* x, int64_t ldx, int64_t row, 
     for (int mask = 1; mask < kLanesPer32; mask *= 2) sum += gpu::shfl_xor(sum, mask);
     if (lane % kLanesPer32 == 0) out.sum32[row * (out.k / 32) + first / 32] = sum;
   }
+}
+
+// The same, the values read from row `row` of x (row stride ldx).
+template <int kBlock>
+__device__ inline void quantize_block(const float* x, int64_t ldx, int64_t row, int64_t index, int lane,
+                                      const QuantActs& out) {
+  constexpr int kPerLane = kBlock / 32;
+  const int64_t first = index * kBlock + lane * kPerLane;
+  float values[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) values[i] = x[row * ldx + first + i];
+  quantize_block_values<kBlock>(values, row, index, lane, out);
 }
 
 }  // namespace gufo::cuda

@@ -13,22 +13,12 @@
 
 namespace gufo::cuda {
 
-// Every thread of the block calls this (it may synchronize the block when kThreads spans
-// several lane groups); threads of a dead segment pass pieces = 0. group_sums: shared memory
-// of 256 / group_lanes floats.
-template <int kThreads, bool kVec4>
-__device__ inline float segment_sum_squares(const float* in, int64_t pieces, float* group_sums) {
+// The segment's sum of its threads' partial sums by the fixed tree: a butterfly in each lane
+// group, then the groups in order (through group_sums, with a barrier, when kThreads spans
+// several groups).
+template <int kThreads>
+__device__ inline float segment_total(float sum_sq, float* group_sums) {
   constexpr int kGroups = kThreads / gpu::group_lanes;
-  const int tid = static_cast<int>(threadIdx.x % kThreads);
-  float sum_sq = 0.0f;
-  for (int64_t i = tid; i < pieces; i += kThreads) {
-    if constexpr (kVec4) {
-      const float4 v = reinterpret_cast<const float4*>(in)[i];
-      sum_sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-    } else {
-      sum_sq += in[i] * in[i];
-    }
-  }
   sum_sq = gpu::group_sum(sum_sq);
   if constexpr (kGroups > 1) {
     const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
@@ -40,6 +30,28 @@ __device__ inline float segment_sum_squares(const float* in, int64_t pieces, flo
     for (int j = 0; j < kGroups; ++j) sum_sq += group_sums[j];
   }
   return sum_sq;
+}
+
+// A thread's float4 piece's squares, added to its running sum as segment_sum_squares adds them.
+__device__ inline float add_squares(float sum_sq, float4 v) {
+  return sum_sq + (v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w);
+}
+
+// Every thread of the block calls this (it may synchronize the block when kThreads spans
+// several lane groups); threads of a dead segment pass pieces = 0. group_sums: shared memory
+// of 256 / group_lanes floats.
+template <int kThreads, bool kVec4>
+__device__ inline float segment_sum_squares(const float* in, int64_t pieces, float* group_sums) {
+  const int tid = static_cast<int>(threadIdx.x % kThreads);
+  float sum_sq = 0.0f;
+  for (int64_t i = tid; i < pieces; i += kThreads) {
+    if constexpr (kVec4) {
+      sum_sq = add_squares(sum_sq, reinterpret_cast<const float4*>(in)[i]);
+    } else {
+      sum_sq += in[i] * in[i];
+    }
+  }
+  return segment_total<kThreads>(sum_sq, group_sums);
 }
 
 __device__ inline float rms_scale(float sum_sq, int64_t group, float eps) {
