@@ -1,8 +1,10 @@
 // MoE routing and combine on CUDA against the CPU (backend/cpu/ops/moe.cpp): the chosen
 // experts and their order equal route_token's, weights within a few ulp (expf), the slots
 // grouped by expert with tokens ascending, and the combine summing in ascending expert order
-// with the CPU's operations (exact).
+// with the CPU's operations (exact); a row's routing alone and in a batch, the same bits.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "backend/cpu/ops/moe.h"
 #include "backend/cuda/ops/ops.h"
@@ -19,9 +21,10 @@ TEST(CudaMoe, RoutingMatchesRouteTokenAndGroupsSlotsByExpert) {
     int64_t rows, n_expert, n_used;
     bool normalize;
   };
-  // Qwen3-30B-A3B's 8 of 128 at decode (one row) and prefill, the largest layout (32 of 512).
+  // Qwen3-30B-A3B's 8 of 128 at decode (one row) and prefill, the largest layout (32 of 512);
+  // up to 4 rows route and plan in one launch, more in two.
   for (const Case c : {Case{1, 8, 2, true}, Case{13, 8, 2, false}, Case{1, 128, 8, true}, Case{64, 128, 8, true},
-                       Case{5, 60, 4, true}, Case{3, 512, 32, false}}) {
+                       Case{5, 60, 4, true}, Case{3, 512, 32, false}, Case{4, 128, 8, false}}) {
     std::vector<float> logits = random_floats(static_cast<size_t>(c.rows * c.n_expert), rng, 2.0f);
     logits[3] = logits[4];  // a tie: the lower index must win
     DeviceBuffer<float> dlogits(logits);
@@ -70,8 +73,26 @@ TEST(CudaMoe, RoutingMatchesRouteTokenAndGroupsSlotsByExpert) {
     want_active.resize(active.size(), -1);
     EXPECT_EQ(active, want_active);
 
-    // Combine: the CPU's ascending-expert sum, w * y added to an accumulator from 0.
-    const int64_t cols = 70;
+    // A row routed alone (one launch for routing and plan) gets the bits it got in the batch.
+    {
+      const int64_t row = c.rows - 1;
+      DeviceBuffer<float> one(std::vector<float>(logits.begin() + row * c.n_expert, logits.begin() + (row + 1) * c.n_expert));
+      DeviceBuffer<std::byte> one_memory(cuda::moe_routing_bytes(1, c.n_expert, c.n_used));
+      const cuda::MoeRouting alone = cuda::moe_routing_at(one_memory.get(), 1, c.n_expert, c.n_used);
+      ASSERT_TRUE(cuda::moe_route(one.get(), 1, c.n_expert, c.n_used, c.normalize, alone, nullptr).ok());
+      ASSERT_EQ(gpu::device_synchronize(), gpu::success);
+      std::vector<int32_t> alone_experts(static_cast<size_t>(c.n_used));
+      std::vector<float> alone_weights(static_cast<size_t>(c.n_used));
+      gpu::copy_to_host(alone_experts.data(), alone.choice_expert, alone_experts.size() * 4);
+      gpu::copy_to_host(alone_weights.data(), alone.choice_weight, alone_weights.size() * 4);
+      EXPECT_TRUE(std::equal(alone_experts.begin(), alone_experts.end(), experts.begin() + row * c.n_used));
+      EXPECT_TRUE(std::equal(alone_weights.begin(), alone_weights.end(), weights.begin() + row * c.n_used))
+          << "the weights differ alone and in a batch of " << c.rows;
+    }
+
+    // Combine: the CPU's ascending-expert sum, w * y added to an accumulator from 0 (600
+    // columns: several blocks per row).
+    const int64_t cols = c.rows % 2 == 1 ? 70 : 600;
     const std::vector<float> y = random_floats(n_choices * cols, rng);
     DeviceBuffer<float> dy(y), out(static_cast<size_t>(c.rows * cols));
     ASSERT_TRUE(cuda::moe_combine(dy.get(), cols, r, c.rows, c.n_used, out.get(), nullptr).ok());

@@ -253,6 +253,7 @@ __device__ inline float shfl_xor(float value, int mask) { return __shfl_xor(valu
 __device__ inline int shfl_xor(int value, int mask) { return __shfl_xor(value, mask, group_lanes); }
 __device__ inline float shfl(float value, int lane) { return __shfl(value, lane, group_lanes); }
 __device__ inline int shfl(int value, int lane) { return __shfl(value, lane, group_lanes); }
+__device__ inline int shfl_up(int value, int delta) { return __shfl_up(value, delta, group_lanes); }
 #else
 __device__ inline float shfl_xor(float value, int mask) {
   return __shfl_xor_sync(0xffffffffu, value, mask, group_lanes);
@@ -260,6 +261,7 @@ __device__ inline float shfl_xor(float value, int mask) {
 __device__ inline int shfl_xor(int value, int mask) { return __shfl_xor_sync(0xffffffffu, value, mask, group_lanes); }
 __device__ inline float shfl(float value, int lane) { return __shfl_sync(0xffffffffu, value, lane, group_lanes); }
 __device__ inline int shfl(int value, int lane) { return __shfl_sync(0xffffffffu, value, lane, group_lanes); }
+__device__ inline int shfl_up(int value, int delta) { return __shfl_up_sync(0xffffffffu, value, delta, group_lanes); }
 #endif
 // Orders shared-memory writes before reads among the lanes of a group (a warp; on AMD the
 // group's wavefront runs in lockstep: a wave barrier between two workgroup fences).
