@@ -9,14 +9,15 @@ set -euo pipefail
 # sanitizer and libFuzzer runtimes for clang-16; libicu-dev gives the tokenizer Unicode
 # categories and NFC; libedit-dev (BSD editline) gives `gufo chat` its line editing;
 # libcpp-httplib-dev is `gufo serve`'s HTTP server; clang-15 with libamdhip64-dev (HIP
-# 5.2 headers) and rocm-device-libs compile the GPU backend for AMD (preset `hip`); chromium
+# 5.2 headers) and rocm-device-libs compile the GPU backend for AMD (preset `hip`), and
+# clang-tools-15's clang-offload-bundler packs each object's host and device code; chromium
 # is the headless browser that tests `gufo serve`'s chat page (tests/functional/chat_page.test.mjs,
 # driven by npm's puppeteer-core, which brings no browser of its own); json-schema-test-suite is
 # the official JSON-Schema-Test-Suite that tests/unit/grammar/json_schema_suite_test.cpp runs
 # through the JSON Schema compiler (draft 7 tests, under /usr/share/json-schema-test-suite).
 PACKAGES=(
   g++-12 clang-16 libclang-rt-16-dev
-  clang-15 libamdhip64-dev rocm-device-libs
+  clang-15 clang-tools-15 libamdhip64-dev rocm-device-libs
   cmake ninja-build git pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libicu-dev libedit-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
