@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 
 #include "backend/backend.h"
@@ -83,25 +84,33 @@ std::vector<float> gpu_attention(Cache& cache, const Rows& rows, const cuda::Att
                                  const std::vector<float>& q) {
   const auto n = static_cast<int64_t>(rows.seq_ids.size());
   DeviceBuffer<int32_t> seqs(rows.seq_ids), positions(rows.positions);
-  DeviceBuffer<float> dq(q), out(q.size());
   const auto max_position = static_cast<int32_t>(cache.n_ctx - 1);
-  DeviceBuffer<std::byte> scratch(std::max<size_t>(cuda::attention_scratch_bytes(shape, n, max_position), 1));
   const cuda::BatchRows batch{.positions = positions.get(), .seq_ids = seqs.get(), .n_rows = n};
   const int64_t width = shape.n_head * shape.head_dim;
-  DeviceBuffer<int32_t> tickets(std::vector<int32_t>(static_cast<size_t>(cuda::attention_tickets(shape)), 0));
-  // Twice with the same tickets: the second call finds them zero again and gives the same bits.
-  std::vector<float> first;
-  for (int call = 0; call < 2; ++call) {
+  const auto tickets_of = [&] {
+    return std::make_unique<DeviceBuffer<int32_t>>(
+        std::vector<int32_t>(static_cast<size_t>(cuda::attention_tickets(shape)), 0));
+  };
+  // One call on `tickets` (a new output buffer: NaN bytes, so an element never written shows).
+  const auto call = [&](const std::vector<float>& q_values, DeviceBuffer<int32_t>& tickets) {
+    DeviceBuffer<float> dq(q_values), out(q_values.size());
+    DeviceBuffer<std::byte> scratch(std::max<size_t>(cuda::attention_scratch_bytes(shape, n, max_position), 1));
     const Status s = cuda::attention(cache.device_layer(), batch, shape, dq.get(), width, max_position,
                                      scratch.get(), tickets.get(), out.get(), width, nullptr);
     EXPECT_TRUE(s.ok()) << s.error().message;
-    if (call == 0) first = out.download();
-  }
-  const std::vector<int32_t> left = tickets.download();
+    return out.download();
+  };
+  // The tickets a call leaves are zero, and a second call on them (other q, so that partials
+  // of the first cannot pass for its own) gives the bits of a call on fresh tickets.
+  auto used = tickets_of();
+  const std::vector<float> first = call(q, *used);
+  const std::vector<int32_t> left = used->download();
   EXPECT_EQ(std::count(left.begin(), left.end(), 0), static_cast<std::ptrdiff_t>(left.size())) << "tickets left set";
-  const std::vector<float> second = out.download();
-  EXPECT_EQ(first, second) << "a second call with the same tickets gave other bits";
-  return second;
+  std::vector<float> q2(q);
+  for (float& v : q2) v = -0.5f * v;
+  auto fresh = tickets_of();
+  EXPECT_EQ(compare(call(q2, *used), call(q2, *fresh)).mismatches, 0u) << "a second call on used tickets differs";
+  return first;
 }
 
 struct Layout {
@@ -143,6 +152,38 @@ TEST(CudaAttention, MatchesTheCpuOverLayoutsCachesAndPositions) {
       EXPECT_FALSE(d.nan);
       ++cases;
     }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+// A short chunk (split blocks, one per split): padding first, then one sequence's run across
+// a split boundary (rows below 256 write their output directly, later ones merge by ticket,
+// and the second split's blocks hold rows with no key in it), then a lone row of another.
+TEST(CudaAttention, AShortChunkAcrossASplitMatchesTheCpu) {
+  GUFO_REQUIRE_GPU();
+  std::mt19937 rng(14);
+  int cases = 0;
+  for (const Layout& l : {Layout{32, 8, 128}, Layout{16, 8, 128}, Layout{8, 8, 64}, Layout{4, 2, 32}}) {
+    Cache cache = make_cache(l.n_head_kv * l.head_dim, true, 1100, rng);
+    Rows rows;
+    rows.seq_ids.push_back(backend::kPaddingSeq), rows.positions.push_back(0);
+    for (int32_t p = 250; p < 263; ++p) rows.seq_ids.push_back(0), rows.positions.push_back(p);
+    rows.seq_ids.push_back(1), rows.positions.push_back(700);
+    const int64_t width = l.n_head * l.head_dim;
+    const cuda::AttentionShape shape{.n_head = l.n_head, .n_head_kv = l.n_head_kv, .head_dim = l.head_dim,
+                                     .scale = 1.0f / std::sqrt(static_cast<float>(l.head_dim))};
+    const std::vector<float> q = random_floats(rows.seq_ids.size() * static_cast<size_t>(width), rng);
+    const std::vector<float> got = gpu_attention(cache, rows, shape, q);
+    std::vector<float> want(got.size(), 0.0f);
+    for (size_t r = 1; r < rows.seq_ids.size(); ++r) {
+      std::vector<float> scratch(static_cast<size_t>(l.n_head * (rows.positions[r] + 1)));
+      cpu::attend(cache.host_view(rows.seq_ids[r]), {l.n_head, l.n_head_kv, l.head_dim, shape.scale},
+                  q.data() + r * width, rows.positions[r], scratch.data(), want.data() + r * width);
+    }
+    const Difference d = compare(got, want, 1.0);
+    EXPECT_LT(d.max_abs, 2e-5) << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim;
+    EXPECT_FALSE(d.nan) << "an output was never written";
+    ++cases;
   }
   EXPECT_GT(cases, 0);
 }

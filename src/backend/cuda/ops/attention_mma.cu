@@ -265,12 +265,13 @@ __device__ __forceinline__ void finish_split(const AttentionArgs& a, const LaneR
                                              int g, int t, float m, float l, const float (&o)[kDim / 8][4],
                                              float& total_m, float& total_l, float* totals) {
   if (kSplit && rows.position[i] < kAttentionSplit) {
-    // The row's only split: merged into a fresh total it stays (o, l) exactly (weights 0 and
-    // 1), so o / l here is what merge_partials would write, without the trip through memory.
+    // The row's only split: merged into a fresh total it becomes (0 + o, l) (weights 0 and 1),
+    // so (0 + o) / l here is what merge_partials would write (-0 too), without the trip
+    // through memory.
 #pragma unroll
     for (int j = 0; j < kDim / 8; ++j) {
       *reinterpret_cast<float2*>(a.out + rows.row[i] * a.ldo + rows.head[i] * kDim + 8 * j + 2 * t) =
-          make_float2(o[j][2 * i] / l, o[j][2 * i + 1] / l);
+          make_float2((0.0f + o[j][2 * i]) / l, (0.0f + o[j][2 * i + 1]) / l);
     }
     return;
   }
@@ -317,7 +318,7 @@ __device__ __forceinline__ void write_row(const AttentionArgs& a, const LaneRows
 // and that block sets it back to zero), so no second kernel is launched. A row with one split
 // wrote its output directly (finish_split) and takes no ticket. The merge is merge_splits's,
 // so the bits are the same whichever block is last.
-__device__ void merge_if_last(const AttentionArgs& a, int64_t t0, int tokens, int64_t kv_head, int kDim,
+[[maybe_unused]] __device__ void merge_if_last(const AttentionArgs& a, int64_t t0, int tokens, int64_t kv_head, int kDim,
                               bool* merging) {
   __threadfence();  // this thread's partials, visible to the block that merges them
   __syncthreads();
