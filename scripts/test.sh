@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this and nothing else):
+#   0. repository hygiene (scripts/check-hygiene.sh: no committed artifacts, no "Tested by"
+#      naming a missing test)
 #   1. dependencies (Debian packages; npm packages pinned by tests/js/package-lock.json and
 #      tests/functional/package-lock.json)
 #   2. `default` (g++-12): build + unit tests, including the oracle tests, then the
@@ -16,6 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+scripts/check-hygiene.sh
 scripts/install-deps.sh
 (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 (cd tests/functional && npm ci --no-audit --no-fund --loglevel=error)

@@ -1,7 +1,7 @@
 // The model a command uses when -m is absent (ARCHITECTURE.md: "Without -m, commands that need
 // a model use the small model shipped in the repository"): gufo-tiny q8_0, found through
 // $GUFO_MODEL, $GUFO_MODELS_DIR, <install prefix>/share/gufo/models, then the source tree's
-// models/. Tested by tests/unit/engine/default_model_test.cpp and tests/models.
+// models/. Tested by tests/unit/cli/default_model_test.cpp and tests/models.
 #pragma once
 
 #include <optional>

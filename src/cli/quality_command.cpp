@@ -2,7 +2,7 @@
 // the text's tokens evaluated in one pass; per-position NLL, perplexity and, against saved
 // reference logits (R.npy [n_tokens, n_vocab] float32 with the ids in R.tokens.json beside
 // it), KL(reference ‖ model) mean / p99 / max and top-1 agreement. --limits exits 1 when a
-// limit is broken. Tested by tests/unit/engine/quality_cli_test.cpp.
+// limit is broken. Tested by tests/unit/engine/quality_test.cpp.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>

@@ -1,5 +1,5 @@
 // Tensor element types, numbered as GGUF numbers them (ggml_type in ggml.h), with the
-// block geometry every reader needs to size tensor data. Tested by tests/unit/dtype_test.cpp.
+// block geometry every reader needs to size tensor data. Tested by tests/unit/core_test.cpp.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // gguf::File lookups and typed metadata getters (parsing lives in reader.cpp).
-// Tested by tests/unit/gguf/metadata_test.cpp.
+// Tested by tests/unit/gguf/reader_test.cpp.
 #include "gguf/file.h"
 
 #include "gguf/text.h"

@@ -2,7 +2,7 @@
 // cache does: the ids in it, the trie tokens not in it, or a bitset; and the bitset over a
 // vocabulary that masks are assembled in (64 ids a word), turned into the vector<bool> that
 // TokenMatcher hands out in time proportional to the smaller side.
-// Tested by tests/unit/grammar/token_set_test.cpp.
+// Tested by tests/unit/grammar/token_trie_test.cpp.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The CPU backend's operators: scalar references written to be read (plain loops, fp32
 // accumulation), the oracle every faster CPU path and every CUDA kernel is tested against.
 // Activations are f32 row-major [rows, cols]; weights any type quant::dequantize_row reads.
-// Tested by tests/unit/backend/cpu_ops_test.cpp and end to end by tests/unit/model.
+// Tested by tests/ops (the CUDA twins against these) and end to end by tests/unit/model.
 #pragma once
 
 #include <cstdint>
