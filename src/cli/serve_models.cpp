@@ -33,7 +33,7 @@ class ServeModel final : public server::LoadedModel {
 };
 
 Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelOptions& options,
-                                                               const server::ModelSource& source) {
+                                                               const server::ModelSource& source, size_t sharing) {
   auto model = std::make_unique<ServeModel>();
   GUFO_ASSIGN_OR_RETURN(model->chosen, make_backend(options.backend, "serve"));
   GUFO_ASSIGN_OR_RETURN(model->loaded, load_generation_model(source.path, model->chosen));
@@ -49,6 +49,7 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
   engine::SchedulerOptions engine = options.engine;
   engine.n_ctx = n_ctx;
   engine.cache_type = model->chosen.cache_type;
+  engine.kv_memory_share = 1.0 / static_cast<double>(std::max<size_t>(1, sharing));
   GUFO_ASSIGN_OR_RETURN(model->scheduler,
                         engine::Scheduler::create(weights, *model->chosen.backend, *model->loaded.tokenizer, engine));
   model->served_ = server::ServedModel{.name = source.name,
@@ -59,9 +60,11 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
                                        .n_vocab = static_cast<int32_t>(weights.hparams().n_vocab),
                                        .n_embd = weights.hparams().n_embd,
                                        .pooling = options.pooling.value_or(weights.hparams().pooling)};
-  std::fprintf(stderr, "gufo serve: loaded %s: %d parallel, context %lld, KV pool %lld tokens, on %s\n",
+  const bool shared = sharing > 1 && options.engine.kv_tokens == 0 && model->chosen.backend->capabilities().device_memory;
+  std::fprintf(stderr, "gufo serve: loaded %s: %d parallel, context %lld, KV pool %lld tokens%s, on %s\n",
                source.name.c_str(), engine.n_parallel, static_cast<long long>(n_ctx),
                static_cast<long long>(model->scheduler->options().kv_tokens),
+               shared ? (" (1/" + std::to_string(sharing) + " of the free device memory)").c_str() : "",
                model->chosen.backend->capabilities().device.c_str());
   return std::unique_ptr<server::LoadedModel>(std::move(model));
 }
@@ -103,7 +106,9 @@ Result<std::vector<server::ModelSource>> serve_model_sources(const std::vector<s
 }
 
 server::ModelRegistry::Loader serve_model_loader(ServeModelOptions options) {
-  return [options = std::move(options)](const server::ModelSource& source) { return load_served_model(options, source); };
+  return [options = std::move(options)](const server::ModelSource& source, size_t sharing) {
+    return load_served_model(options, source, sharing);
+  };
 }
 
 uint64_t available_host_memory() {

@@ -52,7 +52,8 @@ int64_t default_kv_tokens(const model::HParams& hp, const backend::Backend& back
                            static_cast<uint64_t>(options.n_parallel) * static_cast<uint64_t>(hp.n_vocab) * 8;
   const backend::KvCacheSpec spec{.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .type = options.cache_type};
   // NOTE(kv_pool): positions are int32 and block ids too; 2^24 positions is far past any pool.
-  const int64_t fits = backend::kv_pool_tokens(spec, backend.memory(), reserve, 0.9, int64_t{1} << 24);
+  const int64_t fits =
+      backend::kv_pool_tokens(spec, backend.memory(), reserve, 0.9 * options.kv_memory_share, int64_t{1} << 24);
   return std::max(fits, options.n_ctx);  // too little memory: one context, and the allocation says so
 }
 
@@ -140,6 +141,10 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, backend
   if (options.n_ctx < 2 || options.n_ctx > hp.n_ctx_train) {
     return Error{"context of " + std::to_string(options.n_ctx) + " tokens: the model allows 2.." +
                  std::to_string(hp.n_ctx_train)};
+  }
+  if (!(options.kv_memory_share > 0.0 && options.kv_memory_share <= 1.0)) {
+    return Error{"the KV pool's share of device memory must be in (0, 1], not " +
+                 std::to_string(options.kv_memory_share)};
   }
   if (options.kv_tokens == 0) options.kv_tokens = default_kv_tokens(hp, backend, options);
   if (options.kv_tokens < options.n_ctx) {

@@ -46,13 +46,18 @@ struct SchedulerOptions {
   int32_t n_parallel = 4;       // sequences decoding at once
   int64_t n_ctx = 4096;         // positions per sequence (prompt + generated)
   // Positions in the whole pool. 0: on a device backend, what 90% of its free memory holds
-  // after a reserve for activations (NOTE(kv_pool)); on the CPU, n_ctx * n_parallel.
+  // after a reserve for activations (NOTE(kv_pool)), times kv_memory_share; on the CPU,
+  // n_ctx * n_parallel.
   int64_t kv_tokens = 0;
   int32_t block_size = 16;      // positions per KV block (a power of two)
   int32_t step_tokens = 512;    // token budget of one step (decode rows + prompt segments)
   int32_t max_queue = 64;       // requests waiting beyond n_parallel; more are refused
   bool prefix_cache = true;
   DType cache_type = DType::F16;
+  // With kv_tokens 0 on a device backend: the share of that 90% this model's pool takes, in
+  // (0, 1]; `gufo serve` with several models gives each load 1 / (the models that may still
+  // share the device, this one included), so the first does not take the memory of the rest.
+  double kv_memory_share = 1.0;
 };
 
 enum class SubmitStatus { Accepted, QueueFull, TooLong, Invalid, ShuttingDown };

@@ -1,6 +1,8 @@
 // ModelRegistry (see model_registry.h).
 #include "server/model_registry.h"
 
+#include <algorithm>
+
 #include <filesystem>
 #include <system_error>
 
@@ -56,7 +58,7 @@ std::vector<ModelRegistry::Status> ModelRegistry::list() const {
 
 // Unloads the least recently used models (never the one about to load) while there are too
 // many, or while the free memory does not cover the new model's file.
-void ModelRegistry::make_room(const Slot& for_slot) {
+size_t ModelRegistry::make_room(const Slot& for_slot) {
   std::error_code ec;
   const uint64_t need = std::filesystem::file_size(for_slot.source.path, ec);
   const auto short_of_memory = [&] {
@@ -72,7 +74,7 @@ void ModelRegistry::make_room(const Slot& for_slot) {
       ++n_loaded;
       if (oldest == nullptr || slot.last_used < oldest->last_used) oldest = &slot;
     }
-    if (oldest == nullptr || (n_loaded < options_.max_loaded && !short_of_memory())) return;
+    if (oldest == nullptr || (n_loaded < options_.max_loaded && !short_of_memory())) return n_loaded;
     oldest->model.reset();  // freed now, or when its last request ends
   }
 }
@@ -85,10 +87,12 @@ Result<std::shared_ptr<const LoadedModel>> ModelRegistry::acquire(const std::str
   slot->last_used = ++clock_;
   if (slot->model) return slot->model;
   slot->loading = true;
-  make_room(*slot);
+  const size_t others = make_room(*slot);
+  const size_t at_once = std::min(options_.max_loaded, slots_.size());
+  const size_t sharing = at_once > others ? at_once - others : 1;
   const ModelSource source = slot->source;
   lock.unlock();
-  Result<std::unique_ptr<LoadedModel>> loaded = loader_(source);
+  Result<std::unique_ptr<LoadedModel>> loaded = loader_(source, sharing);
   lock.lock();
   slot->loading = false;
   loaded_.notify_all();

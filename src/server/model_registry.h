@@ -4,7 +4,9 @@
 // on first use, by the request that needs them (requests for a model being loaded wait for
 // that load). At most `max_loaded` stay loaded, and before a load the least recently used
 // are unloaded until the free memory covers the new model; a model in use by requests is
-// freed when its last request ends (they hold it by shared_ptr). A model that fails to load
+// freed when its last request ends (they hold it by shared_ptr). Each load is told how many
+// models may share the device with it (Loader), so that a pool sized from the free memory
+// leaves the others theirs. A model that fails to load
 // fails the requests that asked for it, not the server; the next request tries again.
 // Tested by tests/unit/server/model_registry_test.cpp and tests/functional/models.test.mjs.
 #pragma once
@@ -45,7 +47,10 @@ struct RegistryOptions {
 
 class ModelRegistry {
  public:
-  using Loader = std::function<Result<std::unique_ptr<LoadedModel>>(const ModelSource&)>;
+  // `sharing`: how many models may share the device from this load on, this one included
+  // (min(max_loaded, models offered) minus those loaded now, at least 1): a loader that sizes
+  // a memory pool from the free memory takes 1 / sharing of it.
+  using Loader = std::function<Result<std::unique_ptr<LoadedModel>>(const ModelSource&, size_t sharing)>;
 
   // `sources` must not be empty; names must be unique (checked by the caller's parsing).
   ModelRegistry(std::vector<ModelSource> sources, Loader loader, RegistryOptions options);
@@ -78,7 +83,7 @@ class ModelRegistry {
   };
   Slot* find(const std::string& name);
   const Slot* find(const std::string& name) const;
-  void make_room(const Slot& for_slot);  // mutex held
+  size_t make_room(const Slot& for_slot);  // mutex held; returns the other models still loaded
 
   Loader loader_;
   RegistryOptions options_;

@@ -287,13 +287,10 @@ TEST_F(SchedulerTest, ChoicesStreamApartAndStopAtStopStrings) {
 namespace gufo::engine {
 namespace {
 
-// A backend that fails its forward calls from the `fail_from`-th on with an error of `kind`
-// (the CPU backend does the work otherwise), as a device that runs out of memory or is lost.
-class FailingBackend final : public backend::Backend {
+// Another backend's work under a name of its own; the tests' backends below change one thing.
+class ForwardingBackend : public backend::Backend {
  public:
-  FailingBackend(backend::Backend& inner, int fail_from, ErrorKind kind)
-      : inner_(inner), fail_from_(fail_from), kind_(kind) {}
-  std::string_view name() const override { return "failing"; }
+  explicit ForwardingBackend(backend::Backend& inner) : inner_(inner) {}
   backend::Capabilities capabilities() const override { return inner_.capabilities(); }
   backend::MemoryInfo memory() const override { return inner_.memory(); }
   bool supports(const model::Node& node) const override { return inner_.supports(node); }
@@ -301,6 +298,22 @@ class FailingBackend final : public backend::Backend {
   Result<std::unique_ptr<backend::KvCache>> create_kv_cache(const backend::KvCacheSpec& spec) override {
     return inner_.create_kv_cache(spec);
   }
+  Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,
+                 const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) override {
+    return inner_.forward(graph, batch, cache, outputs, tap);
+  }
+
+ protected:
+  backend::Backend& inner_;
+};
+
+// A backend that fails its forward calls from the `fail_from`-th on with an error of `kind`
+// (the CPU backend does the work otherwise), as a device that runs out of memory or is lost.
+class FailingBackend final : public ForwardingBackend {
+ public:
+  FailingBackend(backend::Backend& inner, int fail_from, ErrorKind kind)
+      : ForwardingBackend(inner), fail_from_(fail_from), kind_(kind) {}
+  std::string_view name() const override { return "failing"; }
   Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,
                  const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) override {
     if (++calls_ >= fail_from_ && !recovered_) {
@@ -311,12 +324,48 @@ class FailingBackend final : public backend::Backend {
   }
 
  private:
-  backend::Backend& inner_;
   int fail_from_;
   ErrorKind kind_;
   int calls_ = 0;
   bool recovered_ = false;
 };
+
+// The CPU backend, reported as a device with `free` bytes of memory free.
+class DeviceMemoryBackend final : public ForwardingBackend {
+ public:
+  DeviceMemoryBackend(backend::Backend& inner, uint64_t free) : ForwardingBackend(inner), free_(free) {}
+  std::string_view name() const override { return "device-memory"; }
+  backend::Capabilities capabilities() const override {
+    backend::Capabilities c = inner_.capabilities();
+    c.device_memory = true;
+    return c;
+  }
+  backend::MemoryInfo memory() const override { return {.free_bytes = free_, .total_bytes = 2 * free_}; }
+
+ private:
+  uint64_t free_;
+};
+
+TEST(SchedulerPool, ADeviceSharedByModelsGivesEachItsShareOfTheFreeMemory) {
+  testing::TinyModel tiny("tiny-qwen3");
+  ASSERT_NE(tiny.model, nullptr);
+  // A little past the 512 MiB reserve, so that the pools stay small.
+  DeviceMemoryBackend device(tiny.cpu, (uint64_t{512} << 20) + (uint64_t{24} << 20));
+  const auto pool = [&](double share) -> int64_t {
+    auto s = Scheduler::create(*tiny.model, device, *tiny.tokenizer,
+                               {.n_parallel = 2, .n_ctx = 64, .kv_tokens = 0, .kv_memory_share = share});
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return s.ok() ? (*s)->options().kv_tokens : -1;
+  };
+  const int64_t whole = pool(1.0), quarter = pool(0.25);
+  EXPECT_GT(quarter, 4 * 64) << "a quarter still holds several contexts";
+  EXPECT_NEAR(static_cast<double>(quarter), static_cast<double>(whole) / 4, 2.0);
+  for (double bad : {0.0, -0.5, 1.5}) {
+    auto s = Scheduler::create(*tiny.model, device, *tiny.tokenizer, {.n_ctx = 64, .kv_memory_share = bad});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("share of device memory"), std::string::npos) << s.error().message;
+  }
+}
 
 TEST(SchedulerFailures, AFailedStepFailsItsSequencesAndTheEngineGoesOn) {
   testing::TinyModel tiny("tiny-qwen3");

@@ -1,7 +1,8 @@
 // ModelRegistry with a counting loader: the default loads first and once, concurrent
 // requests share one load, the least recently used goes when too many are loaded or memory
-// is short, a model stays alive while a request holds it, and a failed load fails only its
-// requests (the next one tries again).
+// is short, each load learns how many models may share the device with it, a model stays
+// alive while a request holds it, and a failed load fails only its requests (the next one
+// tries again).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -19,6 +20,7 @@ namespace {
 struct Counts {
   std::atomic<int> loads{0};
   std::atomic<int> alive{0};
+  std::vector<size_t> sharing;  // each load's, in order (loads that share one acquire wait on it)
 };
 
 class FakeModel final : public LoadedModel {
@@ -42,8 +44,9 @@ std::vector<ModelSource> sources(std::initializer_list<const char*> names) {
 }
 
 ModelRegistry::Loader counting_loader(Counts& counts, std::string failing = "") {
-  return [&counts, failing](const ModelSource& source) -> Result<std::unique_ptr<LoadedModel>> {
+  return [&counts, failing](const ModelSource& source, size_t sharing) -> Result<std::unique_ptr<LoadedModel>> {
     ++counts.loads;
+    counts.sharing.push_back(sharing);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // long enough for others to wait
     if (source.name == failing) return Error{"bad magic"};
     return std::unique_ptr<LoadedModel>(std::make_unique<FakeModel>(source.name, counts));
@@ -122,6 +125,30 @@ TEST(ModelRegistry, ShortMemoryEvictsBeforeLoading) {
   EXPECT_EQ(registry.loaded("b"), nullptr);
   EXPECT_EQ(counts.alive, 1);
   std::filesystem::remove(file);
+}
+
+TEST(ModelRegistry, EachLoadSharesTheMemoryWithTheModelsThatMayStillLoad) {
+  {
+    // Three offered, all may stay: the first load shares with two more, the last with none.
+    Counts counts;
+    ModelRegistry registry(sources({"a", "b", "c"}), counting_loader(counts), {.max_loaded = 8, .free_memory = {}});
+    for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(registry.acquire(name).ok());
+    EXPECT_EQ(counts.sharing, (std::vector<size_t>{3, 2, 1}));
+  }
+  {
+    // Two at a time: a shares with one more; b is the second; c replaces a and is the second.
+    Counts counts;
+    ModelRegistry registry(sources({"a", "b", "c"}), counting_loader(counts), {.max_loaded = 2, .free_memory = {}});
+    for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(registry.acquire(name).ok());
+    EXPECT_EQ(counts.sharing, (std::vector<size_t>{2, 1, 1}));
+  }
+  {
+    // One model: all of it.
+    Counts counts;
+    ModelRegistry registry(sources({"a"}), counting_loader(counts), {.max_loaded = 3, .free_memory = {}});
+    ASSERT_TRUE(registry.acquire("").ok());
+    EXPECT_EQ(counts.sharing, (std::vector<size_t>{1}));
+  }
 }
 
 TEST(ModelRegistry, AFailedLoadFailsItsRequestsAndTheNextTriesAgain) {
