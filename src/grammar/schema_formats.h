@@ -10,7 +10,9 @@
 //   uuid       RFC 4122 text 8-4-4-4-12 hex digits, either case.
 //   email      dot-atom local part (RFC 5322 atext: letters, digits, !#$%&'*+/=?^_`{|}~-
 //              in dot-separated runs) "@" a domain of two or more dot-separated labels of
-//              letters, digits and inner hyphens. No quoted local parts, no IP literals.
+//              letters, digits and inner hyphens, at most 63 characters each (RFC 1035; ajv's
+//              email format, which the functional suites validate with, says the same). No
+//              quoted local parts, no IP literals.
 // Each format is one rule named format-<name> (plus helpers prefixed fmt-).
 // Tested by tests/unit/grammar/json_schema_test.cpp.
 #pragma once
@@ -30,7 +32,7 @@ fmt-day31 ::= fmt-day30 | "31"
 fmt-time ::= ( [01] fmt-d | "2" [0-3] ) ":" [0-5] fmt-d ":" [0-5] fmt-d ( "." fmt-d{1,9} )? ( [Zz] | [-+] ( [01] fmt-d | "2" [0-3] ) ":" [0-5] fmt-d )
 fmt-hex ::= [0-9a-fA-F]
 fmt-atext ::= [a-zA-Z0-9!#$%&'*+/=?^_`{|}~\-]
-fmt-label ::= [a-zA-Z0-9] ( [a-zA-Z0-9\-]* [a-zA-Z0-9] )?
+fmt-label ::= [a-zA-Z0-9] ( [a-zA-Z0-9\-]{0,61} [a-zA-Z0-9] )?
 format-date ::= fmt-date
 format-time ::= fmt-time
 format-date-time ::= fmt-date [Tt] fmt-time
