@@ -59,7 +59,10 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
                                        .n_ctx = n_ctx,
                                        .n_vocab = static_cast<int32_t>(weights.hparams().n_vocab),
                                        .n_embd = weights.hparams().n_embd,
-                                       .pooling = options.pooling.value_or(weights.hparams().pooling)};
+                                       .pooling = options.pooling.value_or(weights.hparams().pooling),
+                                       .tool_syntax = model->chat_prompt
+                                                          ? server::tool_syntax_of(model->chat_prompt->template_source())
+                                                          : server::ToolSyntax::Hermes};
   const bool shared = sharing > 1 && options.engine.kv_tokens == 0 && model->chosen.backend->capabilities().device_memory;
   std::fprintf(stderr, "gufo serve: loaded %s: %d parallel, context %lld, KV pool %lld tokens%s, on %s\n",
                source.name.c_str(), engine.n_parallel, static_cast<long long>(n_ctx),

@@ -32,6 +32,8 @@ class ChatPrompt {
 
   Result<std::string> text(const PromptInputs& inputs) const;
   Result<std::vector<int32_t>> tokens(const PromptInputs& inputs) const;
+  // The template's text as the GGUF holds it (what it teaches the model, e.g. a tool syntax).
+  const std::string& template_source() const { return template_.source(); }
 
  private:
   ChatPrompt(std::string file_name, const tokenizer::Tokenizer& tokenizer, tmpl::ChatTemplate chat_template,

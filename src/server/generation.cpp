@@ -52,6 +52,7 @@ std::variant<std::vector<int32_t>, ApiError> render_prompt(const ServedModel& mo
 PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest request, bool separate_reasoning) {
   GenerationPlan plan;
   plan.request = std::move(request);
+  plan.request.tool_syntax = model.tool_syntax;
   const CompletionRequest& r = plan.request;
   plan.prompt_param = r.chat ? "messages" : "prompt";
   auto rendered = render_prompt(model, r);
@@ -196,6 +197,7 @@ AnswerSplitter::AnswerSplitter(const GenerationPlan& plan)
     : split_reasoning_(plan.split_reasoning),
       tools_(plan.request.chat && plan.request.tools.has_value()),
       callable_(plan.request.callable_tools),
+      syntax_(plan.request.tool_syntax),
       calls_(plan.tool_calls_grammar),
       reasoning_(plan.prompt_opened_thinking) {}
 
@@ -210,9 +212,9 @@ AnswerParts AnswerSplitter::feed(std::string text) {
     out.content = std::move(text);
     return out;
   }
-  const bool calling = held_.find("<tool_call>") != std::string::npos;
+  const bool calling = held_.find(tool_call_open(syntax_)) != std::string::npos;
   held_ += text;
-  size_t safe = calling ? 0 : content_before_tool_call(held_);
+  size_t safe = calling ? 0 : content_before_tool_call(held_, syntax_);
   // Whitespace before a tool call is trimmed from the content: hold it until text follows.
   while (safe > 0 && std::string_view(" \t\r\n").find(held_[safe - 1]) != std::string_view::npos) --safe;
   out.content = held_.substr(0, safe);
@@ -237,7 +239,7 @@ AnswerParts AnswerSplitter::finish() {
     out.content = std::move(held_);
     return out;
   }
-  ParsedAnswer answer = parse_tool_calls(held_, callable_);
+  ParsedAnswer answer = parse_tool_calls(held_, callable_, syntax_);
   out.content = std::move(answer.content);
   out.tool_calls = std::move(answer.tool_calls);
   return out;

@@ -41,6 +41,7 @@ struct ServedModel {
   int32_t n_vocab = 0;  // logits per token (logit_bias keys must be below)
   int64_t n_embd = 0;   // an embedding's width (before `dimensions`)
   model::Pooling pooling = model::Pooling::Mean;  // how /v1/embeddings pools (the GGUF's, or --pooling)
+  ToolSyntax tool_syntax = ToolSyntax::Hermes;    // how its template writes tool calls (tool_syntax_of)
 };
 
 // A request made ready for the engine.
@@ -126,6 +127,7 @@ class AnswerSplitter {
   bool split_reasoning_;
   bool tools_;
   std::span<const std::string> callable_;
+  ToolSyntax syntax_;
   std::shared_ptr<const grammar::Grammar> calls_;
   ReasoningSplitter reasoning_;
   std::string held_;  // content from the first "<tool_call>" (or what may start one) on

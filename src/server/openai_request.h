@@ -15,6 +15,7 @@
 #include "engine/sampler.h"
 #include "server/api_error.h"
 #include "server/grammar_cache.h"
+#include "server/tool_calls.h"
 
 namespace gufo::server {
 
@@ -47,6 +48,7 @@ struct CompletionRequest {
   std::vector<nlohmann::ordered_json> tool_parameters;  // chat: the schema of each callable tool's arguments
   ToolChoice tool_choice;
   bool parallel_tool_calls = true;               // false: at most one call per answer
+  ToolSyntax tool_syntax = ToolSyntax::Hermes;   // chat: the model's (set from its template when planned)
   std::optional<bool> enable_thinking;           // chat_template_kwargs.enable_thinking
   std::optional<bool> separate_reasoning;        // chat: reasoning_format (none: false); unset: the server's
   std::string prompt;                            // completions

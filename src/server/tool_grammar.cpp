@@ -28,24 +28,34 @@ const char* form_name(ToolCallForm form) {
   return "calls";
 }
 
-// The glue GBNF around the tools' argument grammars (parts "tool-0", "tool-1", ...).
-// NOTE(tools): the exact text Qwen's template renders a call as, and between calls "\n"; an
-// answer may open with up to two newlines (a reasoning model's "\n\n" after </think>).
-Result<std::string> glue_gbnf(const std::string& form, bool parallel, const ordered_json& tools) {
+// The glue GBNF around the tools' argument grammars (parts "tool-0", "tool-1", ...), in the
+// syntax of the model's template (tool_calls.h).
+// NOTE(tools): Hermes: the exact text Qwen's template renders a call as, and between calls
+// "\n". Llama 3: {"name": "NAME", "parameters": ARGS}, as Llama 3.1's template renders one,
+// and one call only (its template takes no more). Either may open with up to two newlines (a
+// reasoning model's "\n\n" after </think>).
+Result<std::string> glue_gbnf(const std::string& form, bool parallel, const ordered_json& tools, ToolSyntax syntax) {
+  const bool llama3 = syntax == ToolSyntax::Llama3;
   std::string names;
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string name = compact(tools[i][0]);  // a JSON string, quoted as the parser reads it
-    names += std::string(i ? " | " : "") + grammar::gbnf_literal(name + ", \"arguments\": ") + " tool-" + std::to_string(i);
+    names += std::string(i ? " | " : "") + grammar::gbnf_literal(name + (llama3 ? ", \"parameters\": " : ", \"arguments\": ")) +
+             " tool-" + std::to_string(i);
   }
-  std::string text = "call ::= " + grammar::gbnf_literal(kToolCallOpen) + " call-body\n";
-  text += "call-body ::= " + grammar::gbnf_literal("\n{\"name\": ") + " ( " + names + " ) " +
-          grammar::gbnf_literal("}\n" + std::string(kToolCallClose)) + "\n";
-  const std::string more = parallel ? " ( \"\\n\" call )*" : "";
+  const std::string_view open = tool_call_open(syntax);
+  std::string text = "call ::= " + grammar::gbnf_literal(open) + " call-body\n";
+  if (llama3) {
+    text += "call-body ::= ( " + names + " ) \"}\"\n";
+  } else {
+    text += "call-body ::= " + grammar::gbnf_literal("\n{\"name\": ") + " ( " + names + " ) " +
+            grammar::gbnf_literal("}\n" + std::string(kToolCallClose)) + "\n";
+  }
+  const std::string more = parallel && !llama3 ? " ( \"\\n\" call )*" : "";
   text += "calls ::= [\\n]{0,2} call" + more + "\n";
   if (form == "calls") return "root ::= calls\n" + text;
   if (form == "or_answer") return "root ::= answer | calls\n" + text;
   // after_text: the trigger is the call's opening; the rest of that call and any more follow.
-  GUFO_ASSIGN_OR_RETURN(std::string free, grammar::text_until_trigger_gbnf("free", kToolCallOpen, "rest"));
+  GUFO_ASSIGN_OR_RETURN(std::string free, grammar::text_until_trigger_gbnf("free", open, "rest"));
   return "root ::= free-0\nrest ::= call-body" + more + "\n" + free + text;
 }
 
@@ -77,7 +87,10 @@ std::string tool_grammar_key(ToolCallForm form, const CompletionRequest& request
   for (size_t i = 0; i < request.callable_tools.size(); ++i) {
     tools.push_back({request.callable_tools[i], request.tool_parameters[i]});
   }
-  ordered_json key{{"form", form_name(form)}, {"parallel", request.parallel_tool_calls}, {"tools", tools}};
+  ordered_json key{{"form", form_name(form)},
+                   {"syntax", request.tool_syntax == ToolSyntax::Llama3 ? "llama3" : "hermes"},
+                   {"parallel", request.parallel_tool_calls},
+                   {"tools", tools}};
   if (form == ToolCallForm::OrAnswer && request.grammar) {
     key["answer"] = *request.grammar;
     key["answer_syntax"] = request.grammar_syntax == GrammarSyntax::JsonSchema ? "json_schema" : "gbnf";
@@ -100,7 +113,8 @@ Result<grammar::Grammar> compile_tool_grammar(const std::string& key_text) {
     GUFO_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::Grammar> answer, answer_grammar(key));
     parts.push_back({"answer", std::move(answer)});
   }
-  GUFO_ASSIGN_OR_RETURN(const std::string glue, glue_gbnf(form, key["parallel"].get<bool>(), key["tools"]));
+  const ToolSyntax syntax = key.value("syntax", "hermes") == "llama3" ? ToolSyntax::Llama3 : ToolSyntax::Hermes;
+  GUFO_ASSIGN_OR_RETURN(const std::string glue, glue_gbnf(form, key["parallel"].get<bool>(), key["tools"], syntax));
   return grammar::link_grammars(glue, parts);
 }
 

@@ -1,12 +1,14 @@
 // The grammar that makes a chat answer's tool calls valid by construction: each call in the
-// syntax tool_calls.cpp parses and Qwen's template renders,
-//   <tool_call>\n{"name": "get_weather", "arguments": {...}}\n</tool_call>
-// (several separated by "\n" when parallel calls are allowed), whose name is a callable tool
+// syntax tool_calls.cpp parses and the model's template renders (the request's tool_syntax),
+//   <tool_call>\n{"name": "get_weather", "arguments": {...}}\n</tool_call>    (Hermes, Qwen)
+// (several separated by "\n" when parallel calls are allowed), or
+//   {"name": "get_weather", "parameters": {...}}                              (Llama 3, one call)
+// whose name is a callable tool
 // and whose arguments match that tool's `parameters` JSON Schema (each compiled once through
 // the grammar cache and linked, grammar/link.h). Three forms, by tool_choice:
 //  - Calls (required, named): the answer is the calls;
-//  - AfterText (auto): free text, and from the first "<tool_call>" on, the calls (a lazy
-//    grammar, grammar/trigger.h);
+//  - AfterText (auto): free text, and from the first call opening on (tool_call_open), the
+//    calls (a lazy grammar, grammar/trigger.h);
 //  - OrAnswer (auto with response_format, grammar or json_schema): the calls, or an answer
 //    under that constraint.
 // Thinking stays outside (engine/constraint.h frees a leading <think> block).
@@ -34,8 +36,8 @@ Result<nlohmann::ordered_json> tool_parameters_schema(const nlohmann::ordered_js
 enum class ToolCallForm : uint8_t { Calls, AfterText, OrAnswer };
 
 // The text a tool grammar is cached under (grammar_cache.h, GrammarSyntax::ToolCalls): the
-// form, the parallel flag, the callable tools with their schemas and, for OrAnswer, the
-// request's own constraint.
+// form, the call syntax, the parallel flag, the callable tools with their schemas and, for
+// OrAnswer, the request's own constraint.
 std::string tool_grammar_key(ToolCallForm form, const CompletionRequest& request);
 // What compiled_grammar does with such a key.
 Result<grammar::Grammar> compile_tool_grammar(const std::string& key);

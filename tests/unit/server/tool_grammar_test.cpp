@@ -2,7 +2,8 @@
 // tools only (the named one only), with arguments that follow each tool's schema; one call
 // or several as parallel_tool_calls says; auto: free text, then nothing but valid calls from
 // "<tool_call>" on; with a response_format beside auto: the calls, or an answer under it.
-// Also the parameters schema narrowed to objects, and what counts as calls afterwards.
+// Also the parameters schema narrowed to objects, what counts as calls afterwards, and the
+// same in Llama 3's syntax ({"name": ..., "parameters": ...}, one call).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -147,6 +148,45 @@ TEST(ToolGrammar, OnlyAWholeMatchCountsAsCalls) {
   EXPECT_FALSE(is_tool_calls(c.calls, kWeather.substr(0, 30)));  // cut short by max_tokens
   EXPECT_FALSE(is_tool_calls(c.calls, "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"x\": 1}}\n</tool_call>"));
   EXPECT_FALSE(is_tool_calls(c.calls, "  "));
+}
+
+
+CompletionRequest llama3_request(const std::string& extra) {
+  CompletionRequest r = request(extra);
+  r.tool_syntax = ToolSyntax::Llama3;
+  return r;
+}
+
+const std::string kLlama3Weather = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}";
+const std::string kLlama3Now = "{\"name\": \"now\", \"parameters\": {}}";
+
+TEST(ToolGrammar, Llama3RequiredIsOneCallInItsTemplatesSyntax) {
+  const ToolConstraint c = constraint_of(llama3_request(R"(, "tool_choice": "required")"));
+  for (const std::string& good : {kLlama3Weather, kLlama3Now, "\n\n" + kLlama3Now,
+                                  std::string("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"unit\": \"celsius\"}}")}) {
+    EXPECT_TRUE(matches(c.answer, good)) << good;
+    EXPECT_TRUE(is_tool_calls(c.calls, good)) << good;
+  }
+  for (const std::string& bad :
+       {kWeather, kLlama3Weather + "\n" + kLlama3Now, std::string("{\"name\": \"nope\", \"parameters\": {}}"),
+        std::string("{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"),
+        std::string("{\"name\": \"get_weather\", \"parameters\": {\"town\": \"Paris\"}}"), std::string("Sure.")}) {
+    EXPECT_FALSE(matches(c.answer, bad)) << bad;
+  }
+  // Not the Hermes grammar: the syntax is part of the cache key.
+  const ToolConstraint hermes = constraint_of(request(R"(, "tool_choice": "required")"));
+  EXPECT_NE(c.answer.get(), hermes.answer.get());
+}
+
+TEST(ToolGrammar, Llama3AutoIsFreeUntilACallOpens) {
+  const ToolConstraint c = constraint_of(llama3_request(""));
+  for (const std::string& good : {std::string("It is sunny."), kLlama3Weather, "Let me check. " + kLlama3Now,
+                                  std::string("a {\"na")}) {
+    EXPECT_TRUE(matches(c.answer, good)) << good;
+  }
+  for (const std::string& bad : {std::string("{\"name\": \"nope\""), kLlama3Now + " and text"}) {
+    EXPECT_FALSE(matches(c.answer, bad)) << bad;
+  }
 }
 
 }  // namespace
