@@ -235,7 +235,7 @@ AnswerParts AnswerSplitter::finish() {
   }
   // Under a tool grammar, text that is not a whole match of the calls (an answer under the
   // request's own constraint, or calls cut short by max_tokens) is content, never calls.
-  if (calls_ != nullptr && !is_tool_calls(calls_, held_)) {
+  if (calls_ != nullptr && !is_tool_calls(calls_, tool_calls_text(held_, syntax_))) {
     out.content = std::move(held_);
     return out;
   }

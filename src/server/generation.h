@@ -54,7 +54,8 @@ struct GenerationPlan {
   bool prompt_closed_thinking = false;  // ... or after an empty <think></think> (thinking off)
   std::string prompt_param;             // the field a prompt problem is reported against
   // With callable tools: the grammar of the calls alone, which the answer's text from its
-  // first "<tool_call>" on must match whole to be returned as tool calls.
+  // first call opening ("<tool_call>"; `{"name": ` for Llama 3) on must match whole to be
+  // returned as tool calls.
   std::shared_ptr<const grammar::Grammar> tool_calls_grammar;
 };
 
@@ -114,7 +115,8 @@ struct AnswerParts {
 };
 
 // One choice's text as it streams: thoughts split off (plan.split_reasoning) and, when the
-// request offered tools, content from "<tool_call>" on held back and parsed at the end.
+// request offered tools, content from the first call opening on held back and parsed at the
+// end.
 class AnswerSplitter {
  public:
   explicit AnswerSplitter(const GenerationPlan& plan);
@@ -130,7 +132,7 @@ class AnswerSplitter {
   ToolSyntax syntax_;
   std::shared_ptr<const grammar::Grammar> calls_;
   ReasoningSplitter reasoning_;
-  std::string held_;  // content from the first "<tool_call>" (or what may start one) on
+  std::string held_;  // content from the first call opening (or what may start one) on
 };
 
 // A finished choice's text in its parts (the non-streaming answer): exactly what the

@@ -51,8 +51,12 @@ ParsedAnswer parse_tool_calls(std::string_view text, std::span<const std::string
                               ToolSyntax syntax = ToolSyntax::Hermes);
 
 // While streaming: how many leading bytes of `text` can go out as content now, that is, all
-// of it up to the first call opening (tool_call_open), or up to a tail that could still
-// become one.
+// of it up to the first call opening (tool_call_open; for Llama 3 also a <|python_tag|>), or
+// up to a tail that could still become one.
 size_t content_before_tool_call(std::string_view text, ToolSyntax syntax = ToolSyntax::Hermes);
+
+// The held text (from the first call opening on) as the calls grammar reads it: for Llama 3
+// without a leading <|python_tag|>, which the model may write before its call.
+std::string_view tool_calls_text(std::string_view held, ToolSyntax syntax);
 
 }  // namespace gufo::server

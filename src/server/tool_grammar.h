@@ -8,7 +8,9 @@
 // the grammar cache and linked, grammar/link.h). Three forms, by tool_choice:
 //  - Calls (required, named): the answer is the calls;
 //  - AfterText (auto): free text, and from the first call opening on (tool_call_open), the
-//    calls (a lazy grammar, grammar/trigger.h);
+//    calls (a lazy grammar, grammar/trigger.h). Llama 3's opening is plain JSON: an answer
+//    that writes `{"name": ` anywhere becomes a call from there on (its template asks for
+//    JSON only when calling);
 //  - OrAnswer (auto with response_format, grammar or json_schema): the calls, or an answer
 //    under that constraint.
 // Thinking stays outside (engine/constraint.h frees a leading <think> block).

@@ -96,9 +96,10 @@ TEST(ToolCalls, ALlama3CallIsTheAnswersJsonObject) {
   const ParsedAnswer tagged = parse_tool_calls("<|python_tag|>{\"name\": \"now\", \"parameters\": {}}", kOffered, kLlama3);
   ASSERT_EQ(tagged.tool_calls.size(), 1u);
   EXPECT_EQ(tagged.content, "");
-  const ParsedAnswer after = parse_tool_calls("Let me look.\n{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}", kOffered, kLlama3);
+  const ParsedAnswer after =
+      parse_tool_calls("Let me {look}.\n{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}", kOffered, kLlama3);
   ASSERT_EQ(after.tool_calls.size(), 1u);
-  EXPECT_EQ(after.content, "Let me look.");
+  EXPECT_EQ(after.content, "Let me {look}.");
   EXPECT_EQ(after.tool_calls[0].arguments, "{\"tz\":\"UTC\"}");
   const ParsedAnswer bare = parse_tool_calls("{\"name\": \"now\"}", kOffered, kLlama3);
   ASSERT_EQ(bare.tool_calls.size(), 1u);
@@ -127,6 +128,10 @@ TEST(ToolCalls, StreamsLlama3TextUpToACallOpening) {
   EXPECT_EQ(content_before_tool_call("hi {\"name\": \"now\"", kLlama3), 3u);
   EXPECT_EQ(content_before_tool_call("hi {\"na", kLlama3), 3u);  // could still become a call
   EXPECT_EQ(content_before_tool_call("a {b} c", kLlama3), 7u);
+  EXPECT_EQ(content_before_tool_call("hi <|python_tag|>{", kLlama3), 3u);  // the tag goes with the call
+  EXPECT_EQ(content_before_tool_call("hi <|python", kLlama3), 3u);
+  EXPECT_EQ(tool_calls_text(" <|python_tag|>{\"name\": ", kLlama3), "{\"name\": ");
+  EXPECT_EQ(tool_calls_text("<|python_tag|>x", ToolSyntax::Hermes), "<|python_tag|>x");
   EXPECT_EQ(tool_call_open(kLlama3), "{\"name\": ");
   EXPECT_EQ(tool_call_open(ToolSyntax::Hermes), "<tool_call>");
 }
@@ -149,6 +154,8 @@ TEST(ToolCalls, TheTemplateTellsTheSyntax) {
   const std::string no_tools = template_of("tiny-llama");  // a chat template that says nothing of tools
   ASSERT_FALSE(no_tools.empty());
   EXPECT_EQ(tool_syntax_of(no_tools), ToolSyntax::Hermes);
+  // "name" and "parameters" alone (Cohere's template has both) are not Llama 3's wording.
+  EXPECT_EQ(tool_syntax_of(R"({{ tool.name }}: {"name": ..., "parameters": {...}})"), ToolSyntax::Hermes);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "grammar/matcher.h"
+#include "server/generation.h"
 #include "server/grammar_cache.h"
 #include "server/openai_request.h"
 #include "server/tool_grammar.h"
@@ -187,6 +188,36 @@ TEST(ToolGrammar, Llama3AutoIsFreeUntilACallOpens) {
   for (const std::string& bad : {std::string("{\"name\": \"nope\""), kLlama3Now + " and text"}) {
     EXPECT_FALSE(matches(c.answer, bad)) << bad;
   }
+}
+
+
+// What the server returns for a streamed Llama 3 answer under the auto constraint: text before
+// the call is content, a <|python_tag|> before it belongs to the call, and the call comes back
+// as a tool call (the same whole or fed in pieces).
+TEST(ToolGrammar, Llama3AnswersSplitIntoContentAndACall) {
+  GenerationPlan plan;
+  plan.request = llama3_request("");
+  plan.tool_calls_grammar = constraint_of(plan.request).calls;
+  for (const std::string& prefix : {std::string(""), std::string("<|python_tag|>"), std::string("Let me check.\n"),
+                                    std::string("Let me check. <|python_tag|>")}) {
+    const AnswerParts whole = whole_answer(plan, prefix + kLlama3Weather);
+    ASSERT_EQ(whole.tool_calls.size(), 1u) << prefix;
+    EXPECT_EQ(whole.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(whole.tool_calls[0].arguments, "{\"city\":\"Paris\"}");
+    EXPECT_EQ(whole.content, prefix.rfind("Let", 0) == 0 ? "Let me check." : "") << prefix;
+    AnswerSplitter stream(plan);
+    std::string content;
+    const std::string text = prefix + kLlama3Weather;
+    for (size_t at = 0; at < text.size(); at += 3) content += stream.feed(text.substr(at, 3)).content;
+    const AnswerParts rest = stream.finish();
+    content += rest.content;
+    EXPECT_EQ(content, whole.content) << prefix;
+    ASSERT_EQ(rest.tool_calls.size(), 1u) << prefix;
+  }
+  // A call cut short (max_tokens) is text, tag and all.
+  const AnswerParts cut = whole_answer(plan, "<|python_tag|>" + kLlama3Weather.substr(0, 20));
+  EXPECT_TRUE(cut.tool_calls.empty());
+  EXPECT_EQ(cut.content, "<|python_tag|>" + kLlama3Weather.substr(0, 20));
 }
 
 }  // namespace
