@@ -33,7 +33,8 @@ class ServeModel final : public server::LoadedModel {
 };
 
 Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelOptions& options,
-                                                               const server::ModelSource& source, size_t sharing) {
+                                                               const server::ModelSource& source,
+                                                               const server::LoadRoom& room) {
   auto model = std::make_unique<ServeModel>();
   GUFO_ASSIGN_OR_RETURN(model->chosen, make_backend(options.backend, "serve"));
   GUFO_ASSIGN_OR_RETURN(model->loaded, load_generation_model(source.path, model->chosen));
@@ -49,7 +50,8 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
   engine::SchedulerOptions engine = options.engine;
   engine.n_ctx = n_ctx;
   engine.cache_type = model->chosen.cache_type;
-  engine.kv_memory_share = 1.0 / static_cast<double>(std::max<size_t>(1, sharing));
+  engine.kv_memory_share = 1.0 / static_cast<double>(std::max<size_t>(1, room.sharing));
+  engine.kv_memory_kept = room.others_bytes;
   GUFO_ASSIGN_OR_RETURN(model->scheduler,
                         engine::Scheduler::create(weights, *model->chosen.backend, *model->loaded.tokenizer, engine));
   model->served_ = server::ServedModel{.name = source.name,
@@ -63,11 +65,11 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
                                        .tool_syntax = model->chat_prompt
                                                           ? server::tool_syntax_of(model->chat_prompt->template_source())
                                                           : server::ToolSyntax::Hermes};
-  const bool shared = sharing > 1 && options.engine.kv_tokens == 0 && model->chosen.backend->capabilities().device_memory;
+  const bool shared = room.sharing > 1 && options.engine.kv_tokens == 0 && model->chosen.backend->capabilities().device_memory;
   std::fprintf(stderr, "gufo serve: loaded %s: %d parallel, context %lld, KV pool %lld tokens%s, on %s\n",
                source.name.c_str(), engine.n_parallel, static_cast<long long>(n_ctx),
                static_cast<long long>(model->scheduler->options().kv_tokens),
-               shared ? (" (1/" + std::to_string(sharing) + " of the free device memory)").c_str() : "",
+               shared ? (" (a 1/" + std::to_string(room.sharing) + " share of the device memory for KV)").c_str() : "",
                model->chosen.backend->capabilities().device.c_str());
   return std::unique_ptr<server::LoadedModel>(std::move(model));
 }
@@ -109,8 +111,8 @@ Result<std::vector<server::ModelSource>> serve_model_sources(const std::vector<s
 }
 
 server::ModelRegistry::Loader serve_model_loader(ServeModelOptions options) {
-  return [options = std::move(options)](const server::ModelSource& source, size_t sharing) {
-    return load_served_model(options, source, sharing);
+  return [options = std::move(options)](const server::ModelSource& source, const server::LoadRoom& room) {
+    return load_served_model(options, source, room);
   };
 }
 

@@ -49,7 +49,8 @@ int64_t default_kv_tokens(const model::HParams& hp, const backend::Backend& back
   const int64_t ffn = std::max(hp.n_ff, hp.n_ff_exp * std::max<int64_t>(1, hp.n_expert_used));
   const uint64_t per_step_token = static_cast<uint64_t>(12 * hp.n_embd + 3 * ffn) * sizeof(float);
   const uint64_t reserve = (uint64_t{512} << 20) + static_cast<uint64_t>(options.step_tokens) * per_step_token +
-                           static_cast<uint64_t>(options.n_parallel) * static_cast<uint64_t>(hp.n_vocab) * 8;
+                           static_cast<uint64_t>(options.n_parallel) * static_cast<uint64_t>(hp.n_vocab) * 8 +
+                           options.kv_memory_kept;
   const backend::KvCacheSpec spec{.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .type = options.cache_type};
   // NOTE(kv_pool): positions are int32 and block ids too; 2^24 positions is far past any pool.
   const int64_t fits =

@@ -55,9 +55,11 @@ struct SchedulerOptions {
   bool prefix_cache = true;
   DType cache_type = DType::F16;
   // With kv_tokens 0 on a device backend: the share of that 90% this model's pool takes, in
-  // (0, 1]; `gufo serve` with several models gives each load 1 / (the models that may still
-  // share the device, this one included), so the first does not take the memory of the rest.
+  // (0, 1], after kv_memory_kept bytes more are set aside. `gufo serve` with several models
+  // gives each load 1 / (the models that may still share the device, this one included) and
+  // keeps the weights of those still to load, so the first does not take the memory of the rest.
   double kv_memory_share = 1.0;
+  uint64_t kv_memory_kept = 0;
 };
 
 enum class SubmitStatus { Accepted, QueueFull, TooLong, Invalid, ShuttingDown };

@@ -2,6 +2,7 @@
 #include "server/model_registry.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <filesystem>
 #include <system_error>
@@ -79,6 +80,22 @@ size_t ModelRegistry::make_room(const Slot& for_slot) {
   }
 }
 
+LoadRoom ModelRegistry::room_for(const Slot& slot, size_t others_loaded) const {
+  LoadRoom room;
+  const size_t at_once = std::min(options_.max_loaded, slots_.size());
+  room.sharing = at_once > others_loaded ? at_once - others_loaded : 1;
+  std::vector<uint64_t> waiting;  // the files of the models not loaded (nor loading) now
+  for (const Slot& other : slots_) {
+    if (&other == &slot || other.model || other.loading) continue;
+    std::error_code ec;
+    const uint64_t bytes = std::filesystem::file_size(other.source.path, ec);
+    waiting.push_back(ec ? 0 : bytes);
+  }
+  std::sort(waiting.begin(), waiting.end(), std::greater<>());
+  for (size_t i = 0; i + 1 < room.sharing && i < waiting.size(); ++i) room.others_bytes += waiting[i];
+  return room;
+}
+
 Result<std::shared_ptr<const LoadedModel>> ModelRegistry::acquire(const std::string& name) {
   std::unique_lock lock(mutex_);
   Slot* slot = find(name);
@@ -87,12 +104,10 @@ Result<std::shared_ptr<const LoadedModel>> ModelRegistry::acquire(const std::str
   slot->last_used = ++clock_;
   if (slot->model) return slot->model;
   slot->loading = true;
-  const size_t others = make_room(*slot);
-  const size_t at_once = std::min(options_.max_loaded, slots_.size());
-  const size_t sharing = at_once > others ? at_once - others : 1;
+  const LoadRoom room = room_for(*slot, make_room(*slot));
   const ModelSource source = slot->source;
   lock.unlock();
-  Result<std::unique_ptr<LoadedModel>> loaded = loader_(source, sharing);
+  Result<std::unique_ptr<LoadedModel>> loaded = loader_(source, room);
   lock.lock();
   slot->loading = false;
   loaded_.notify_all();

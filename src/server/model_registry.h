@@ -5,8 +5,9 @@
 // that load). At most `max_loaded` stay loaded, and before a load the least recently used
 // are unloaded until the free memory covers the new model; a model in use by requests is
 // freed when its last request ends (they hold it by shared_ptr). Each load is told how many
-// models may share the device with it (Loader), so that a pool sized from the free memory
-// leaves the others theirs. A model that fails to load
+// models may share the device with it and how large the largest of those still to load are
+// (LoadRoom), so that a pool sized from the free memory leaves the others theirs. A model
+// that fails to load
 // fails the requests that asked for it, not the server; the next request tries again.
 // Tested by tests/unit/server/model_registry_test.cpp and tests/functional/models.test.mjs.
 #pragma once
@@ -38,6 +39,17 @@ class LoadedModel {
   virtual const ServedModel& served() const = 0;
 };
 
+// What a load may take of the device's memory, for a loader that sizes a pool from the free
+// memory: 1 / `sharing` of what is left once `others_bytes` are set aside.
+struct LoadRoom {
+  // The models that may share the device from this load on, this one included:
+  // min(max_loaded, models offered) minus those loaded now, at least 1.
+  size_t sharing = 1;
+  // The files of the sharing - 1 largest models not loaded now (their weights are still to
+  // come), in bytes; 0 where a size is unknown.
+  uint64_t others_bytes = 0;
+};
+
 struct RegistryOptions {
   size_t max_loaded = 3;
   // Bytes free for another model now (0: unknown, no check); the need is estimated from the
@@ -47,10 +59,7 @@ struct RegistryOptions {
 
 class ModelRegistry {
  public:
-  // `sharing`: how many models may share the device from this load on, this one included
-  // (min(max_loaded, models offered) minus those loaded now, at least 1): a loader that sizes
-  // a memory pool from the free memory takes 1 / sharing of it.
-  using Loader = std::function<Result<std::unique_ptr<LoadedModel>>(const ModelSource&, size_t sharing)>;
+  using Loader = std::function<Result<std::unique_ptr<LoadedModel>>(const ModelSource&, const LoadRoom& room)>;
 
   // `sources` must not be empty; names must be unique (checked by the caller's parsing).
   ModelRegistry(std::vector<ModelSource> sources, Loader loader, RegistryOptions options);
@@ -84,6 +93,7 @@ class ModelRegistry {
   Slot* find(const std::string& name);
   const Slot* find(const std::string& name) const;
   size_t make_room(const Slot& for_slot);  // mutex held; returns the other models still loaded
+  LoadRoom room_for(const Slot& slot, size_t others_loaded) const;  // mutex held
 
   Loader loader_;
   RegistryOptions options_;

@@ -351,15 +351,20 @@ TEST(SchedulerPool, ADeviceSharedByModelsGivesEachItsShareOfTheFreeMemory) {
   ASSERT_NE(tiny.model, nullptr);
   // A little past the 512 MiB reserve, so that the pools stay small.
   DeviceMemoryBackend device(tiny.cpu, (uint64_t{512} << 20) + (uint64_t{24} << 20));
-  const auto pool = [&](double share) -> int64_t {
+  const auto pool = [&](double share, uint64_t kept) -> int64_t {
     auto s = Scheduler::create(*tiny.model, device, *tiny.tokenizer,
-                               {.n_parallel = 2, .n_ctx = 64, .kv_tokens = 0, .kv_memory_share = share});
+                               {.n_parallel = 2, .n_ctx = 64, .kv_tokens = 0, .kv_memory_share = share, .kv_memory_kept = kept});
     EXPECT_TRUE(s.ok()) << s.error().message;
     return s.ok() ? (*s)->options().kv_tokens : -1;
   };
-  const int64_t whole = pool(1.0), quarter = pool(0.25);
+  const int64_t whole = pool(1.0, 0), quarter = pool(0.25, 0);
   EXPECT_GT(quarter, 4 * 64) << "a quarter still holds several contexts";
   EXPECT_NEAR(static_cast<double>(quarter), static_cast<double>(whole) / 4, 2.0);
+  // Room kept for models still to load comes off first: half of the 24 MiB kept, about half
+  // the pool; all of it kept, one context (the least a pool holds).
+  EXPECT_NEAR(static_cast<double>(pool(1.0, uint64_t{12} << 20)), static_cast<double>(whole) / 2,
+              static_cast<double>(whole) / 8);
+  EXPECT_EQ(pool(1.0, uint64_t{64} << 20), 64);
   for (double bad : {0.0, -0.5, 1.5}) {
     auto s = Scheduler::create(*tiny.model, device, *tiny.tokenizer, {.n_ctx = 64, .kv_memory_share = bad});
     ASSERT_FALSE(s.ok());

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "server/model_registry.h"
@@ -20,7 +21,7 @@ namespace {
 struct Counts {
   std::atomic<int> loads{0};
   std::atomic<int> alive{0};
-  std::vector<size_t> sharing;  // each load's, in order (loads that share one acquire wait on it)
+  std::vector<LoadRoom> rooms;  // each load's, in order (the tests load one model at a time)
 };
 
 class FakeModel final : public LoadedModel {
@@ -44,9 +45,9 @@ std::vector<ModelSource> sources(std::initializer_list<const char*> names) {
 }
 
 ModelRegistry::Loader counting_loader(Counts& counts, std::string failing = "") {
-  return [&counts, failing](const ModelSource& source, size_t sharing) -> Result<std::unique_ptr<LoadedModel>> {
+  return [&counts, failing](const ModelSource& source, const LoadRoom& room) -> Result<std::unique_ptr<LoadedModel>> {
     ++counts.loads;
-    counts.sharing.push_back(sharing);
+    counts.rooms.push_back(room);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // long enough for others to wait
     if (source.name == failing) return Error{"bad magic"};
     return std::unique_ptr<LoadedModel>(std::make_unique<FakeModel>(source.name, counts));
@@ -127,28 +128,61 @@ TEST(ModelRegistry, ShortMemoryEvictsBeforeLoading) {
   std::filesystem::remove(file);
 }
 
+std::vector<size_t> sharing_of(const Counts& counts) {
+  std::vector<size_t> out;
+  for (const LoadRoom& room : counts.rooms) out.push_back(room.sharing);
+  return out;
+}
+
 TEST(ModelRegistry, EachLoadSharesTheMemoryWithTheModelsThatMayStillLoad) {
   {
     // Three offered, all may stay: the first load shares with two more, the last with none.
     Counts counts;
     ModelRegistry registry(sources({"a", "b", "c"}), counting_loader(counts), {.max_loaded = 8, .free_memory = {}});
     for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(registry.acquire(name).ok());
-    EXPECT_EQ(counts.sharing, (std::vector<size_t>{3, 2, 1}));
+    EXPECT_EQ(sharing_of(counts), (std::vector<size_t>{3, 2, 1}));
   }
   {
     // Two at a time: a shares with one more; b is the second; c replaces a and is the second.
     Counts counts;
     ModelRegistry registry(sources({"a", "b", "c"}), counting_loader(counts), {.max_loaded = 2, .free_memory = {}});
     for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(registry.acquire(name).ok());
-    EXPECT_EQ(counts.sharing, (std::vector<size_t>{2, 1, 1}));
+    EXPECT_EQ(sharing_of(counts), (std::vector<size_t>{2, 1, 1}));
   }
   {
     // One model: all of it.
     Counts counts;
     ModelRegistry registry(sources({"a"}), counting_loader(counts), {.max_loaded = 3, .free_memory = {}});
     ASSERT_TRUE(registry.acquire("").ok());
-    EXPECT_EQ(counts.sharing, (std::vector<size_t>{1}));
+    EXPECT_EQ(sharing_of(counts), (std::vector<size_t>{1}));
   }
+}
+
+// A load keeps room for the weights of the largest models still to load, as many as may share
+// the device with it.
+TEST(ModelRegistry, ALoadKeepsRoomForTheLargestModelsStillToLoad) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gufo_registry_room";
+  std::filesystem::create_directories(dir);
+  std::vector<ModelSource> list;
+  for (const auto& [name, bytes] : {std::pair{"a", 1000}, std::pair{"b", 3000}, std::pair{"c", 2000}}) {
+    const std::filesystem::path file = dir / (std::string(name) + ".gguf");
+    std::ofstream(file) << std::string(static_cast<size_t>(bytes), 'x');
+    list.push_back({.name = name, .path = file.string()});
+  }
+  Counts counts;
+  ModelRegistry registry(list, counting_loader(counts), {.max_loaded = 2, .free_memory = {}});
+  ASSERT_TRUE(registry.acquire("a").ok());  // shares with one more: the largest of b and c
+  ASSERT_TRUE(registry.acquire("c").ok());  // the second of two: nothing to keep
+  ASSERT_EQ(counts.rooms.size(), 2u);
+  EXPECT_EQ(counts.rooms[0].sharing, 2u);
+  EXPECT_EQ(counts.rooms[0].others_bytes, 3000u);
+  EXPECT_EQ(counts.rooms[1].sharing, 1u);
+  EXPECT_EQ(counts.rooms[1].others_bytes, 0u);
+  Counts all;
+  ModelRegistry three(list, counting_loader(all), {.max_loaded = 3, .free_memory = {}});
+  ASSERT_TRUE(three.acquire("b").ok());  // shares with two more: a and c
+  EXPECT_EQ(all.rooms[0].others_bytes, 3000u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ModelRegistry, AFailedLoadFailsItsRequestsAndTheNextTriesAgain) {
