@@ -60,9 +60,9 @@ TEST(ThreadPool, WakesAfterIdlePauses) {
   }
 }
 
-// A pool is destroyed right after work (its workers still spinning) or asleep: the work
-// done is all there, and a destructor that never joins its workers hangs the test (ctest's
-// timeout fails it).
+// A pool is destroyed right after work (its workers still spinning) or after they went to
+// sleep: the work handed out is all done, and a destructor that does not stop and join its
+// workers hangs the test (ctest's timeout fails it) or aborts it (a joinable std::thread).
 TEST(ThreadPool, ShutsDownIdleOrAsleep) {
   std::atomic<int64_t> done{0};
   {
