@@ -8,10 +8,8 @@ namespace gufo::engine {
 
 using nlohmann::ordered_json;
 
-Chat::Chat(const Model& model, Session session, const tokenizer::Tokenizer& tokenizer, ChatOptions options,
-           ChatPrompt prompt)
-    : model_(&model),
-      session_(std::move(session)),
+Chat::Chat(Session session, const tokenizer::Tokenizer& tokenizer, ChatOptions options, ChatPrompt prompt)
+    : session_(std::move(session)),
       tokenizer_(&tokenizer),
       options_(std::move(options)),
       prompt_(std::move(prompt)) {
@@ -21,7 +19,7 @@ Chat::Chat(const Model& model, Session session, const tokenizer::Tokenizer& toke
 Result<Chat> Chat::create(const Model& model, Session session, const tokenizer::Tokenizer& tokenizer,
                           ChatOptions options) {
   GUFO_ASSIGN_OR_RETURN(ChatPrompt prompt, ChatPrompt::load(model, tokenizer));
-  return Chat(model, std::move(session), tokenizer, std::move(options), std::move(prompt));
+  return Chat(std::move(session), tokenizer, std::move(options), std::move(prompt));
 }
 
 void Chat::reset() {

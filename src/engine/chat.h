@@ -56,11 +56,9 @@ class Chat {
   size_t last_prefill_tokens() const { return last_prefill_; }
 
  private:
-  Chat(const Model& model, Session session, const tokenizer::Tokenizer& tokenizer, ChatOptions options,
-       ChatPrompt prompt);
+  Chat(Session session, const tokenizer::Tokenizer& tokenizer, ChatOptions options, ChatPrompt prompt);
   Result<std::vector<int32_t>> render_prompt() const;
 
-  const Model* model_;
   Session session_;
   const tokenizer::Tokenizer* tokenizer_;
   ChatOptions options_;
