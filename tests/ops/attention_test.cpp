@@ -117,6 +117,25 @@ struct Layout {
   int64_t n_head, n_head_kv, head_dim;
 };
 
+cuda::AttentionShape shape_of(const Layout& l) {
+  return {.n_head = l.n_head, .n_head_kv = l.n_head_kv, .head_dim = l.head_dim,
+          .scale = 1.0f / std::sqrt(static_cast<float>(l.head_dim))};
+}
+
+// The CPU's attention (backend/cpu/ops/attention.cpp, attend) of every row; padding rows 0.
+std::vector<float> cpu_attention(Cache& cache, const Rows& rows, const cuda::AttentionShape& shape,
+                                 const std::vector<float>& q) {
+  const int64_t width = shape.n_head * shape.head_dim;
+  std::vector<float> want(rows.seq_ids.size() * static_cast<size_t>(width), 0.0f);
+  for (size_t r = 0; r < rows.seq_ids.size(); ++r) {
+    if (rows.seq_ids[r] == backend::kPaddingSeq) continue;
+    std::vector<float> scratch(static_cast<size_t>(shape.n_head * (rows.positions[r] + 1)));
+    cpu::attend(cache.host_view(rows.seq_ids[r]), {shape.n_head, shape.n_head_kv, shape.head_dim, shape.scale},
+                q.data() + r * width, rows.positions[r], scratch.data(), want.data() + r * width);
+  }
+  return want;
+}
+
 TEST(CudaAttention, MatchesTheCpuOverLayoutsCachesAndPositions) {
   GUFO_REQUIRE_GPU();
   std::mt19937 rng(9);
@@ -136,15 +155,9 @@ TEST(CudaAttention, MatchesTheCpuOverLayoutsCachesAndPositions) {
       rows.positions.push_back(0);
       const int64_t width = l.n_head * l.head_dim;
       const std::vector<float> q = random_floats(rows.seq_ids.size() * static_cast<size_t>(width), rng);
-      const cuda::AttentionShape shape{.n_head = l.n_head, .n_head_kv = l.n_head_kv, .head_dim = l.head_dim,
-                                       .scale = 1.0f / std::sqrt(static_cast<float>(l.head_dim))};
+      const cuda::AttentionShape shape = shape_of(l);
       const std::vector<float> got = gpu_attention(cache, rows, shape, q);
-      std::vector<float> want(got.size(), 0.0f);
-      for (size_t r = 0; r + 1 < rows.seq_ids.size(); ++r) {
-        std::vector<float> scratch(static_cast<size_t>(l.n_head * (rows.positions[r] + 1)));
-        cpu::attend(cache.host_view(rows.seq_ids[r]), {l.n_head, l.n_head_kv, l.head_dim, shape.scale},
-                    q.data() + r * width, rows.positions[r], scratch.data(), want.data() + r * width);
-      }
+      const std::vector<float> want = cpu_attention(cache, rows, shape, q);
       // NOTE(attention_test): softmax-weighted sums of up to 1100 values in another order
       // (tiles, splits, expf): differences of a few 1e-7 on outputs of order 1.
       const Difference d = compare(got, want, 1.0);
@@ -170,16 +183,10 @@ TEST(CudaAttention, AShortChunkAcrossASplitMatchesTheCpu) {
     for (int32_t p = 250; p < 263; ++p) rows.seq_ids.push_back(0), rows.positions.push_back(p);
     rows.seq_ids.push_back(1), rows.positions.push_back(700);
     const int64_t width = l.n_head * l.head_dim;
-    const cuda::AttentionShape shape{.n_head = l.n_head, .n_head_kv = l.n_head_kv, .head_dim = l.head_dim,
-                                     .scale = 1.0f / std::sqrt(static_cast<float>(l.head_dim))};
+    const cuda::AttentionShape shape = shape_of(l);
     const std::vector<float> q = random_floats(rows.seq_ids.size() * static_cast<size_t>(width), rng);
     const std::vector<float> got = gpu_attention(cache, rows, shape, q);
-    std::vector<float> want(got.size(), 0.0f);
-    for (size_t r = 1; r < rows.seq_ids.size(); ++r) {
-      std::vector<float> scratch(static_cast<size_t>(l.n_head * (rows.positions[r] + 1)));
-      cpu::attend(cache.host_view(rows.seq_ids[r]), {l.n_head, l.n_head_kv, l.head_dim, shape.scale},
-                  q.data() + r * width, rows.positions[r], scratch.data(), want.data() + r * width);
-    }
+    const std::vector<float> want = cpu_attention(cache, rows, shape, q);
     const Difference d = compare(got, want, 1.0);
     EXPECT_LT(d.max_abs, 2e-5) << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim;
     EXPECT_FALSE(d.nan) << "an output was never written";
@@ -233,17 +240,10 @@ TEST(CudaAttention, PrefillRunsMatchTheCpuAndARowAlone) {
     batch.seq_ids.push_back(backend::kPaddingSeq), batch.positions.push_back(0);
     batch.seq_ids.push_back(0), batch.positions.push_back(1050);
     const int64_t width = l.n_head * l.head_dim;
-    const cuda::AttentionShape shape{.n_head = l.n_head, .n_head_kv = l.n_head_kv, .head_dim = l.head_dim,
-                                     .scale = 1.0f / std::sqrt(static_cast<float>(l.head_dim))};
+    const cuda::AttentionShape shape = shape_of(l);
     const std::vector<float> q = random_floats(batch.seq_ids.size() * static_cast<size_t>(width), rng);
     const std::vector<float> all = gpu_attention(cache, batch, shape, q);
-    std::vector<float> want(all.size(), 0.0f);
-    for (size_t r = 0; r < batch.seq_ids.size(); ++r) {
-      if (batch.seq_ids[r] == backend::kPaddingSeq) continue;
-      std::vector<float> scratch(static_cast<size_t>(l.n_head * (batch.positions[r] + 1)));
-      cpu::attend(cache.host_view(batch.seq_ids[r]), {l.n_head, l.n_head_kv, l.head_dim, shape.scale},
-                  q.data() + r * width, batch.positions[r], scratch.data(), want.data() + r * width);
-    }
+    const std::vector<float> want = cpu_attention(cache, batch, shape, q);
     const Difference d = compare(all, want, 1.0);
     EXPECT_LT(d.max_abs, 2e-5) << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim;
     EXPECT_FALSE(d.nan);

@@ -169,7 +169,9 @@ TEST(CudaFused, QkNormRopeGivesTheSeparateKernelsBits) {
           ASSERT_TRUE(cuda::rope(qn1.get(), qo1.get(), rows, q_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
           ASSERT_TRUE(cuda::rope(kn1.get(), ko1.get(), rows, k_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
           const cuda::BatchRows batch{.positions = dpos.get(), .seq_ids = dseqs.get(), .n_rows = rows};
-          if (store) ASSERT_TRUE(cuda::kv_store(separate.layer(), batch, ko1.get(), k_cols, dv.get(), k_cols, nullptr).ok());
+          if (store) {
+            ASSERT_TRUE(cuda::kv_store(separate.layer(), batch, ko1.get(), k_cols, dv.get(), k_cols, nullptr).ok());
+          }
           ASSERT_TRUE(cuda::qk_norm_rope({.q = dq.get(), .k = dk.get(), .rows = rows, .n_head = n_head,
                                           .n_head_kv = n_head_kv, .head_dim = head_dim, .q_norm = dwq.get(),
                                           .k_norm = dwk.get(), .eps = 1e-6f, .positions = dpos.get(), .theta = 1e6f,

@@ -522,7 +522,7 @@ Status CudaBackend::run_node(const model::Graph& graph, size_t id, const Plan& p
       if (node.src[1] != model::kNoNode) {
         GUFO_ASSIGN_OR_RETURN(factors, vector_of(src(graph, node, 1)));
       }
-      return rope(input(0), out, node.rows, node.cols, ids + batch_capacity_, p.head_dim,
+      return rope(input(0), out, node.rows, node.cols, batch_rows().positions, p.head_dim,
                   p.type == model::RopeType::Neox, p.theta, factors, stream_);
     }
     case model::Op::Attention:

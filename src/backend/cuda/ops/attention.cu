@@ -42,13 +42,8 @@ __global__ void kv_store_kernel(KvLayer kv, BatchRows batch, const float* k, int
   if (seq == kPaddingSeq) return;
   const int64_t dst = cache_row(kv, seq, batch.positions[row]) * kv.n_embd_kv;
   for (int64_t j = threadIdx.x; j < kv.n_embd_kv; j += blockDim.x) {
-    if (kv.f16) {
-      static_cast<uint16_t*>(kv.k)[dst + j] = quant::fp32_to_fp16(k[row * ldk + j]);
-      static_cast<uint16_t*>(kv.v)[dst + j] = quant::fp32_to_fp16(v[row * ldv + j]);
-    } else {
-      static_cast<float*>(kv.k)[dst + j] = k[row * ldk + j];
-      static_cast<float*>(kv.v)[dst + j] = v[row * ldv + j];
-    }
+    store_kv(kv, kv.k, dst + j, k[row * ldk + j]);
+    store_kv(kv, kv.v, dst + j, v[row * ldv + j]);
   }
 }
 

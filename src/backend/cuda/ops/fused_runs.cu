@@ -13,7 +13,6 @@
 #include "backend/cuda/ops/rms_norm.cuh"
 #include "backend/cuda/ops/rope.cuh"
 #include "backend/cuda/ops/silu.cuh"
-#include "quant/half.h"
 
 namespace gufo::cuda {
 namespace {
@@ -22,15 +21,10 @@ constexpr int kThreads = 256;
 
 // Four values of a cache row from `at` on, converted as kv_store converts them.
 __device__ inline void store_kv4(const KvLayer& kv, void* pool, int64_t at, float4 x) {
-  if (kv.f16) {
-    uint16_t* dst = static_cast<uint16_t*>(pool) + at;
-    dst[0] = quant::fp32_to_fp16(x.x);
-    dst[1] = quant::fp32_to_fp16(x.y);
-    dst[2] = quant::fp32_to_fp16(x.z);
-    dst[3] = quant::fp32_to_fp16(x.w);
-  } else {
-    *reinterpret_cast<float4*>(static_cast<float*>(pool) + at) = x;
-  }
+  store_kv(kv, pool, at, x.x);
+  store_kv(kv, pool, at + 1, x.y);
+  store_kv(kv, pool, at + 2, x.z);
+  store_kv(kv, pool, at + 3, x.w);
 }
 
 struct AddNormArgs {
@@ -133,8 +127,7 @@ __device__ inline void quantize_row_pieces(const float4 (&v)[kRowPieces], int64_
     const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
     sums[it] = 0;
     if (i >= pieces) continue;
-    const float d = amax[it] / 127.0f;
-    const float inv_d = d != 0.0f ? 127.0f / amax[it] : 0.0f;
+    const auto [d, inv_d] = q8_scale(amax[it]);
     const int8_t q[4] = {to_q8(v[it].x * inv_d), to_q8(v[it].y * inv_d), to_q8(v[it].z * inv_d),
                          to_q8(v[it].w * inv_d)};
     *reinterpret_cast<char4*>(quant.qs + row * quant.k + 4 * i) = make_char4(q[0], q[1], q[2], q[3]);

@@ -17,6 +17,17 @@ __device__ inline int8_t to_q8(float v) {
   return static_cast<int8_t>(lroundf(clamped));
 }
 
+// A block's scale d and the factor its values are multiplied by before rounding, from its
+// largest magnitude (quantize_activation_q8_0 / _q8_k's operations).
+struct Q8Scale {
+  float d;
+  float inv_d;
+};
+__device__ inline Q8Scale q8_scale(float amax) {
+  const float d = amax / 127.0f;
+  return {d, d != 0.0f ? 127.0f / amax : 0.0f};
+}
+
 // Block `index` (kBlock = 32 or 256 values) of row `row` into `out`, by the group_lanes lanes
 // of one group: lane l holds the kBlock / 32 consecutive values from index * kBlock + l *
 // kBlock / 32 on.
@@ -29,8 +40,7 @@ __device__ inline void quantize_block_values(const float (&values)[kBlock / 32],
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) amax = fmaxf(amax, fabsf(values[i]));
   amax = gpu::group_max(amax);
-  const float d = amax / 127.0f;
-  const float inv_d = d != 0.0f ? 127.0f / amax : 0.0f;
+  const auto [d, inv_d] = q8_scale(amax);
   int sum = 0;
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
