@@ -160,7 +160,7 @@ std::string AnthropicEventStream::feed(const AnswerParts& parts) {
 
 std::string AnthropicEventStream::finish(const AnswerParts& rest, const std::string& stop_reason,
                                          const std::string& stop_sequence, const AnthropicUsage& usage) {
-  AnswerParts text_part{.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}};
+  AnswerParts text_part{.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}, .call_deltas = {}};
   const std::vector<const ToolCall*> calls = usable_calls(rest, text_part.content);
   std::string out = feed(text_part);
   out += close();  // after feed: it may open the block it closes

@@ -193,13 +193,34 @@ std::optional<CollectedAnswer> collect_answer(const engine::RequestHandle& handl
   return answer;
 }
 
-AnswerSplitter::AnswerSplitter(const GenerationPlan& plan)
+AnswerSplitter::AnswerSplitter(const GenerationPlan& plan, bool stream_calls)
     : split_reasoning_(plan.split_reasoning),
       tools_(plan.request.chat && plan.request.tools.has_value()),
       callable_(plan.request.callable_tools),
       syntax_(plan.request.tool_syntax),
       calls_(plan.tool_calls_grammar),
-      reasoning_(plan.prompt_opened_thinking) {}
+      reasoning_(plan.prompt_opened_thinking) {
+  // NOTE(tools): only where the tool grammar alone governs the text from a call's opening on
+  // (its Calls and AfterText forms) is that text calls for sure while it is being written;
+  // under OrAnswer it may be the request's own answer.
+  if (stream_calls && tools_ && calls_ != nullptr && !plan.request.grammar) stream_.emplace(syntax_);
+}
+
+std::vector<ToolCallDelta> AnswerSplitter::stream_more() {
+  if (!stream_ || held_.find(tool_call_open(syntax_)) == std::string::npos) return {};
+  std::vector<ToolCallDelta> deltas = stream_->feed(std::string_view(held_).substr(streamed_));
+  streamed_ = held_.size();
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    if (deltas[i].id.empty()) continue;
+    if (std::find(callable_.begin(), callable_.end(), deltas[i].name) == callable_.end()) {
+      deltas.resize(i);
+      stream_->stop();
+      break;
+    }
+    ++announced_;
+  }
+  return deltas;
+}
 
 AnswerParts AnswerSplitter::feed(std::string text) {
   AnswerParts out;
@@ -219,6 +240,7 @@ AnswerParts AnswerSplitter::feed(std::string text) {
   while (safe > 0 && std::string_view(" \t\r\n").find(held_[safe - 1]) != std::string_view::npos) --safe;
   out.content = held_.substr(0, safe);
   held_.erase(0, safe);
+  out.call_deltas = stream_more();
   return out;
 }
 
@@ -233,11 +255,26 @@ AnswerParts AnswerSplitter::finish() {
     out.content = std::move(held_);
     return out;
   }
+  out.call_deltas = stream_more();
+  if (streamed_calls()) return out;  // the calls went out as written, however far they got
   // Under a tool grammar, text that is not a whole match of the calls (an answer under the
   // request's own constraint, or calls cut short by max_tokens) is content, never calls.
-  if (calls_ != nullptr && !is_tool_calls(calls_, tool_calls_text(held_, syntax_))) {
+  const std::string_view calls_text = tool_calls_text(held_, syntax_);
+  if (calls_ != nullptr && !is_tool_calls(calls_, calls_text)) {
     out.content = std::move(held_);
     return out;
+  }
+  // Calls of the grammar's shape are read as a stream reads them, so that their arguments
+  // are the same text whole or streamed.
+  if (calls_ != nullptr) {
+    std::optional<std::vector<ToolCall>> calls = calls_as_streamed(calls_text, syntax_);
+    const auto callable = [&](const ToolCall& c) {
+      return std::find(callable_.begin(), callable_.end(), c.name) != callable_.end();
+    };
+    if (calls && std::all_of(calls->begin(), calls->end(), callable)) {
+      out.tool_calls = std::move(*calls);
+      return out;
+    }
   }
   ParsedAnswer answer = parse_tool_calls(held_, callable_, syntax_);
   out.content = std::move(answer.content);

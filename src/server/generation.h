@@ -26,6 +26,7 @@
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/reasoning.h"
+#include "server/tool_call_stream.h"
 #include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
@@ -111,19 +112,25 @@ std::optional<CollectedAnswer> collect_answer(const engine::RequestHandle& handl
 struct AnswerParts {
   std::string reasoning;
   std::string content;
-  std::vector<ToolCall> tool_calls;
+  std::vector<ToolCall> tool_calls;       // whole calls (at the end)
+  std::vector<ToolCallDelta> call_deltas;  // or calls as they stream (AnswerSplitter's stream_calls)
 };
 
 // One choice's text as it streams: thoughts split off (plan.split_reasoning) and, when the
-// request offered tools, content from the first call opening on held back and parsed at the
-// end.
+// request offered tools, content from the first call opening on held back. With stream_calls,
+// calls that the tool grammar forces (tool_choice auto, required or named, without a
+// response_format of the request's own) go out as deltas while they are written (a call cut
+// short by max_tokens or a stop string stays as far as it got, as OpenAI's does); otherwise
+// the calls are parsed at the end, and text that is not whole calls stays content.
 class AnswerSplitter {
  public:
-  explicit AnswerSplitter(const GenerationPlan& plan);
-  // What can be sent now (tool calls never come before finish()).
+  explicit AnswerSplitter(const GenerationPlan& plan, bool stream_calls = false);
+  // What can be sent now.
   AnswerParts feed(std::string text);
-  // The rest: what was held back, and the tool calls.
+  // The rest: what was held back, and the tool calls not streamed.
   AnswerParts finish();
+  // Whether calls went out as deltas (the answer is then a tool-calling one).
+  bool streamed_calls() const { return announced_ > 0; }
 
  private:
   bool split_reasoning_;
@@ -133,6 +140,12 @@ class AnswerSplitter {
   std::shared_ptr<const grammar::Grammar> calls_;
   ReasoningSplitter reasoning_;
   std::string held_;  // content from the first call opening (or what may start one) on
+  std::optional<ToolCallStream> stream_;
+  size_t streamed_ = 0;  // the bytes of held_ fed to stream_
+  int announced_ = 0;    // calls whose first delta went out
+  // The deltas of held_'s bytes past streamed_ (none where they name a tool not callable:
+  // then no more are streamed).
+  std::vector<ToolCallDelta> stream_more();
 };
 
 // A finished choice's text in its parts (the non-streaming answer): exactly what the

@@ -140,14 +140,18 @@ ordered_json chunk_json(const ResponseHeader& header, bool chat, int32_t choice,
   return chunk;
 }
 
-ordered_json tool_calls_chunk_json(const ResponseHeader& header, int32_t choice, const std::vector<ToolCall>& calls,
-                                   bool with_usage_field) {
-  ordered_json deltas = ordered_json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    deltas.push_back({{"index", i}, {"id", calls[i].id}, {"type", "function"},
-                      {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}});
+ordered_json tool_call_deltas_chunk_json(const ResponseHeader& header, int32_t choice,
+                                         const std::vector<ToolCallDelta>& deltas, bool with_usage_field) {
+  ordered_json pieces = ordered_json::array();
+  for (const ToolCallDelta& d : deltas) {
+    if (d.id.empty()) {
+      pieces.push_back({{"index", d.index}, {"function", {{"arguments", d.arguments}}}});
+    } else {
+      pieces.push_back({{"index", d.index}, {"id", d.id}, {"type", "function"},
+                        {"function", {{"name", d.name}, {"arguments", d.arguments}}}});
+    }
   }
-  ordered_json c{{"index", choice}, {"delta", {{"tool_calls", deltas}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  ordered_json c{{"index", choice}, {"delta", {{"tool_calls", pieces}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   ordered_json chunk{{"id", header.id},
                      {"object", "chat.completion.chunk"},
                      {"created", header.created},
@@ -155,6 +159,15 @@ ordered_json tool_calls_chunk_json(const ResponseHeader& header, int32_t choice,
                      {"choices", ordered_json::array({c})}};
   if (with_usage_field) chunk["usage"] = nullptr;
   return chunk;
+}
+
+ordered_json tool_calls_chunk_json(const ResponseHeader& header, int32_t choice, const std::vector<ToolCall>& calls,
+                                   bool with_usage_field) {
+  std::vector<ToolCallDelta> deltas;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    deltas.push_back({.index = static_cast<int>(i), .id = calls[i].id, .name = calls[i].name, .arguments = calls[i].arguments});
+  }
+  return tool_call_deltas_chunk_json(header, choice, deltas, with_usage_field);
 }
 
 ordered_json usage_chunk_json(const ResponseHeader& header, bool chat, const ordered_json& usage) {

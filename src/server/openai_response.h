@@ -13,6 +13,7 @@
 
 #include "engine/request.h"
 #include "server/json_text.h"
+#include "server/tool_call_stream.h"
 #include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
@@ -58,7 +59,11 @@ nlohmann::ordered_json chunk_json(const ResponseHeader& header, bool chat, int32
                                   const std::vector<engine::TokenLogprob>* logprobs, const std::string& finish_reason,
                                   bool first, bool with_usage_field, const tokenizer::Tokenizer& tokenizer,
                                   size_t text_offset);
-// A streaming chunk that carries a choice's tool calls whole (one delta per call list).
+// A streaming chunk that carries pieces of a choice's tool calls: a call's first piece with
+// its index, id, type and name, later ones with its index and more of its arguments.
+nlohmann::ordered_json tool_call_deltas_chunk_json(const ResponseHeader& header, int32_t choice,
+                                                   const std::vector<ToolCallDelta>& deltas, bool with_usage_field);
+// A streaming chunk that carries a choice's tool calls whole (one piece per call).
 nlohmann::ordered_json tool_calls_chunk_json(const ResponseHeader& header, int32_t choice,
                                              const std::vector<ToolCall>& calls, bool with_usage_field);
 // The usage chunk that ends a stream when stream_options.include_usage is set.

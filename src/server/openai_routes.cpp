@@ -61,21 +61,25 @@ bool write_whole(httplib::DataSink& sink, const GenerationPlan& plan, const engi
   return true;
 }
 
-// The answer as server-sent events: chunks of reasoning and content as they come, tool
-// calls whole at the end of their choice, then usage (if asked) and [DONE].
+// The answer as server-sent events: chunks of reasoning, content and tool calls as they come
+// (calls the tool grammar forces stream as deltas; others come whole at the end of their
+// choice), then usage (if asked) and [DONE].
 bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const engine::RequestHandle& handle,
                   const ResponseHeader& header, const tokenizer::Tokenizer& tokenizer) {
   const CompletionRequest& r = plan.request;
   const auto send = [&](const ordered_json& chunk) { return write_all(sink, "data: " + dump(chunk) + "\n\n"); };
   std::vector<size_t> offsets(static_cast<size_t>(r.n), 0);
-  std::vector<AnswerSplitter> splitters(static_cast<size_t>(r.n), AnswerSplitter(plan));
-  // A content or reasoning delta of one choice (nothing to send: true).
+  std::vector<AnswerSplitter> splitters(static_cast<size_t>(r.n), AnswerSplitter(plan, /*stream_calls=*/true));
+  // A content or reasoning delta of one choice, then its tool-call pieces (nothing to send: true).
   const auto send_delta = [&](int32_t choice, const AnswerParts& parts, const std::vector<engine::TokenLogprob>* lp) {
-    if (parts.content.empty() && parts.reasoning.empty() && (lp == nullptr || lp->empty())) return true;
-    const bool sent = send(chunk_json(header, r.chat, choice, parts.content, parts.reasoning, lp, "", false,
-                                      r.include_usage, tokenizer, offsets[static_cast<size_t>(choice)]));
-    offsets[static_cast<size_t>(choice)] += parts.content.size();
-    return sent;
+    if (!parts.content.empty() || !parts.reasoning.empty() || (lp != nullptr && !lp->empty())) {
+      if (!send(chunk_json(header, r.chat, choice, parts.content, parts.reasoning, lp, "", false, r.include_usage,
+                           tokenizer, offsets[static_cast<size_t>(choice)]))) {
+        return false;
+      }
+      offsets[static_cast<size_t>(choice)] += parts.content.size();
+    }
+    return parts.call_deltas.empty() || send(tool_call_deltas_chunk_json(header, choice, parts.call_deltas, r.include_usage));
   };
   if (r.chat) {
     for (int32_t i = 0; i < r.n; ++i) {
@@ -94,10 +98,10 @@ bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const eng
         std::string finish = finish_reason_name(event.reason);
         AnswerParts rest = splitter.finish();
         if (!send_delta(event.choice, rest, nullptr)) return false;
-        if (!rest.tool_calls.empty()) {
-          if (!send(tool_calls_chunk_json(header, event.choice, rest.tool_calls, r.include_usage))) return false;
-          if (finish == "stop") finish = "tool_calls";
+        if (!rest.tool_calls.empty() && !send(tool_calls_chunk_json(header, event.choice, rest.tool_calls, r.include_usage))) {
+          return false;
         }
+        if ((!rest.tool_calls.empty() || splitter.streamed_calls()) && finish == "stop") finish = "tool_calls";
         completion_tokens += event.completion_tokens;
         if (event.choice == 0) cached_tokens = event.cached_tokens;
         const std::vector<engine::TokenLogprob> none;

@@ -166,7 +166,7 @@ std::string ResponsesEventStream::feed(const AnswerParts& parts) {
 }
 
 std::string ResponsesEventStream::finish(const AnswerParts& rest, bool incomplete, const ResponseUsage& usage) {
-  std::string out = feed({.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}});
+  std::string out = feed({.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}, .call_deltas = {}});
   // An answer with neither text nor calls still has its (empty) message.
   if (rest.tool_calls.empty() && open_ != Item::Message) {
     bool has_message = false;

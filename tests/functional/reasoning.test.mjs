@@ -57,8 +57,9 @@ test('streamed reasoning deltas add up to the whole answer, and come before the 
       if (order.at(-1) !== 'reasoning') order.push('reasoning');
     }
     if (c.delta.content) content += c.delta.content;
-    for (const d of c.delta.tool_calls ?? []) {
-      calls[d.index] = [d.function.name, d.function.arguments];
+    for (const d of c.delta.tool_calls ?? []) {  // a call's first piece names it, later ones add arguments
+      if (calls[d.index] === undefined) calls[d.index] = [d.function.name, ''];
+      calls[d.index][1] += d.function.arguments ?? '';
       if (order.at(-1) !== 'calls') order.push('calls');
     }
   }

@@ -45,20 +45,35 @@ test('a greedy answer is a tool call, the same whole and streamed', async () => 
   assert.equal(typeof args.city, 'string');
   assert.ok(!(choice.message.content ?? '').includes('<tool_call>'));
 
+  // Streamed, a call is announced once (index, id, name) and its arguments follow in pieces
+  // as the model writes them; put together as OpenAI's client does, they are the whole answer's.
   const stream = await client.chat.completions.create({ ...request, stream: true });
   const calls = [];
+  let pieces = 0;
   let finish = null;
   let content = '';
   for await (const chunk of stream) {
     const c = chunk.choices[0];
     if (!c) continue;
     content += c.delta.content ?? '';
-    for (const d of c.delta.tool_calls ?? []) calls[d.index] = d;
+    for (const d of c.delta.tool_calls ?? []) {
+      ++pieces;
+      if (calls[d.index] === undefined) {
+        assert.match(d.id, /^call_/);
+        assert.equal(d.type, 'function');
+        calls[d.index] = { name: d.function.name, arguments: d.function.arguments ?? '' };
+      } else {
+        assert.equal(d.id, undefined);
+        assert.equal(d.function.name, undefined);
+        calls[d.index].arguments += d.function.arguments;
+      }
+    }
     if (c.finish_reason) finish = c.finish_reason;
   }
   assert.equal(finish, 'tool_calls');
   assert.ok(!content.includes('<tool_call>'), content);
-  assert.deepEqual(calls.map((c) => [c.function.name, c.function.arguments]),
+  assert.ok(pieces > calls.length + 1, `the arguments came in ${pieces} pieces for ${calls.length} calls`);
+  assert.deepEqual(calls.map((c) => [c.name, c.arguments]),
     choice.message.tool_calls.map((c) => [c.function.name, c.function.arguments]));
 });
 

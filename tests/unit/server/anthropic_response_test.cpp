@@ -42,7 +42,7 @@ TEST(AnthropicResponse, ErrorBodiesUseAnthropicsTypes) {
 }
 
 TEST(AnthropicResponse, StopReasonsAndBlocks) {
-  const AnswerParts plain{.reasoning = "", .content = "hi", .tool_calls = {}};
+  const AnswerParts plain{.reasoning = "", .content = "hi", .tool_calls = {}, .call_deltas = {}};
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::EndOfGeneration, plain), "end_turn");
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::Length, plain), "max_tokens");
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::ContextFull, plain), "max_tokens");
@@ -50,7 +50,8 @@ TEST(AnthropicResponse, StopReasonsAndBlocks) {
 
   const AnswerParts calling{.reasoning = "hmm", .content = "Sure.",
                             .tool_calls = {{"call_abc", "get_weather", R"({"city":"Oslo"})"},
-                                           {"call_def", "get_time", R"("not an object")"}}};
+                                           {"call_def", "get_time", R"("not an object")"}},
+                            .call_deltas = {}};
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::EndOfGeneration, calling), "tool_use");
   const ordered_json blocks = content_blocks(calling);
   ASSERT_EQ(blocks.size(), 3u);
@@ -59,7 +60,7 @@ TEST(AnthropicResponse, StopReasonsAndBlocks) {
   EXPECT_EQ(blocks[1]["text"].get<std::string>().rfind("Sure.\n<tool_call>", 0), 0u);  // the bad call stays text
   EXPECT_EQ(blocks[2], ordered_json::parse(
                            R"({"type": "tool_use", "id": "toolu_abc", "name": "get_weather", "input": {"city": "Oslo"}})"));
-  const AnswerParts only_bad{.reasoning = "", .content = "", .tool_calls = {{"call_x", "f", "[1]"}}};
+  const AnswerParts only_bad{.reasoning = "", .content = "", .tool_calls = {{"call_x", "f", "[1]"}}, .call_deltas = {}};
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::EndOfGeneration, only_bad), "end_turn");
 
   const ordered_json message = message_json("msg_1", "m", plain, "end_turn", "", {.input_tokens = 5, .output_tokens = 2});
@@ -71,10 +72,10 @@ TEST(AnthropicResponse, StopReasonsAndBlocks) {
 TEST(AnthropicResponse, TheEventStreamOpensAndClosesBlocksInOrder) {
   AnthropicEventStream stream("msg_1", "m");
   std::string sse = stream.start(7, 3);
-  sse += stream.feed({.reasoning = "think", .content = "", .tool_calls = {}});
-  sse += stream.feed({.reasoning = " more", .content = "", .tool_calls = {}});
-  sse += stream.feed({.reasoning = "", .content = "Hello", .tool_calls = {}});
-  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_q", "f", R"({"a":1})"}}}, "tool_use", "!",
+  sse += stream.feed({.reasoning = "think", .content = "", .tool_calls = {}, .call_deltas = {}});
+  sse += stream.feed({.reasoning = " more", .content = "", .tool_calls = {}, .call_deltas = {}});
+  sse += stream.feed({.reasoning = "", .content = "Hello", .tool_calls = {}, .call_deltas = {}});
+  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_q", "f", R"({"a":1})"}}, .call_deltas = {}}, "tool_use", "!",
                        {.input_tokens = 7, .output_tokens = 9, .cache_read_input_tokens = 3});
   std::vector<std::string> kinds;
   for (const ordered_json& e : events_of(sse)) {

@@ -66,9 +66,9 @@ TEST(ResponsesStream, SequenceNumbersItemsAndTheFinalResponse) {
   ResponsesEventStream stream({.id = "resp_1", .model = "m", .created_at = 1, .previous_response_id = "",
                                .instructions = nullptr});
   std::string sse = stream.start();
-  sse += stream.feed({.reasoning = "hmm", .content = "", .tool_calls = {}});
-  sse += stream.feed({.reasoning = "", .content = "Hi", .tool_calls = {}});
-  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_1", "f", "{}"}}}, false,
+  sse += stream.feed({.reasoning = "hmm", .content = "", .tool_calls = {}, .call_deltas = {}});
+  sse += stream.feed({.reasoning = "", .content = "Hi", .tool_calls = {}, .call_deltas = {}});
+  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_1", "f", "{}"}}, .call_deltas = {}}, false,
                        {.input_tokens = 3, .cached_tokens = 0, .output_tokens = 4});
   std::vector<ordered_json> events;
   for (size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos;) {
