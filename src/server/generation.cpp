@@ -207,9 +207,22 @@ AnswerSplitter::AnswerSplitter(const GenerationPlan& plan, bool stream_calls)
 }
 
 std::vector<ToolCallDelta> AnswerSplitter::stream_more() {
-  if (!stream_ || held_.find(tool_call_open(syntax_)) == std::string::npos) return {};
-  std::vector<ToolCallDelta> deltas = stream_->feed(std::string_view(held_).substr(streamed_));
-  streamed_ = held_.size();
+  if (!stream_ || refused_ || held_.find(tool_call_open(syntax_)) == std::string::npos) return {};
+  if (!matcher_) {  // the calls start where is_tool_calls reads them: past blanks and Llama 3's tag
+    const std::string_view calls = tool_calls_text(held_, syntax_);
+    matched_ = static_cast<size_t>(calls.data() - held_.data()) + calls.find_first_not_of(" \t\r\n");
+    matcher_.emplace(calls_);
+  }
+  // NOTE(tools): the grammar governs this text, so it accepts every byte; the check is for
+  // text it does not govern after all (a </think> the model spelled in plain tokens ends the
+  // reasoning here but not in the engine's constraint).
+  const size_t from = matched_;
+  while (matched_ < held_.size() && matcher_->accept_byte(static_cast<uint8_t>(held_[matched_]))) {
+    ++matched_;
+    if (matcher_->can_end()) complete_at_ = matched_;
+  }
+  refused_ = matched_ < held_.size();
+  std::vector<ToolCallDelta> deltas = stream_->feed(std::string_view(held_).substr(from, matched_ - from));
   for (size_t i = 0; i < deltas.size(); ++i) {
     if (deltas[i].id.empty()) continue;
     if (std::find(callable_.begin(), callable_.end(), deltas[i].name) == callable_.end()) {
@@ -256,7 +269,11 @@ AnswerParts AnswerSplitter::finish() {
     return out;
   }
   out.call_deltas = stream_more();
-  if (streamed_calls()) return out;  // the calls went out as written, however far they got
+  if (streamed_calls()) {  // the calls went out as written, however far they got
+    const size_t rest = held_.find_first_not_of(" \t\r\n", matched_);
+    if (rest != std::string::npos) out.content = held_.substr(rest);  // what the grammar refused
+    return out;
+  }
   // Under a tool grammar, text that is not a whole match of the calls (an answer under the
   // request's own constraint, or calls cut short by max_tokens) is content, never calls.
   const std::string_view calls_text = tool_calls_text(held_, syntax_);
@@ -282,8 +299,13 @@ AnswerParts AnswerSplitter::finish() {
   return out;
 }
 
-// The same splitter as a stream, fed the whole text: a whole answer and a streamed one
-// cannot differ.
+bool AnswerSplitter::calls_complete() const {
+  return streamed_calls() && complete_at_ > 0 && held_.find_first_not_of(" \t\r\n", complete_at_) == std::string::npos;
+}
+
+// The same splitter, fed the whole text: a whole answer and a streamed one do not differ, but
+// for calls cut short (max_tokens, a stop string), which a stream sends as far as they got
+// and a whole answer returns as content.
 AnswerParts whole_answer(const GenerationPlan& plan, std::string text) {
   AnswerSplitter splitter(plan);
   AnswerParts out = splitter.feed(std::move(text));

@@ -22,6 +22,7 @@
 #include "engine/chat_prompt.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "grammar/matcher.h"
 #include "model/hparams.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
@@ -119,9 +120,10 @@ struct AnswerParts {
 // One choice's text as it streams: thoughts split off (plan.split_reasoning) and, when the
 // request offered tools, content from the first call opening on held back. With stream_calls,
 // calls that the tool grammar forces (tool_choice auto, required or named, without a
-// response_format of the request's own) go out as deltas while they are written (a call cut
-// short by max_tokens or a stop string stays as far as it got, as OpenAI's does); otherwise
-// the calls are parsed at the end, and text that is not whole calls stays content.
+// response_format of the request's own) go out as deltas while they are written, as far as
+// the calls grammar accepts them (a call cut short by max_tokens or a stop string stays as far
+// as it got, as OpenAI's does; calls_complete() tells); otherwise the calls are parsed at the
+// end, and text that is not whole calls stays content.
 class AnswerSplitter {
  public:
   explicit AnswerSplitter(const GenerationPlan& plan, bool stream_calls = false);
@@ -129,8 +131,9 @@ class AnswerSplitter {
   AnswerParts feed(std::string text);
   // The rest: what was held back, and the tool calls not streamed.
   AnswerParts finish();
-  // Whether calls went out as deltas (the answer is then a tool-calling one).
+  // Whether calls went out as deltas, and whether they are whole calls (all the text there is).
   bool streamed_calls() const { return announced_ > 0; }
+  bool calls_complete() const;
 
  private:
   bool split_reasoning_;
@@ -141,10 +144,13 @@ class AnswerSplitter {
   ReasoningSplitter reasoning_;
   std::string held_;  // content from the first call opening (or what may start one) on
   std::optional<ToolCallStream> stream_;
-  size_t streamed_ = 0;  // the bytes of held_ fed to stream_
-  int announced_ = 0;    // calls whose first delta went out
-  // The deltas of held_'s bytes past streamed_ (none where they name a tool not callable:
-  // then no more are streamed).
+  std::optional<grammar::Matcher> matcher_;  // the calls grammar over what stream_ was fed
+  size_t matched_ = 0;      // held_'s bytes up to here were accepted and fed to stream_
+  size_t complete_at_ = 0;  // the end of the longest accepted text that is whole calls
+  bool refused_ = false;    // the grammar refused held_'s byte at matched_: nothing more streams
+  int announced_ = 0;       // calls whose first delta went out
+  // The deltas of held_'s bytes past matched_ that the calls grammar accepts (none from a call
+  // to a tool not callable on: then no more are streamed).
   std::vector<ToolCallDelta> stream_more();
 };
 

@@ -101,7 +101,7 @@ bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const eng
         if (!rest.tool_calls.empty() && !send(tool_calls_chunk_json(header, event.choice, rest.tool_calls, r.include_usage))) {
           return false;
         }
-        if ((!rest.tool_calls.empty() || splitter.streamed_calls()) && finish == "stop") finish = "tool_calls";
+        if ((!rest.tool_calls.empty() || splitter.calls_complete()) && finish == "stop") finish = "tool_calls";
         completion_tokens += event.completion_tokens;
         if (event.choice == 0) cached_tokens = event.cached_tokens;
         const std::vector<engine::TokenLogprob> none;

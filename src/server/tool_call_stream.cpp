@@ -53,7 +53,7 @@ std::vector<ToolCallDelta> ToolCallStream::feed(std::string_view text) {
   while (more && at < text.size()) {
     switch (state_) {
       case State::Opening: more = opening(text, at); break;
-      case State::Head: more = head(text, at, out); break;
+      case State::Head: more = head(text, at); break;
       case State::Arguments: more = arguments(text, at, out); break;
       case State::Closing: more = closing(text, at); break;
       case State::Broken: more = false; break;
@@ -89,7 +89,7 @@ bool ToolCallStream::opening(std::string_view text, size_t& at) {
   return after_literal(read_literal(text, at, name_opening(syntax_)), State::Head);
 }
 
-bool ToolCallStream::head(std::string_view text, size_t& at, std::vector<ToolCallDelta>& out) {
+bool ToolCallStream::head(std::string_view text, size_t& at) {
   for (; at < text.size(); ++at) {
     pending_ += text[at];
     if (pending_[0] != '"') break;
@@ -100,7 +100,7 @@ bool ToolCallStream::head(std::string_view text, size_t& at, std::vector<ToolCal
     if (m == Match::Prefix) continue;
     const nlohmann::json name = nlohmann::json::parse(pending_.substr(0, name_end), nullptr, false);
     if (!name.is_string()) break;
-    out.push_back({.index = calls_++, .id = random_id("call_"), .name = name.get<std::string>(), .arguments = ""});
+    name_ = name.get<std::string>();
     pending_.clear();
     depth_ = 0;
     in_string_ = escaped_ = false;
@@ -128,9 +128,13 @@ bool ToolCallStream::arguments(std::string_view text, size_t& at, std::vector<To
       continue;
     }
     if (is_blank(c)) continue;
-    if (depth_ == 0 && c != '{') {  // arguments are an object
-      state_ = State::Broken;
-      break;
+    if (depth_ == 0) {
+      if (c != '{') {  // arguments are an object
+        state_ = State::Broken;
+        break;
+      }
+      // The call is announced with its arguments' first byte, where it is a call for sure.
+      out.push_back({.index = calls_++, .id = random_id("call_"), .name = std::move(name_), .arguments = ""});
     }
     piece += c;
     if (c == '"') in_string_ = true;

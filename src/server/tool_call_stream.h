@@ -2,9 +2,10 @@
 // on), read piece by piece in the syntax the tool grammar forces on it (tool_grammar.h):
 //   Hermes:  <tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call> (repeated, "\n" apart)
 //   Llama 3: {"name": "NAME", "parameters": ARGS}   (after an optional <|python_tag|>)
-// Each call is announced once its name is whole (a fresh id and the name), then its arguments
-// follow as the model writes them, without the blanks outside strings: the pieces of a call
-// concatenate to one JSON object's text, the `arguments` string OpenAI's client assembles.
+// Each call is announced (a fresh id and its name) with the first byte of its arguments, then
+// the arguments follow as the model writes them, without the blanks outside strings: the
+// pieces of a call concatenate to one JSON object's text, the `arguments` string OpenAI's
+// client assembles.
 // Text off that shape (possible only without the grammar) ends the stream: what was announced
 // stays, nothing more comes.
 // Tested by tests/unit/server/tool_call_stream_test.cpp.
@@ -49,7 +50,7 @@ class ToolCallStream {
   enum class State : uint8_t { Opening, Head, Arguments, Closing, Broken };
   // Each consumes from `text` at `at`, appending to `out`; false: wait for more text.
   bool opening(std::string_view text, size_t& at);
-  bool head(std::string_view text, size_t& at, std::vector<ToolCallDelta>& out);
+  bool head(std::string_view text, size_t& at);
   bool arguments(std::string_view text, size_t& at, std::vector<ToolCallDelta>& out);
   bool closing(std::string_view text, size_t& at);
   // Reads the text's bytes into pending_ while they follow `literal`.
@@ -60,6 +61,7 @@ class ToolCallStream {
   ToolSyntax syntax_;
   State state_ = State::Opening;
   std::string pending_;  // Opening, Head, Closing: the bytes of the literal part read so far
+  std::string name_;     // Arguments: the name of the call their first byte announces
   int calls_ = 0;
   // Arguments: the JSON value's nesting depth, and whether inside a string (after a backslash).
   int depth_ = 0;

@@ -1,9 +1,10 @@
-// Tool calls streamed as deltas: each call announced once (id and name) when its name is
-// whole, its arguments in pieces without the blanks outside strings, the same whatever the
-// pieces the text arrives in; Llama 3's syntax and tag; text off the calls' shape announces
-// nothing. And AnswerSplitter with stream_calls: the deltas of a grammar-forced answer
-// assemble to the calls of the whole answer, never under a response_format of the request's
-// own, never for a tool not offered.
+// Tool calls streamed as deltas: each call announced once (id and name) with its arguments'
+// first byte, the arguments in pieces without the blanks outside strings, the same whatever
+// the pieces the text arrives in; Llama 3's syntax and tag; text off the calls' shape
+// announces nothing. And AnswerSplitter with stream_calls: the deltas of a grammar-forced
+// answer assemble to the calls of the whole answer (whole calls: calls_complete), stop where
+// the calls grammar refuses a byte, and never come under a response_format of the request's
+// own or for a tool not offered.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -67,16 +68,14 @@ TEST(ToolCallStream, HermesCallsAssembleWhateverThePieces) {
   }
 }
 
-TEST(ToolCallStream, ACallIsAnnouncedWhenItsNameIsWholeAndItsArgumentsFollowAsWritten) {
+TEST(ToolCallStream, ACallIsAnnouncedWithItsArgumentsFirstByteAndTheyFollowAsWritten) {
   ToolCallStream stream(ToolSyntax::Hermes);
   EXPECT_TRUE(stream.feed("<tool_call>\n{\"name\": \"get_wea").empty());
-  std::vector<ToolCallDelta> d = stream.feed("ther\", \"arguments\": ");
+  EXPECT_TRUE(stream.feed("ther\", \"arguments\": ").empty());
+  std::vector<ToolCallDelta> d = stream.feed("{\"city\": \"Pa");
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].name, "get_weather");
-  EXPECT_EQ(d[0].arguments, "");
-  d = stream.feed("{\"city\": \"Pa");
-  ASSERT_EQ(d.size(), 1u);
-  EXPECT_TRUE(d[0].id.empty());
+  EXPECT_FALSE(d[0].id.empty());
   EXPECT_EQ(d[0].arguments, "{\"city\":\"Pa");
   d = stream.feed("ris\"}}\n</tool");
   ASSERT_EQ(d.size(), 1u);
@@ -105,11 +104,14 @@ TEST(ToolCallStream, TextOffTheShapeAnnouncesNothing) {
         std::string("<tool_call>\n{\"name\": \"now\", \"arguments\": \"{}\"}\n</tool_call>"),
         std::string("Sure: <tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>")}) {
     ToolCallStream stream(ToolSyntax::Hermes);
-    const std::vector<ToolCallDelta> deltas = stream.feed(text);
-    EXPECT_TRUE(deltas.empty() || deltas.size() == 1) << text;  // a string argument: announced, then broken
+    EXPECT_TRUE(stream.feed(text).empty()) << text;
     EXPECT_TRUE(stream.broken()) << text;
     EXPECT_FALSE(calls_as_streamed(text, ToolSyntax::Hermes).has_value()) << text;
   }
+  // Arguments that are no object: the call is never announced.
+  ToolCallStream number(ToolSyntax::Hermes);
+  EXPECT_TRUE(number.feed("<tool_call>\n{\"name\": \"now\", \"arguments\": 1}").empty());
+  EXPECT_EQ(number.calls(), 0);
   // After the shape breaks, nothing more comes, even a good call.
   ToolCallStream stream(ToolSyntax::Hermes);
   EXPECT_TRUE(stream.feed("<tool_call>\n[").empty());
@@ -155,6 +157,7 @@ struct Streamed {
   std::vector<ToolCall> calls;
   AnswerParts rest;
   bool streamed_calls = false;
+  bool complete = false;  // calls_complete()
 };
 Streamed stream_answer(const GenerationPlan& plan, const std::string& text, size_t piece) {
   AnswerSplitter splitter(plan, /*stream_calls=*/true);
@@ -170,6 +173,7 @@ Streamed stream_answer(const GenerationPlan& plan, const std::string& text, size
   deltas.insert(deltas.end(), out.rest.call_deltas.begin(), out.rest.call_deltas.end());
   out.calls = assemble(deltas);
   out.streamed_calls = splitter.streamed_calls();
+  out.complete = splitter.calls_complete();
   return out;
 }
 
@@ -191,8 +195,39 @@ TEST(ToolCallStream, StreamedCallsAreTheWholeAnswersCalls) {
       }
       EXPECT_TRUE(s.rest.tool_calls.empty());  // nothing twice
       EXPECT_TRUE(s.streamed_calls);
+      EXPECT_TRUE(s.complete);
     }
   }
+}
+
+TEST(ToolCallStream, Llama3CallsStreamAsTheWholeAnswerHasThem) {
+  GenerationPlan plan;
+  plan.request = request("");
+  plan.request.tool_syntax = ToolSyntax::Llama3;
+  Result<std::optional<ToolConstraint>> c = tool_constraint(plan.request);
+  ASSERT_TRUE(c.ok() && c->has_value());
+  plan.tool_calls_grammar = (*c)->calls;
+  const std::string text = "Let me check. <|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}";
+  const AnswerParts whole = whole_answer(plan, text);
+  ASSERT_EQ(whole.tool_calls.size(), 1u);
+  const Streamed s = stream_answer(plan, text, 1);
+  EXPECT_EQ(s.content, whole.content);
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].name, "get_weather");
+  EXPECT_EQ(s.calls[0].arguments, whole.tool_calls[0].arguments);
+  EXPECT_TRUE(s.complete);
+}
+
+TEST(ToolCallStream, OnlyWhatTheCallsGrammarAcceptsStreams) {
+  // "days" holds integers: the grammar refuses the "x", so the call streams up to it, is not
+  // whole, and the refused rest is content.
+  const GenerationPlan plan = plan_for(R"(, "tool_choice": "required")");
+  const std::string text = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\": [\"x\"]}}\n</tool_call>";
+  const Streamed s = stream_answer(plan, text, 3);
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].arguments, R"({"days":[)");
+  EXPECT_FALSE(s.complete);
+  EXPECT_EQ(s.content, "\"x\"]}}\n</tool_call>");
 }
 
 TEST(ToolCallStream, ACallCutShortStaysAsFarAsItGot) {
@@ -203,6 +238,7 @@ TEST(ToolCallStream, ACallCutShortStaysAsFarAsItGot) {
   EXPECT_EQ(s.calls[0].name, "get_weather");
   EXPECT_EQ(s.calls[0].arguments, R"({"city":"New York","da)");
   EXPECT_TRUE(s.content.empty());
+  EXPECT_FALSE(s.complete);  // finish_reason stays what cut it (length, or stop for a stop string)
   // Cut before its name is whole: nothing was announced, and the text is content as before.
   const Streamed early = stream_answer(plan, kWeather.substr(0, 20), 7);
   EXPECT_TRUE(early.calls.empty());
