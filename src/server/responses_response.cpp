@@ -107,7 +107,11 @@ std::string ResponsesEventStream::close() {
   const int64_t index = static_cast<int64_t>(output_.size());
   std::string out;
   ordered_json item;
-  if (open_ == Item::Reasoning) {
+  if (open_ == Item::FunctionCall) {
+    out += event("response.function_call_arguments.done",
+                 {{"item_id", item_id_}, {"output_index", index}, {"arguments", call_.arguments}});
+    item = function_call_item(call_, item_id_, "completed");
+  } else if (open_ == Item::Reasoning) {
     out += event("response.reasoning_text.done",
                  {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0}, {"text", text_}});
     out += event("response.content_part.done", {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0},
@@ -128,11 +132,15 @@ std::string ResponsesEventStream::close() {
 }
 
 std::string ResponsesEventStream::open(Item item) {
-  if (open_ == item) return "";
+  if (open_ == item && item != Item::FunctionCall) return "";
   std::string out = close();
   open_ = item;
   const int64_t index = static_cast<int64_t>(output_.size());
-  if (item == Item::Reasoning) {
+  if (item == Item::FunctionCall) {
+    item_id_ = random_id("fc_");
+    out += event("response.output_item.added",
+                 {{"output_index", index}, {"item", function_call_item(call_, item_id_, "in_progress")}});
+  } else if (item == Item::Reasoning) {
     item_id_ = random_id("rs_");
     ordered_json added = reasoning_item(item_id_, "");
     added["content"] = ordered_json::array();
@@ -162,15 +170,33 @@ std::string ResponsesEventStream::feed(const AnswerParts& parts) {
     out += event("response.output_text.delta", {{"item_id", item_id_}, {"output_index", static_cast<int64_t>(output_.size())},
                                                 {"content_index", 0}, {"delta", parts.content}});
   }
+  for (const ToolCallDelta& delta : parts.call_deltas) out += feed_call(delta);
+  return out;
+}
+
+std::string ResponsesEventStream::feed_call(const ToolCallDelta& delta) {
+  std::string out;
+  if (!delta.id.empty()) {
+    out += close();
+    call_ = {.id = delta.id, .name = delta.name, .arguments = ""};
+    out += open(Item::FunctionCall);
+  }
+  if (open_ != Item::FunctionCall || delta.arguments.empty()) return out;
+  call_.arguments += delta.arguments;
+  out += event("response.function_call_arguments.delta",
+               {{"item_id", item_id_}, {"output_index", static_cast<int64_t>(output_.size())}, {"delta", delta.arguments}});
   return out;
 }
 
 std::string ResponsesEventStream::finish(const AnswerParts& rest, bool incomplete, const ResponseUsage& usage) {
-  std::string out = feed({.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}, .call_deltas = {}});
+  std::string out =
+      feed({.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}, .call_deltas = rest.call_deltas});
   // An answer with neither text nor calls still has its (empty) message.
-  if (rest.tool_calls.empty() && open_ != Item::Message) {
+  if (rest.tool_calls.empty() && open_ != Item::Message && open_ != Item::FunctionCall) {
     bool has_message = false;
-    for (const ordered_json& item : output_) has_message = has_message || item["type"] == "message";
+    for (const ordered_json& item : output_) {
+      has_message = has_message || item["type"] == "message" || item["type"] == "function_call";
+    }
     if (!has_message) out += open(Item::Message);
   }
   out += close();

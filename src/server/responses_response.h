@@ -3,7 +3,8 @@
 // server-sent events (response.created, .in_progress, .output_item.added/.done,
 // .content_part.added/.done, .output_text.delta/.done, .reasoning_text.delta/.done,
 // .function_call_arguments.delta/.done, .completed or .incomplete), each with its
-// sequence_number. Tested by tests/unit/server/responses_test.cpp and through OpenAI's client
+// sequence_number; a call streamed as deltas (AnswerSplitter) is a function_call item whose
+// arguments come as they are written. Tested by tests/unit/server/responses_test.cpp and through OpenAI's client
 // (tests/functional/responses.test.mjs).
 #pragma once
 
@@ -54,7 +55,7 @@ class ResponsesEventStream {
   std::string finish(const AnswerParts& rest, bool incomplete, const ResponseUsage& usage);
 
  private:
-  enum class Item { None, Reasoning, Message };
+  enum class Item { None, Reasoning, Message, FunctionCall };
   std::string event(const std::string& type, nlohmann::ordered_json data);
   std::string open(Item item);
   std::string close();
@@ -64,6 +65,9 @@ class ResponsesEventStream {
   Item open_ = Item::None;
   std::string item_id_;
   std::string text_;  // of the open item
+  ToolCall call_;     // the open function_call item's call, its arguments so far
+  // Opens a function_call item for a streamed call's first delta, adds any delta's arguments.
+  std::string feed_call(const ToolCallDelta& delta);
   nlohmann::ordered_json output_ = nlohmann::ordered_json::array();  // closed items
 };
 

@@ -68,11 +68,15 @@ bool write_response(httplib::DataSink& sink, ResponseJob& job) {
 
 bool write_response_events(httplib::DataSink& sink, ResponseJob& job) {
   ResponsesEventStream stream(job.meta);
-  AnswerSplitter splitter(*job.started.plan);
+  AnswerSplitter splitter(*job.started.plan, /*stream_calls=*/true);
   AnswerParts whole;  // what the store keeps
   const auto keep = [&whole](const AnswerParts& parts) {
     whole.reasoning += parts.reasoning;
     whole.content += parts.content;
+    for (const ToolCallDelta& d : parts.call_deltas) {  // streamed calls, put together
+      if (!d.id.empty()) whole.tool_calls.push_back({d.id, d.name, ""});
+      if (!whole.tool_calls.empty()) whole.tool_calls.back().arguments += d.arguments;
+    }
   };
   if (!write_all(sink, stream.start())) return false;
   const std::optional<std::string> error = pump_events(
@@ -88,7 +92,7 @@ bool write_response_events(httplib::DataSink& sink, ResponseJob& job) {
         record_ending(event, ending);
         const AnswerParts rest = splitter.finish();
         keep(rest);
-        whole.tool_calls = rest.tool_calls;
+        whole.tool_calls.insert(whole.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
         return write_all(sink, stream.finish(rest, ending.incomplete, ending.usage));
       });
   if (!error) return false;

@@ -93,15 +93,28 @@ test('tools: a function_call item, the chat call; its output goes back', async (
   assert.equal(call.arguments, chat.message.tool_calls[0].function.arguments);
   assert.equal(reasoningText(whole), reasoningOf(chat.message));
 
-  const streamed = await client.responses.stream(request).finalResponse();
+  // Streamed, the call's arguments come in deltas as the model writes them.
+  const stream = client.responses.stream(request);
+  let argumentDeltas = 0;
+  for await (const event of stream) if (event.type === 'response.function_call_arguments.delta') ++argumentDeltas;
+  const streamed = await stream.finalResponse();
   assert.deepEqual(calls(streamed).map((c) => [c.name, c.arguments]), [[call.name, call.arguments]]);
+  assert.ok(argumentDeltas > 1, `the arguments came in ${argumentDeltas} deltas`);
 
+  const output = '{"temperature": 21, "condition": "sunny"}';
   const answer = await client.responses.create({
     model, tools, previous_response_id: whole.id, max_output_tokens: 64, temperature: 0,
-    input: [{ type: 'function_call_output', call_id: call.call_id, output: '{"temperature": 21, "condition": "sunny"}' }],
+    input: [{ type: 'function_call_output', call_id: call.call_id, output }],
   });
   assert.ok(answer.usage.input_tokens > whole.usage.input_tokens);
   assert.ok(answer.usage.input_tokens_details.cached_tokens > 0);
+  // The streamed response was stored with its call too: the same conversation follows from it.
+  const [streamedCall] = calls(streamed);
+  const fromStreamed = await client.responses.create({
+    model, tools, previous_response_id: streamed.id, max_output_tokens: 8, temperature: 0,
+    input: [{ type: 'function_call_output', call_id: streamedCall.call_id, output }],
+  });
+  assert.equal(fromStreamed.usage.input_tokens, answer.usage.input_tokens);
 
   const none = await client.responses.create({ ...request, tool_choice: 'none' });
   assert.equal(calls(none).length, 0);

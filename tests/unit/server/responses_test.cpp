@@ -97,6 +97,51 @@ TEST(ResponsesStream, SequenceNumbersItemsAndTheFinalResponse) {
   EXPECT_EQ(final_response["usage"]["total_tokens"], 7);
 }
 
+// Parsed SSE events of a stream's text.
+std::vector<ordered_json> events_of(const std::string& sse) {
+  std::vector<ordered_json> events;
+  for (size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos;) {
+    const size_t end = sse.find('\n', at);
+    events.push_back(ordered_json::parse(sse.substr(at + 6, end - at - 6)));
+    at = end;
+  }
+  return events;
+}
+
+// Streamed calls (AnswerSplitter's call deltas): a function_call item opens with a call's first
+// delta, its arguments come as deltas, and it closes whole when the next call or the end comes.
+TEST(ResponsesStream, StreamedCallsAreItemsWhoseArgumentsComeInDeltas) {
+  ResponsesEventStream stream({.id = "resp_2", .model = "m", .created_at = 1, .previous_response_id = "",
+                               .instructions = nullptr});
+  std::string sse = stream.start();
+  sse += stream.feed({.reasoning = "", .content = "", .tool_calls = {},
+                      .call_deltas = {{.index = 0, .id = "call_a", .name = "get_weather", .arguments = "{\"city\":"}}});
+  sse += stream.feed({.reasoning = "", .content = "", .tool_calls = {},
+                      .call_deltas = {{.index = 0, .id = "", .name = "", .arguments = "\"Oslo\"}"},
+                                      {.index = 1, .id = "call_b", .name = "now", .arguments = "{}"}}});
+  sse += stream.finish({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = {}}, false,
+                       {.input_tokens = 3, .cached_tokens = 0, .output_tokens = 9});
+  std::vector<std::string> types;
+  std::string first_arguments;
+  for (const ordered_json& e : events_of(sse)) {
+    types.push_back(e["type"]);
+    if (e["type"] == "response.function_call_arguments.delta" && e["output_index"] == 0) first_arguments += e["delta"];
+  }
+  EXPECT_EQ(types, (std::vector<std::string>{
+                       "response.created", "response.in_progress", "response.output_item.added",
+                       "response.function_call_arguments.delta", "response.function_call_arguments.delta",
+                       "response.function_call_arguments.done", "response.output_item.done", "response.output_item.added",
+                       "response.function_call_arguments.delta", "response.function_call_arguments.done",
+                       "response.output_item.done", "response.completed"}));
+  EXPECT_EQ(first_arguments, R"({"city":"Oslo"})");
+  const ordered_json output = events_of(sse).back()["response"]["output"];
+  ASSERT_EQ(output.size(), 2u);  // the calls only: no empty message beside them
+  EXPECT_EQ(output[0]["call_id"], "call_a");
+  EXPECT_EQ(output[0]["arguments"], R"({"city":"Oslo"})");
+  EXPECT_EQ(output[1]["name"], "now");
+  EXPECT_EQ(output[1]["status"], "completed");
+}
+
 }  // namespace
 }  // namespace gufo::server
 
