@@ -155,12 +155,33 @@ std::string AnthropicEventStream::feed(const AnswerParts& parts) {
                                          {"index", index_},
                                          {"delta", {{"type", "text_delta"}, {"text", parts.content}}}});
   }
+  for (const ToolCallDelta& delta : parts.call_deltas) out += feed_call(delta);
   return out;
+}
+
+std::string AnthropicEventStream::feed_call(const ToolCallDelta& delta) {
+  std::string out;
+  if (!delta.id.empty()) {
+    out += close();
+    open_ = Block::ToolUse;
+    ++index_;
+    const ToolCall call{.id = delta.id, .name = delta.name, .arguments = ""};
+    out += event("content_block_start",
+                 {{"type", "content_block_start"},
+                  {"index", index_},
+                  {"content_block", {{"type", "tool_use"}, {"id", tool_use_id(call)}, {"name", call.name},
+                                     {"input", ordered_json::object()}}}});
+  }
+  if (open_ != Block::ToolUse || delta.arguments.empty()) return out;
+  return out + event("content_block_delta", {{"type", "content_block_delta"},
+                                             {"index", index_},
+                                             {"delta", {{"type", "input_json_delta"}, {"partial_json", delta.arguments}}}});
 }
 
 std::string AnthropicEventStream::finish(const AnswerParts& rest, const std::string& stop_reason,
                                          const std::string& stop_sequence, const AnthropicUsage& usage) {
-  AnswerParts text_part{.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}, .call_deltas = {}};
+  AnswerParts text_part{.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {},
+                        .call_deltas = rest.call_deltas};
   const std::vector<const ToolCall*> calls = usable_calls(rest, text_part.content);
   std::string out = feed(text_part);
   out += close();  // after feed: it may open the block it closes

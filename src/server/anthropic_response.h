@@ -40,7 +40,8 @@ nlohmann::ordered_json message_json(const std::string& id, const std::string& mo
 std::string new_message_id();  // msg_<random>
 
 // The event stream of one message, as SSE text to write: start() first, then feed() for each
-// piece of the answer, then finish().
+// piece of the answer, then finish(). A call streamed as deltas (AnswerSplitter) is a tool_use
+// block whose input comes as input_json_delta pieces as it is written.
 class AnthropicEventStream {
  public:
   AnthropicEventStream(std::string id, std::string model) : id_(std::move(id)), model_(std::move(model)) {}
@@ -52,9 +53,11 @@ class AnthropicEventStream {
   static std::string ping();
 
  private:
-  enum class Block { None, Thinking, Text };
+  enum class Block { None, Thinking, Text, ToolUse };
   std::string open(Block block);
   std::string close();
+  // A streamed call's piece: its first opens a tool_use block; arguments become input_json_delta.
+  std::string feed_call(const ToolCallDelta& delta);
 
   std::string id_;
   std::string model_;

@@ -55,7 +55,7 @@ bool write_message(httplib::DataSink& sink, const GenerationPlan& plan, const en
 bool write_events(httplib::DataSink& sink, const GenerationPlan& plan, const engine::RequestHandle& handle,
                   const std::string& model) {
   AnthropicEventStream stream(new_message_id(), model);
-  AnswerSplitter splitter(plan);
+  AnswerSplitter splitter(plan, /*stream_calls=*/true);
   if (!write_all(sink, stream.start(static_cast<int64_t>(plan.prompt.size()), 0))) return false;
   const std::optional<std::string> error = pump_events(
       handle, 1, [&] { return write_all(sink, AnthropicEventStream::ping()); },
@@ -67,8 +67,8 @@ bool write_events(httplib::DataSink& sink, const GenerationPlan& plan, const eng
         Ending ending;
         record_ending(event, ending);
         const AnswerParts rest = splitter.finish();
-        return write_all(sink, stream.finish(rest, anthropic_stop_reason(ending.reason, rest), ending.stop_sequence,
-                                             ending.usage));
+        const std::string stop = splitter.calls_complete() ? "tool_use" : anthropic_stop_reason(ending.reason, rest);
+        return write_all(sink, stream.finish(rest, stop, ending.stop_sequence, ending.usage));
       });
   if (!error) return false;
   if (!error->empty()) write_all(sink, "event: error\ndata: " + dump(anthropic_error_body(generation_failed(*error))) + "\n\n");

@@ -113,7 +113,12 @@ test('tools: thinking, then a tool_use block; its tool_result goes back through 
   assert.equal(thinkingOf(whole), reasoningOf(chat.message));
   assert.deepEqual(use.input, JSON.parse(chat.message.tool_calls[0].function.arguments));
 
-  const streamed = await client.messages.stream(request).finalMessage();
+  // Streamed, the tool_use input comes in input_json_delta pieces as the model writes it.
+  const stream = client.messages.stream(request);
+  let inputPieces = 0;
+  stream.on('streamEvent', (e) => { if (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta') ++inputPieces; });
+  const streamed = await stream.finalMessage();
+  assert.ok(inputPieces > 1, `the input came in ${inputPieces} pieces`);
   assert.equal(streamed.stop_reason, 'tool_use');
   assert.equal(streamed.stop_sequence, null);
   assert.deepEqual(streamed.content.filter((b) => b.type !== 'tool_use'), whole.content.filter((b) => b.type !== 'tool_use'));

@@ -101,5 +101,35 @@ TEST(AnthropicResponse, TheEventStreamOpensAndClosesBlocksInOrder) {
   EXPECT_EQ(sse.rfind("event: message_stop\n", std::string::npos) != std::string::npos, true);
 }
 
+// Streamed calls (AnswerSplitter's call deltas): a tool_use block opens with a call's first
+// delta and its input comes as input_json_delta pieces that join to the arguments.
+TEST(AnthropicResponse, AStreamedCallIsAToolUseBlockWhoseInputComesInPieces) {
+  AnthropicEventStream stream("msg_2", "m");
+  std::string sse = stream.start(7, 0);
+  sse += stream.feed({.reasoning = "", .content = "", .tool_calls = {},
+                      .call_deltas = {{.index = 0, .id = "call_q", .name = "get_weather", .arguments = "{\"city\":"}}});
+  sse += stream.feed({.reasoning = "", .content = "", .tool_calls = {},
+                      .call_deltas = {{.index = 0, .id = "", .name = "", .arguments = "\"Oslo\"}"}}});
+  sse += stream.finish({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = {}}, "tool_use", "",
+                       {.input_tokens = 7, .output_tokens = 9, .cache_read_input_tokens = 0});
+  std::vector<std::string> kinds;
+  std::string input;
+  for (const ordered_json& e : events_of(sse)) {
+    std::string kind = e["type"];
+    if (e.contains("delta") && e["delta"].contains("type")) kind += ":" + e["delta"]["type"].get<std::string>();
+    if (e.contains("delta") && e["delta"].contains("partial_json")) input += e["delta"]["partial_json"];
+    if (e["type"] == "content_block_start") {
+      EXPECT_EQ(e["content_block"]["id"], "toolu_q");
+      EXPECT_EQ(e["content_block"]["name"], "get_weather");
+    }
+    kinds.push_back(kind);
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"message_start", "content_block_start",
+                                             "content_block_delta:input_json_delta",
+                                             "content_block_delta:input_json_delta", "content_block_stop",
+                                             "message_delta", "message_stop"}));
+  EXPECT_EQ(input, R"({"city":"Oslo"})");
+}
+
 }  // namespace
 }  // namespace gufo::server
