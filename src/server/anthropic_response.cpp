@@ -180,10 +180,11 @@ std::string AnthropicEventStream::feed_call(const ToolCallDelta& delta) {
 
 std::string AnthropicEventStream::finish(const AnswerParts& rest, const std::string& stop_reason,
                                          const std::string& stop_sequence, const AnthropicUsage& usage) {
-  AnswerParts text_part{.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {},
-                        .call_deltas = rest.call_deltas};
+  AnswerParts text_part{.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}, .call_deltas = {}};
   const std::vector<const ToolCall*> calls = usable_calls(rest, text_part.content);
-  std::string out = feed(text_part);
+  // The streamed calls' last pieces come before any text the calls grammar refused after them.
+  std::string out = feed({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = rest.call_deltas});
+  out += feed(text_part);
   out += close();  // after feed: it may open the block it closes
   for (const ToolCall* call : calls) {
     ++index_;

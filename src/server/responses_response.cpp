@@ -102,15 +102,15 @@ std::string ResponsesEventStream::start() {
   return out;
 }
 
-std::string ResponsesEventStream::close() {
+std::string ResponsesEventStream::close(const char* call_status) {
   if (open_ == Item::None) return "";
   const int64_t index = static_cast<int64_t>(output_.size());
   std::string out;
   ordered_json item;
   if (open_ == Item::FunctionCall) {
     out += event("response.function_call_arguments.done",
-                 {{"item_id", item_id_}, {"output_index", index}, {"arguments", call_.arguments}});
-    item = function_call_item(call_, item_id_, "completed");
+                 {{"item_id", item_id_}, {"output_index", index}, {"name", call_.name}, {"arguments", call_.arguments}});
+    item = function_call_item(call_, item_id_, call_status);
   } else if (open_ == Item::Reasoning) {
     out += event("response.reasoning_text.done",
                  {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0}, {"text", text_}});
@@ -188,9 +188,12 @@ std::string ResponsesEventStream::feed_call(const ToolCallDelta& delta) {
   return out;
 }
 
-std::string ResponsesEventStream::finish(const AnswerParts& rest, bool incomplete, const ResponseUsage& usage) {
-  std::string out =
-      feed({.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}, .call_deltas = rest.call_deltas});
+std::string ResponsesEventStream::finish(const AnswerParts& rest, bool incomplete, const ResponseUsage& usage,
+                                         bool calls_whole) {
+  // The streamed calls' last pieces come before any text the calls grammar refused after them.
+  std::string out = feed({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = rest.call_deltas});
+  if (open_ == Item::FunctionCall && !calls_whole) out += close("incomplete");
+  out += feed({.reasoning = rest.reasoning, .content = rest.content, .tool_calls = {}, .call_deltas = {}});
   // An answer with neither text nor calls still has its (empty) message.
   if (rest.tool_calls.empty() && open_ != Item::Message && open_ != Item::FunctionCall) {
     bool has_message = false;
@@ -208,7 +211,7 @@ std::string ResponsesEventStream::finish(const AnswerParts& rest, bool incomplet
     out += event("response.output_item.added", {{"output_index", index}, {"item", added}});
     out += event("response.function_call_arguments.delta", {{"item_id", id}, {"output_index", index}, {"delta", call.arguments}});
     out += event("response.function_call_arguments.done",
-                 {{"item_id", id}, {"output_index", index}, {"arguments", call.arguments}});
+                 {{"item_id", id}, {"output_index", index}, {"name", call.name}, {"arguments", call.arguments}});
     ordered_json done = function_call_item(call, id, "completed");
     out += event("response.output_item.done", {{"output_index", index}, {"item", done}});
     output_.push_back(std::move(done));

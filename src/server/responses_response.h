@@ -52,13 +52,14 @@ class ResponsesEventStream {
   explicit ResponsesEventStream(ResponseMeta meta) : meta_(std::move(meta)) {}
   std::string start();
   std::string feed(const AnswerParts& parts);
-  std::string finish(const AnswerParts& rest, bool incomplete, const ResponseUsage& usage);
+  // calls_whole: whether streamed calls are whole (a call cut short closes "incomplete").
+  std::string finish(const AnswerParts& rest, bool incomplete, const ResponseUsage& usage, bool calls_whole = true);
 
  private:
   enum class Item { None, Reasoning, Message, FunctionCall };
   std::string event(const std::string& type, nlohmann::ordered_json data);
   std::string open(Item item);
-  std::string close();
+  std::string close(const char* call_status = "completed");
 
   ResponseMeta meta_;
   int64_t sequence_ = 0;

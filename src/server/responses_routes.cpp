@@ -92,8 +92,13 @@ bool write_response_events(httplib::DataSink& sink, ResponseJob& job) {
         record_ending(event, ending);
         const AnswerParts rest = splitter.finish();
         keep(rest);
+        // A streamed call cut short is not kept as a call: the template would close it for the model.
+        if (splitter.streamed_calls() && !splitter.calls_complete() && !whole.tool_calls.empty()) {
+          whole.tool_calls.pop_back();
+        }
         whole.tool_calls.insert(whole.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
-        return write_all(sink, stream.finish(rest, ending.incomplete, ending.usage));
+        return write_all(sink, stream.finish(rest, ending.incomplete, ending.usage,
+                                             !splitter.streamed_calls() || splitter.calls_complete()));
       });
   if (!error) return false;
   if (!error->empty()) {

@@ -140,6 +140,24 @@ TEST(ResponsesStream, StreamedCallsAreItemsWhoseArgumentsComeInDeltas) {
   EXPECT_EQ(output[0]["arguments"], R"({"city":"Oslo"})");
   EXPECT_EQ(output[1]["name"], "now");
   EXPECT_EQ(output[1]["status"], "completed");
+
+  // A call cut short (max_output_tokens): its item closes incomplete, named, as far as it got.
+  ResponsesEventStream cut({.id = "resp_3", .model = "m", .created_at = 1, .previous_response_id = "",
+                            .instructions = nullptr});
+  std::string cut_sse = cut.start();
+  cut_sse += cut.feed({.reasoning = "", .content = "", .tool_calls = {},
+                       .call_deltas = {{.index = 0, .id = "call_c", .name = "get_weather", .arguments = "{\"ci"}}});
+  cut_sse += cut.finish({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = {}}, true,
+                        {.input_tokens = 3, .cached_tokens = 0, .output_tokens = 2}, /*calls_whole=*/false);
+  const std::vector<ordered_json> cut_events = events_of(cut_sse);
+  bool named_done = false;
+  for (const ordered_json& e : cut_events) {
+    if (e["type"] == "response.function_call_arguments.done") named_done = e["name"] == "get_weather";
+  }
+  EXPECT_TRUE(named_done);
+  EXPECT_EQ(cut_events.back()["type"], "response.incomplete");
+  EXPECT_EQ(cut_events.back()["response"]["output"][0]["status"], "incomplete");
+  EXPECT_EQ(cut_events.back()["response"]["output"][0]["arguments"], "{\"ci");
 }
 
 }  // namespace
