@@ -186,18 +186,9 @@ std::string AnthropicEventStream::finish(const AnswerParts& rest, const std::str
   std::string out = feed({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = rest.call_deltas});
   out += feed(text_part);
   out += close();  // after feed: it may open the block it closes
-  for (const ToolCall* call : calls) {
-    ++index_;
-    out += event("content_block_start",
-                 {{"type", "content_block_start"},
-                  {"index", index_},
-                  {"content_block", {{"type", "tool_use"}, {"id", tool_use_id(*call)}, {"name", call->name},
-                                     {"input", ordered_json::object()}}}});
-    out += event("content_block_delta",
-                 {{"type", "content_block_delta"},
-                  {"index", index_},
-                  {"delta", {{"type", "input_json_delta"}, {"partial_json", tool_input(*call).dump()}}}});
-    out += event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}});
+  for (const ToolCall* call : calls) {  // whole calls: a block each, its input in one piece
+    out += feed_call({.index = 0, .id = call->id, .name = call->name, .arguments = tool_input(*call).dump()});
+    out += close();
   }
   out += event("message_delta",
                {{"type", "message_delta"},

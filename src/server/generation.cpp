@@ -225,7 +225,7 @@ std::vector<ToolCallDelta> AnswerSplitter::stream_more() {
   std::vector<ToolCallDelta> deltas = stream_->feed(std::string_view(held_).substr(from, matched_ - from));
   for (size_t i = 0; i < deltas.size(); ++i) {
     if (deltas[i].id.empty()) continue;
-    if (std::find(callable_.begin(), callable_.end(), deltas[i].name) == callable_.end()) {
+    if (!callable(deltas[i].name)) {
       deltas.resize(i);
       stream_->stop();
       break;
@@ -285,10 +285,7 @@ AnswerParts AnswerSplitter::finish() {
   // are the same text whole or streamed.
   if (calls_ != nullptr) {
     std::optional<std::vector<ToolCall>> calls = calls_as_streamed(calls_text, syntax_);
-    const auto callable = [&](const ToolCall& c) {
-      return std::find(callable_.begin(), callable_.end(), c.name) != callable_.end();
-    };
-    if (calls && std::all_of(calls->begin(), calls->end(), callable)) {
+    if (calls && std::all_of(calls->begin(), calls->end(), [&](const ToolCall& c) { return callable(c.name); })) {
       out.tool_calls = std::move(*calls);
       return out;
     }
@@ -297,6 +294,10 @@ AnswerParts AnswerSplitter::finish() {
   out.content = std::move(answer.content);
   out.tool_calls = std::move(answer.tool_calls);
   return out;
+}
+
+bool AnswerSplitter::callable(const std::string& name) const {
+  return std::find(callable_.begin(), callable_.end(), name) != callable_.end();
 }
 
 bool AnswerSplitter::calls_complete() const {

@@ -152,6 +152,7 @@ class AnswerSplitter {
   // The deltas of held_'s bytes past matched_ that the calls grammar accepts (none from a call
   // to a tool not callable on: then no more are streamed).
   std::vector<ToolCallDelta> stream_more();
+  bool callable(const std::string& name) const;  // the request made this tool callable
 };
 
 // A finished choice's text in its parts (the non-streaming answer): exactly what the

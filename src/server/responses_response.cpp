@@ -203,18 +203,9 @@ std::string ResponsesEventStream::finish(const AnswerParts& rest, bool incomplet
     if (!has_message) out += open(Item::Message);
   }
   out += close();
-  for (const ToolCall& call : rest.tool_calls) {
-    const int64_t index = static_cast<int64_t>(output_.size());
-    const std::string id = random_id("fc_");
-    ordered_json added = function_call_item(call, id, "in_progress");
-    added["arguments"] = "";
-    out += event("response.output_item.added", {{"output_index", index}, {"item", added}});
-    out += event("response.function_call_arguments.delta", {{"item_id", id}, {"output_index", index}, {"delta", call.arguments}});
-    out += event("response.function_call_arguments.done",
-                 {{"item_id", id}, {"output_index", index}, {"name", call.name}, {"arguments", call.arguments}});
-    ordered_json done = function_call_item(call, id, "completed");
-    out += event("response.output_item.done", {{"output_index", index}, {"item", done}});
-    output_.push_back(std::move(done));
+  for (const ToolCall& call : rest.tool_calls) {  // whole calls: an item each, arguments in one delta
+    out += feed_call({.index = 0, .id = call.id, .name = call.name, .arguments = call.arguments});
+    out += close();
   }
   const ordered_json response = response_json(meta_, output_, incomplete, usage);
   out += event(incomplete ? "response.incomplete" : "response.completed", {{"response", response}});

@@ -73,10 +73,7 @@ bool write_response_events(httplib::DataSink& sink, ResponseJob& job) {
   const auto keep = [&whole](const AnswerParts& parts) {
     whole.reasoning += parts.reasoning;
     whole.content += parts.content;
-    for (const ToolCallDelta& d : parts.call_deltas) {  // streamed calls, put together
-      if (!d.id.empty()) whole.tool_calls.push_back({d.id, d.name, ""});
-      if (!whole.tool_calls.empty()) whole.tool_calls.back().arguments += d.arguments;
-    }
+    for (const ToolCallDelta& d : parts.call_deltas) append_delta(whole.tool_calls, d);  // streamed calls
   };
   if (!write_all(sink, stream.start())) return false;
   const std::optional<std::string> error = pump_events(

@@ -152,13 +152,15 @@ bool ToolCallStream::closing(std::string_view text, size_t& at) {
   return after_literal(read_literal(text, at, call_closing(syntax_)), State::Opening);
 }
 
+void append_delta(std::vector<ToolCall>& calls, const ToolCallDelta& delta) {
+  if (!delta.id.empty()) calls.push_back({delta.id, delta.name, ""});
+  if (!calls.empty()) calls.back().arguments += delta.arguments;
+}
+
 std::optional<std::vector<ToolCall>> calls_as_streamed(std::string_view text, ToolSyntax syntax) {
   ToolCallStream stream(syntax);
   std::vector<ToolCall> calls;
-  for (ToolCallDelta& delta : stream.feed(text)) {
-    if (delta.index == static_cast<int>(calls.size())) calls.push_back({std::move(delta.id), std::move(delta.name), ""});
-    calls[static_cast<size_t>(delta.index)].arguments += delta.arguments;
-  }
+  for (const ToolCallDelta& delta : stream.feed(text)) append_delta(calls, delta);
   if (stream.broken() || !stream.between_calls() || calls.empty()) return std::nullopt;
   return calls;
 }

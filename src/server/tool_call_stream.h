@@ -69,6 +69,9 @@ class ToolCallStream {
   bool escaped_ = false;
 };
 
+// A delta added to the calls it continues, as a client assembles them (a first delta starts a call).
+void append_delta(std::vector<ToolCall>& calls, const ToolCallDelta& delta);
+
 // The calls that a whole calls text streams, assembled as a client assembles the deltas; none
 // when the text is not whole calls of that shape.
 std::optional<std::vector<ToolCall>> calls_as_streamed(std::string_view text, ToolSyntax syntax);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
+#include <string>
 
 #include "backend/backend.h"
 #include "backend/cpu/ops/ops.h"
@@ -136,6 +137,37 @@ std::vector<float> cpu_attention(Cache& cache, const Rows& rows, const cuda::Att
   return want;
 }
 
+std::string layout_name(const cuda::AttentionShape& shape) {
+  return "layout " + std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
+         std::to_string(shape.head_dim);
+}
+
+// The GPU's attention of `rows` for random q (left in `q`), checked against the CPU's: every
+// output written (no NaN) and within the bound of the NOTE below.
+std::vector<float> expect_cpu_outputs(Cache& cache, const Rows& rows, const cuda::AttentionShape& shape,
+                                      std::mt19937& rng, std::vector<float>& q, const std::string& what) {
+  q = random_floats(rows.seq_ids.size() * static_cast<size_t>(shape.n_head * shape.head_dim), rng);
+  const std::vector<float> got = gpu_attention(cache, rows, shape, q);
+  // NOTE(attention_test): softmax-weighted sums of up to 1100 values in another order
+  // (tiles, splits, expf): differences of a few 1e-7 on outputs of order 1.
+  const Difference d = compare(got, cpu_attention(cache, rows, shape, q), 1.0);
+  EXPECT_LT(d.max_abs, 2e-5) << what;
+  EXPECT_FALSE(d.nan) << what << ": an output was never written";
+  return got;
+}
+
+// Row r of `batch` alone (a decode step: split blocks) gives the bits it has in `all`.
+void expect_alone_as_in_batch(Cache& cache, const Rows& batch, const cuda::AttentionShape& shape,
+                              const std::vector<float>& q, const std::vector<float>& all, size_t r,
+                              const std::string& what) {
+  const auto width = static_cast<size_t>(shape.n_head * shape.head_dim);
+  const Rows one{{batch.seq_ids[r]}, {batch.positions[r]}};
+  const std::vector<float> q_one(q.begin() + r * width, q.begin() + (r + 1) * width);
+  const std::vector<float> alone = gpu_attention(cache, one, shape, q_one);
+  EXPECT_EQ(compare(alone, std::vector<float>(all.begin() + r * width, all.begin() + (r + 1) * width)).mismatches, 0u)
+      << what << " row " << r << " at position " << batch.positions[r];
+}
+
 TEST(CudaAttention, MatchesTheCpuOverLayoutsCachesAndPositions) {
   GUFO_REQUIRE_GPU();
   std::mt19937 rng(9);
@@ -153,16 +185,9 @@ TEST(CudaAttention, MatchesTheCpuOverLayoutsCachesAndPositions) {
       }
       rows.seq_ids.push_back(backend::kPaddingSeq);
       rows.positions.push_back(0);
-      const int64_t width = l.n_head * l.head_dim;
-      const std::vector<float> q = random_floats(rows.seq_ids.size() * static_cast<size_t>(width), rng);
       const cuda::AttentionShape shape = shape_of(l);
-      const std::vector<float> got = gpu_attention(cache, rows, shape, q);
-      const std::vector<float> want = cpu_attention(cache, rows, shape, q);
-      // NOTE(attention_test): softmax-weighted sums of up to 1100 values in another order
-      // (tiles, splits, expf): differences of a few 1e-7 on outputs of order 1.
-      const Difference d = compare(got, want, 1.0);
-      EXPECT_LT(d.max_abs, 2e-5) << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim << " f16=" << f16;
-      EXPECT_FALSE(d.nan);
+      std::vector<float> q;
+      expect_cpu_outputs(cache, rows, shape, rng, q, layout_name(shape) + " f16=" + std::to_string(f16));
       ++cases;
     }
   }
@@ -182,14 +207,9 @@ TEST(CudaAttention, AShortChunkAcrossASplitMatchesTheCpu) {
     rows.seq_ids.push_back(backend::kPaddingSeq), rows.positions.push_back(0);
     for (int32_t p = 250; p < 263; ++p) rows.seq_ids.push_back(0), rows.positions.push_back(p);
     rows.seq_ids.push_back(1), rows.positions.push_back(700);
-    const int64_t width = l.n_head * l.head_dim;
     const cuda::AttentionShape shape = shape_of(l);
-    const std::vector<float> q = random_floats(rows.seq_ids.size() * static_cast<size_t>(width), rng);
-    const std::vector<float> got = gpu_attention(cache, rows, shape, q);
-    const std::vector<float> want = cpu_attention(cache, rows, shape, q);
-    const Difference d = compare(got, want, 1.0);
-    EXPECT_LT(d.max_abs, 2e-5) << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim;
-    EXPECT_FALSE(d.nan) << "an output was never written";
+    std::vector<float> q;
+    expect_cpu_outputs(cache, rows, shape, rng, q, layout_name(shape));
     ++cases;
   }
   EXPECT_GT(cases, 0);
@@ -213,12 +233,7 @@ TEST(CudaAttention, ARowIsTheSameAloneAndInALongBatch) {
     const std::vector<float> q = random_floats(batch.seq_ids.size() * static_cast<size_t>(width), rng);
     const std::vector<float> all = gpu_attention(cache, batch, shape, q);
     for (size_t r : {0, 7, 20, 39, 79}) {
-      const Rows one{{batch.seq_ids[r]}, {batch.positions[r]}};
-      const std::vector<float> q_one(q.begin() + r * width, q.begin() + (r + 1) * width);
-      const std::vector<float> alone = gpu_attention(cache, one, shape, q_one);
-      EXPECT_EQ(compare(alone, std::vector<float>(all.begin() + r * width, all.begin() + (r + 1) * width)).mismatches,
-                0u)
-          << "row " << r << " at position " << batch.positions[r] << " f16=" << f16;
+      expect_alone_as_in_batch(cache, batch, shape, q, all, r, "f16=" + std::to_string(f16));
       ++cases;
     }
   }
@@ -239,21 +254,11 @@ TEST(CudaAttention, PrefillRunsMatchTheCpuAndARowAlone) {
     for (int32_t p = 500; p < 531; ++p) batch.seq_ids.push_back(1), batch.positions.push_back(p);
     batch.seq_ids.push_back(backend::kPaddingSeq), batch.positions.push_back(0);
     batch.seq_ids.push_back(0), batch.positions.push_back(1050);
-    const int64_t width = l.n_head * l.head_dim;
     const cuda::AttentionShape shape = shape_of(l);
-    const std::vector<float> q = random_floats(batch.seq_ids.size() * static_cast<size_t>(width), rng);
-    const std::vector<float> all = gpu_attention(cache, batch, shape, q);
-    const std::vector<float> want = cpu_attention(cache, batch, shape, q);
-    const Difference d = compare(all, want, 1.0);
-    EXPECT_LT(d.max_abs, 2e-5) << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim;
-    EXPECT_FALSE(d.nan);
+    std::vector<float> q;
+    const std::vector<float> all = expect_cpu_outputs(cache, batch, shape, rng, q, layout_name(shape));
     for (size_t r : {0, 63, 64, 149, 150, 180, 182}) {
-      const Rows one{{batch.seq_ids[r]}, {batch.positions[r]}};
-      const std::vector<float> q_one(q.begin() + r * width, q.begin() + (r + 1) * width);
-      const std::vector<float> alone = gpu_attention(cache, one, shape, q_one);
-      EXPECT_EQ(compare(alone, std::vector<float>(all.begin() + r * width, all.begin() + (r + 1) * width)).mismatches,
-                0u)
-          << "layout " << l.n_head << "/" << l.n_head_kv << "x" << l.head_dim << " row " << r;
+      expect_alone_as_in_batch(cache, batch, shape, q, all, r, layout_name(shape));
     }
     ++cases;
   }
