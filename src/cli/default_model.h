@@ -1,5 +1,5 @@
-// The model a command uses when -m is absent (ARCHITECTURE.md: "Without -m, commands that need
-// a model use the small model shipped in the repository"): gufo-tiny q8_0, found through
+// The model a command uses when -m is absent (docs/architecture.md, "Command line": without -m,
+// commands that need a model use the small model shipped in models/): gufo-tiny q8_0, found through
 // $GUFO_MODEL, $GUFO_MODELS_DIR, <install prefix>/share/gufo/models, then the source tree's
 // models/. Tested by tests/unit/cli/default_model_test.cpp and tests/models.
 #pragma once

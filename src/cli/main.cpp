@@ -1,4 +1,4 @@
-// gufo: one binary, one subcommand per job (ARCHITECTURE.md, "Command line").
+// gufo: one binary, one subcommand per job (docs/architecture.md, "Command line").
 // Parsing errors exit 2; a subcommand's own failures exit 1 with one line on stderr.
 #include <CLI/CLI.hpp>
 

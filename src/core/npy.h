@@ -1,5 +1,5 @@
 // NumPy .npy files of float32 matrices, the format of reference logits ([n_tokens, n_vocab],
-// ARCHITECTURE.md "gufo quality"). Reads v1/v2 headers, little-endian '<f4', C order only.
+// `gufo quality --reference`). Reads v1/v2 headers, little-endian '<f4', C order only.
 // Tested by tests/unit/core_test.cpp (NpyTest).
 #pragma once
 
