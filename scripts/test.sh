@@ -3,7 +3,8 @@
 #   0. repository hygiene (scripts/check-hygiene.sh: no committed artifacts, no "Tested by"
 #      naming a missing test)
 #   1. dependencies (Debian packages; npm packages pinned by tests/js/package-lock.json and
-#      tests/functional/package-lock.json)
+#      tests/functional/package-lock.json), then formatting (scripts/check-format.sh:
+#      clang-format-16 under .clang-format, every C++ and CUDA file)
 #   2. `default` (g++-12): build + unit tests, including the oracle tests, then the
 #      functional suite of `gufo serve` with OpenAI's client (tests/functional)
 #   3. `clang` (clang-16): build + unit tests, side by side in build/clang; then both builds'
@@ -20,6 +21,7 @@ cd "$(dirname "$0")/.."
 
 scripts/check-hygiene.sh
 scripts/install-deps.sh
+scripts/check-format.sh
 (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 (cd tests/functional && npm ci --no-audit --no-fund --loglevel=error)
 

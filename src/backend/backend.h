@@ -95,7 +95,7 @@ struct Capabilities {
 };
 
 struct MemoryInfo {
-  uint64_t free_bytes = 0;   // what the KV pool and activations may still take
+  uint64_t free_bytes = 0;  // what the KV pool and activations may still take
   uint64_t total_bytes = 0;
 };
 
@@ -123,8 +123,8 @@ class Backend {
   virtual Status prepare_weights(const model::Graph& graph) = 0;
   virtual Result<std::unique_ptr<KvCache>> create_kv_cache(const KvCacheSpec& spec) = 0;
   // Runs `graph` (built for batch.n_tokens() tokens and batch.output_rows.size() outputs).
-  virtual Status forward(const model::Graph& graph, const Batch& batch, KvCache& cache,
-                         const ForwardOutputs& outputs, const NodeTap* tap = nullptr) = 0;
+  virtual Status forward(const model::Graph& graph, const Batch& batch, KvCache& cache, const ForwardOutputs& outputs,
+                         const NodeTap* tap = nullptr) = 0;
 };
 
 // Checks a batch against its graph and cache before any work (token ids in the vocabulary,
@@ -136,7 +136,7 @@ Status validate_outputs(const model::Graph& graph, const ForwardOutputs& outputs
 
 // Positions a paged pool can hold in `free_bytes` after `reserve_bytes` for everything else,
 // at `fraction` of what is left (NOTE(kv_pool) in kv_table.cpp), capped at `limit_tokens`.
-int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes,
-                       double fraction, int64_t limit_tokens);
+int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes, double fraction,
+                       int64_t limit_tokens);
 
 }  // namespace gufo::backend

@@ -27,9 +27,9 @@ void Batch::pad(int64_t n) {
 Status validate_batch(const model::Graph& graph, const Batch& batch, const KvCacheSpec& cache) {
   const int64_t n = batch.n_tokens();
   if (n != graph.n_tokens || static_cast<int64_t>(batch.output_rows.size()) != graph.n_outputs) {
-    return Error{"batch of " + std::to_string(n) + " tokens and " +
-                 std::to_string(batch.output_rows.size()) + " outputs does not fit a graph built for " +
-                 std::to_string(graph.n_tokens) + " and " + std::to_string(graph.n_outputs)};
+    return Error{"batch of " + std::to_string(n) + " tokens and " + std::to_string(batch.output_rows.size()) +
+                 " outputs does not fit a graph built for " + std::to_string(graph.n_tokens) + " and " +
+                 std::to_string(graph.n_outputs)};
   }
   if (static_cast<int64_t>(batch.positions.size()) != n || static_cast<int64_t>(batch.seq_ids.size()) != n) {
     return Error{"batch: tokens, positions and seq_ids differ in length"};

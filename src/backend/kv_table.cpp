@@ -9,9 +9,7 @@ namespace gufo::backend {
 
 namespace {
 
-int64_t blocks_per_sequence(const KvCacheSpec& spec) {
-  return (spec.n_ctx + spec.block_size - 1) / spec.block_size;
-}
+int64_t blocks_per_sequence(const KvCacheSpec& spec) { return (spec.n_ctx + spec.block_size - 1) / spec.block_size; }
 
 }  // namespace
 
@@ -91,8 +89,8 @@ Result<std::vector<int32_t>> KvTable::fill_after(const Batch& batch) const {
     const int32_t position = batch.positions[static_cast<size_t>(i)];
     int32_t& next = filled[static_cast<size_t>(seq)];
     if (position > next) {
-      return Error{"batch: sequence " + std::to_string(seq) + " skips from position " + std::to_string(next) +
-                   " to " + std::to_string(position)};
+      return Error{"batch: sequence " + std::to_string(seq) + " skips from position " + std::to_string(next) + " to " +
+                   std::to_string(position)};
     }
     if (position >= capacity(seq)) {
       return Error{"batch: position " + std::to_string(position) + " of sequence " + std::to_string(seq) +
@@ -106,8 +104,8 @@ Result<std::vector<int32_t>> KvTable::fill_after(const Batch& batch) const {
 // NOTE(kv_pool): a fraction below 1 of what is free leaves room for what the reserve does not
 // foresee (the allocator's granularity, a CUDA graph's private memory, other processes on the
 // same GPU); vLLM's gpu_memory_utilization plays the same part.
-int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes,
-                       double fraction, int64_t limit_tokens) {
+int64_t kv_pool_tokens(const KvCacheSpec& spec, const MemoryInfo& memory, uint64_t reserve_bytes, double fraction,
+                       int64_t limit_tokens) {
   if (memory.free_bytes <= reserve_bytes) return 0;
   const double usable = static_cast<double>(memory.free_bytes - reserve_bytes) * fraction;
   const auto per_token = static_cast<double>(std::max<uint64_t>(1, spec.bytes_per_token()));

@@ -34,9 +34,7 @@ class KvTable {
   const std::vector<int32_t>& blocks(int32_t seq) const { return tables_[static_cast<size_t>(seq)]; }
   int32_t filled(int32_t seq) const { return filled_[static_cast<size_t>(seq)]; }
   // Positions sequence `seq` can hold with its current blocks.
-  int64_t capacity(int32_t seq) const {
-    return static_cast<int64_t>(blocks(seq).size()) * spec_.block_size;
-  }
+  int64_t capacity(int32_t seq) const { return static_cast<int64_t>(blocks(seq).size()) * spec_.block_size; }
 
   void truncate(int32_t seq, int32_t from);
   Status set_blocks(int32_t seq, std::span<const int32_t> blocks, int32_t n_filled);

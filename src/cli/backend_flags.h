@@ -33,7 +33,7 @@ struct ChosenBackend {
   DType cache_type = DType::F16;
   bool automatic = false;  // --device auto: load_model may still fall back to the CPU
   int threads = 0;
-  std::string command;     // prefixes the notices
+  std::string command;  // prefixes the notices
 };
 
 // Parses the flags and creates the backend; `command` prefixes the fallback notice.

@@ -170,11 +170,21 @@ int run_bench(const BenchOptions& options) {
   if (o.output == "json") {
     nlohmann::json out = nlohmann::json::array();
     for (const TestResult& r : results) {
-      out.push_back({{"model", o.model_path}, {"arch", hp.arch_name}, {"type", type}, {"size_bytes", n_bytes},
-                     {"n_params", n_params}, {"backend", caps.backend}, {"threads", caps.threads},
+      out.push_back({{"model", o.model_path},
+                     {"arch", hp.arch_name},
+                     {"type", type},
+                     {"size_bytes", n_bytes},
+                     {"n_params", n_params},
+                     {"backend", caps.backend},
+                     {"threads", caps.threads},
                      {"device", caps.device},
-                     {"test", r.name}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"depth", r.depth},
-                     {"tokens_per_s", r.tokens_per_s}, {"mean", r.mean()}, {"stdev", r.stdev()}});
+                     {"test", r.name},
+                     {"n_prompt", r.n_prompt},
+                     {"n_gen", r.n_gen},
+                     {"depth", r.depth},
+                     {"tokens_per_s", r.tokens_per_s},
+                     {"mean", r.mean()},
+                     {"stdev", r.stdev()}});
     }
     std::cout << out.dump(2) << '\n';
     return 0;
@@ -194,7 +204,9 @@ int run_bench(const BenchOptions& options) {
 Command register_bench(CLI::App& root) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* app = root.add_subcommand("bench", "Prefill and decode throughput (llama-bench style)");
-  app->add_option("-m,--model", o->model_path, "a GGUF model " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
+  app->add_option("-m,--model", o->model_path,
+                  "a GGUF model "
+                  "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("-p,--n-prompt", o->prompts, "prompt lengths, comma-separated (pp tests)");
   app->add_option("-n,--n-gen", o->n_gen, "tokens to generate (tg test; 0: none)")->check(CLI::Range(0, 1 << 20));
   app->add_option("-d,--depth", o->depths, "context depths, comma-separated");

@@ -99,7 +99,9 @@ int run_chat(const ChatCommandOptions& options) {
 Command register_chat(CLI::App& root) {
   auto o = std::make_shared<ChatCommandOptions>();
   CLI::App* app = root.add_subcommand("chat", "Chat with a model interactively, using its chat template");
-  app->add_option("-m,--model", o->model_path, "a GGUF model with tokenizer.chat_template " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
+  app->add_option("-m,--model", o->model_path,
+                  "a GGUF model with tokenizer.chat_template "
+                  "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("--system", o->system_prompt, "a system prompt");
   app->add_flag("--no-thinking", o->no_thinking, "enable_thinking=false for templates that have it (Qwen3)");
   app->add_option("-n,--n-predict", o->n_predict, "at most this many tokens per answer (-1: no limit)")

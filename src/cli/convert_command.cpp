@@ -40,8 +40,7 @@ int run_convert(const ConvertOptions& options) {
   if (!options.vocab_only) {
     const std::optional<DType> outtype = convert::parse_outtype(options.outtype);
     if (!outtype) {
-      return report_error(
-          Error{"convert: --outtype " + options.outtype + ": expected f32, f16, bf16 or q8_0"});
+      return report_error(Error{"convert: --outtype " + options.outtype + ": expected f32, f16, bf16 or q8_0"});
     }
     const auto started = std::chrono::steady_clock::now();
     Status converted =
@@ -63,9 +62,7 @@ int run_convert(const ConvertOptions& options) {
 Command register_convert(CLI::App& root) {
   auto options = std::make_shared<ConvertOptions>();
   CLI::App* app = root.add_subcommand("convert", "Convert a Hugging Face model folder to GGUF");
-  app->add_option("HF_DIR", options->hf_dir,
-                  "folder with config.json, *.safetensors, tokenizer.json")
-      ->required();
+  app->add_option("HF_DIR", options->hf_dir, "folder with config.json, *.safetensors, tokenizer.json")->required();
   app->add_option("-o,--output", options->out_path, "the GGUF file to write")->required();
   app->add_option("--outtype", options->outtype, "type of the weight matrices (default f16)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}, CLI::ignore_case));

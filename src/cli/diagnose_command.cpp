@@ -19,9 +19,7 @@ namespace {
 using Json = nlohmann::ordered_json;  // keeps keys in the order written, for readers
 
 // An absent value (CUDA fields of a CPU-only build) is null in JSON, not "".
-Json string_or_null(std::string_view value) {
-  return value.empty() ? Json(nullptr) : Json(std::string(value));
-}
+Json string_or_null(std::string_view value) { return value.empty() ? Json(nullptr) : Json(std::string(value)); }
 
 std::string gib_text(uint64_t bytes) {
   char text[32];
@@ -57,8 +55,7 @@ Json gpus_json(const diagnose::GpuInfo& gpu) {
   for (const cuda::DeviceInfo& device : gpu.devices) {
     devices.push_back({{"index", device.index},
                        {"name", device.name},
-                       {"compute_capability",
-                        std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor)},
+                       {"compute_capability", std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor)},
                        {"total_memory_bytes", device.total_memory_bytes},
                        {"multiprocessors", device.multiprocessor_count},
                        {"pci_bus_id", device.pci_bus_id},
@@ -68,8 +65,7 @@ Json gpus_json(const diagnose::GpuInfo& gpu) {
           {"kernel_driver_version", string_or_null(gpu.kernel_driver_version)},
           {"driver_version", string_or_null(cuda::format_cuda_version(gpu.versions.driver))},
           {"runtime_version", string_or_null(cuda::format_cuda_version(gpu.versions.runtime))},
-          {"cublas_version",
-           string_or_null(cuda::format_blas_version(static_cast<uint64_t>(gpu.versions.cublas)))},
+          {"cublas_version", string_or_null(cuda::format_blas_version(static_cast<uint64_t>(gpu.versions.cublas)))},
           {"cublaslt_version", string_or_null(cuda::format_blas_version(gpu.versions.cublaslt))},
           {"devices", std::move(devices)},
           {"error", string_or_null(gpu.error)}};
@@ -98,9 +94,7 @@ Json diagnose_json(const diagnose::BuildInfo& build, const diagnose::SystemInfo&
         {"usable_cores", cpu.usable_cores},
         {"hardware_concurrency", cpu.hardware_concurrency},
         {"simd", cpu.simd}}},
-      {"memory",
-       {{"total_bytes", system.memory.total_bytes},
-        {"available_bytes", system.memory.available_bytes}}},
+      {"memory", {{"total_bytes", system.memory.total_bytes}, {"available_bytes", system.memory.available_bytes}}},
       {"gpus", gpus_json(system.gpu)},
       {"fingerprint",
        {{"algorithm", "fnv1a-64 over netstrings of name, value (see diagnose/fingerprint.h)"},
@@ -111,20 +105,16 @@ Json diagnose_json(const diagnose::BuildInfo& build, const diagnose::SystemInfo&
 
 // --- human-readable report -------------------------------------------------------------------
 
-void section(std::string_view title) {
-  std::printf("%.*s\n", static_cast<int>(title.size()), title.data());
-}
+void section(std::string_view title) { std::printf("%.*s\n", static_cast<int>(title.size()), title.data()); }
 
 void row(std::string_view key, std::string_view value) {
   // NOTE(diagnose): 28 columns fit the longest fingerprint input name
   // ("build.cublas_header_version") plus a space.
-  std::printf("  %-28.*s %.*s\n", static_cast<int>(key.size()), key.data(),
-              static_cast<int>(value.size()), value.data());
+  std::printf("  %-28.*s %.*s\n", static_cast<int>(key.size()), key.data(), static_cast<int>(value.size()),
+              value.data());
 }
 
-std::string or_dash(std::string_view value) {
-  return value.empty() ? std::string("-") : std::string(value);
-}
+std::string or_dash(std::string_view value) { return value.empty() ? std::string("-") : std::string(value); }
 
 void print_report(const diagnose::BuildInfo& build, const diagnose::SystemInfo& system,
                   const diagnose::Fingerprint& fingerprint) {
@@ -135,8 +125,7 @@ void print_report(const diagnose::BuildInfo& build, const diagnose::SystemInfo& 
   section("Build");
   row("build type", build.build_type);
   row("preset", build.preset);
-  row("C++ compiler", std::string(build.cxx_compiler_id) + " " +
-                          std::string(build.cxx_compiler_version) + " (" +
+  row("C++ compiler", std::string(build.cxx_compiler_id) + " " + std::string(build.cxx_compiler_version) + " (" +
                           std::string(build.cxx_compiler_path) + ")");
   row("", build.cxx_compiler_banner);
   row("C++ flags", or_dash(build.cxx_flags));
@@ -146,8 +135,8 @@ void print_report(const diagnose::BuildInfo& build, const diagnose::SystemInfo& 
     row("CUDA toolkit", build.cuda_toolkit_version);
     row("cudart headers", build.cudart_header_version);
     row("cuBLAS headers", build.cublas_header_version);
-    row("nvcc host compiler", std::string(build.cuda_host_compiler) + " (" +
-                                  std::string(build.cuda_host_compiler_banner) + ")");
+    row("nvcc host compiler",
+        std::string(build.cuda_host_compiler) + " (" + std::string(build.cuda_host_compiler_banner) + ")");
     row("CUDA architectures", build.cuda_architectures);
   } else {
     row("CUDA", "not built with CUDA");
@@ -162,16 +151,14 @@ void print_report(const diagnose::BuildInfo& build, const diagnose::SystemInfo& 
   section("CPU");
   row("model", cpu.model);
   row("architecture", cpu.architecture);
-  row("logical cores", std::to_string(cpu.online_cores) + " online, " +
-                           std::to_string(cpu.configured_cores) + " configured, " +
-                           std::to_string(cpu.usable_cores) + " usable by this process");
+  row("logical cores", std::to_string(cpu.online_cores) + " online, " + std::to_string(cpu.configured_cores) +
+                           " configured, " + std::to_string(cpu.usable_cores) + " usable by this process");
   std::string simd;
   for (const std::string& feature : cpu.simd) simd += (simd.empty() ? "" : " ") + feature;
   row("SIMD", simd.empty() ? "none" : simd);
 
   section("Memory");
-  row("total", gib_text(system.memory.total_bytes) + " (" +
-                   std::to_string(system.memory.total_bytes) + " bytes)");
+  row("total", gib_text(system.memory.total_bytes) + " (" + std::to_string(system.memory.total_bytes) + " bytes)");
   row("available", gib_text(system.memory.available_bytes));
 
   const diagnose::GpuInfo& gpu = system.gpu;
@@ -180,15 +167,13 @@ void print_report(const diagnose::BuildInfo& build, const diagnose::SystemInfo& 
   if (gpu.built_with_cuda) {
     row("CUDA driver API", or_dash(cuda::format_cuda_version(gpu.versions.driver)));
     row("CUDA runtime", or_dash(cuda::format_cuda_version(gpu.versions.runtime)));
-    row("cuBLAS runtime",
-        or_dash(cuda::format_blas_version(static_cast<uint64_t>(gpu.versions.cublas))));
+    row("cuBLAS runtime", or_dash(cuda::format_blas_version(static_cast<uint64_t>(gpu.versions.cublas))));
     row("cuBLASLt runtime", or_dash(cuda::format_blas_version(gpu.versions.cublaslt)));
   }
   for (const cuda::DeviceInfo& device : gpu.devices) {
     row("device " + std::to_string(device.index),
-        device.name + ", compute " + std::to_string(device.cc_major) + "." +
-            std::to_string(device.cc_minor) + ", " + gib_text(device.total_memory_bytes) + ", " +
-            std::to_string(device.multiprocessor_count) + " SMs");
+        device.name + ", compute " + std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor) + ", " +
+            gib_text(device.total_memory_bytes) + ", " + std::to_string(device.multiprocessor_count) + " SMs");
     row("", "PCI " + device.pci_bus_id + ", " + device.uuid);
   }
   if (!gpu.error.empty()) row("devices", gpu.error);
@@ -203,8 +188,8 @@ void print_report(const diagnose::BuildInfo& build, const diagnose::SystemInfo& 
 }  // namespace
 
 Command register_diagnose(CLI::App& root) {
-  CLI::App* app = root.add_subcommand(
-      "diagnose", "Build toolchain, CPU, memory, GPUs, driver and the machine fingerprint");
+  CLI::App* app =
+      root.add_subcommand("diagnose", "Build toolchain, CPU, memory, GPUs, driver and the machine fingerprint");
   auto json = std::make_shared<bool>(false);
   app->add_flag("--json", *json, "Print one JSON document instead of the report");
   return {app, [json]() {

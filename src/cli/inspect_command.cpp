@@ -71,31 +71,27 @@ std::string column(std::string_view text, size_t width) {
   return out;
 }
 
-size_t column_width(size_t longest, size_t header) {
-  return std::min(std::max(longest, header), kMaxColumn);
-}
+size_t column_width(size_t longest, size_t header) { return std::min(std::max(longest, header), kMaxColumn); }
 
 // ---- text ----
 
 std::string render_text(const gguf::File& file) {
   std::string out;
   out += "file:      " + file.name() + "\n";
-  out += "format:    GGUF v" + std::to_string(file.version()) + ", " +
-         std::to_string(file.file_size_bytes()) + " bytes, alignment " +
-         std::to_string(file.alignment()) + ", data section at offset " +
+  out += "format:    GGUF v" + std::to_string(file.version()) + ", " + std::to_string(file.file_size_bytes()) +
+         " bytes, alignment " + std::to_string(file.alignment()) + ", data section at offset " +
          std::to_string(file.data_offset()) + "\n";
   out += "contents:  " + std::to_string(file.metadata().size()) + " metadata keys, " +
          std::to_string(file.tensors().size()) + " tensors\n";
 
   out += "\nmetadata (" + std::to_string(file.metadata().size()) + "):\n";
   size_t key_width = 0;
-  for (const gguf::MetadataEntry& entry : file.metadata())
-    key_width = std::max(key_width, entry.key.size());
+  for (const gguf::MetadataEntry& entry : file.metadata()) key_width = std::max(key_width, entry.key.size());
   key_width = column_width(key_width, 3);
   for (const gguf::MetadataEntry& entry : file.metadata()) {
     const std::string type(gguf::value_type_name(entry.value.type()));
-    out += "  " + column(entry.key, key_width) + "  " + column(type, 7) + "  " +
-           gguf::value_to_text(entry.value) + "\n";
+    out +=
+        "  " + column(entry.key, key_width) + "  " + column(type, 7) + "  " + gguf::value_to_text(entry.value) + "\n";
   }
 
   out += "\ntensors (" + std::to_string(file.tensors().size()) + "):\n";
@@ -108,23 +104,20 @@ std::string render_text(const gguf::File& file) {
   name_width = column_width(name_width, 4);
   shape_width = column_width(shape_width, 5);
   char row[128];
-  std::snprintf(row, sizeof(row), "  %s  %-7s  %s  %14s  %14s\n",
-                column("name", name_width).c_str(), "type", column("shape", shape_width).c_str(),
-                "bytes", "offset");
+  std::snprintf(row, sizeof(row), "  %s  %-7s  %s  %14s  %14s\n", column("name", name_width).c_str(), "type",
+                column("shape", shape_width).c_str(), "bytes", "offset");
   out += row;
   for (const gguf::TensorInfo& tensor : file.tensors()) {
-    out += "  " + column(tensor.name, name_width) + "  " + column(dtype_name(tensor.type), 7) +
-           "  " + column(shape_text(tensor), shape_width);
-    std::snprintf(row, sizeof(row), "  %14llu  %14llu\n",
-                  static_cast<unsigned long long>(tensor.n_bytes),
+    out += "  " + column(tensor.name, name_width) + "  " + column(dtype_name(tensor.type), 7) + "  " +
+           column(shape_text(tensor), shape_width);
+    std::snprintf(row, sizeof(row), "  %14llu  %14llu\n", static_cast<unsigned long long>(tensor.n_bytes),
                   static_cast<unsigned long long>(tensor.offset));
     out += row;
   }
 
   const Totals totals = totals_of(file);
-  out += "\ntotals:    " + std::to_string(file.tensors().size()) + " tensors, " +
-         std::to_string(totals.parameters) + " parameters, " + std::to_string(totals.bytes) +
-         " bytes of tensor data\n";
+  out += "\ntotals:    " + std::to_string(file.tensors().size()) + " tensors, " + std::to_string(totals.parameters) +
+         " parameters, " + std::to_string(totals.bytes) + " bytes of tensor data\n";
   out += "by type:  ";
   if (totals.by_type.empty()) out += " (none)";
   for (const auto& [type, count] : totals.by_type) out += " " + type + " " + std::to_string(count);

@@ -29,8 +29,8 @@ int run_main(int argc, char** argv) {
   // --help shows each option's default; subcommands copy this setting when they are added.
   app.option_defaults()->always_capture_default();
   const diagnose::BuildInfo& build = diagnose::build_info();
-  app.set_version_flag("--version", std::string("gufo ") + std::string(build.version) +
-                                        " (" + std::string(build.git_revision) + ")");
+  app.set_version_flag(
+      "--version", std::string("gufo ") + std::string(build.version) + " (" + std::string(build.git_revision) + ")");
 
   std::vector<Command> commands;
   commands.push_back(register_inspect(app));

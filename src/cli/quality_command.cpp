@@ -38,8 +38,8 @@ struct QualityOptions {
 };
 
 std::string tokens_path(const std::string& npy_path) {
-  const std::string stem = npy_path.size() > 4 && npy_path.ends_with(".npy")
-                               ? npy_path.substr(0, npy_path.size() - 4) : npy_path;
+  const std::string stem =
+      npy_path.size() > 4 && npy_path.ends_with(".npy") ? npy_path.substr(0, npy_path.size() - 4) : npy_path;
   return stem + ".tokens.json";
 }
 
@@ -101,7 +101,8 @@ int run_quality(const QualityOptions& options) {
   if (tokens.size() < 2) return report_error(Error{o.text_path + ": the text has fewer than 2 tokens"});
   if (static_cast<int64_t>(tokens.size()) > (*model)->hparams().n_ctx_train) {
     return report_error(Error{o.text_path + ": " + std::to_string(tokens.size()) +
-                              " tokens exceed the model's context of " + std::to_string((*model)->hparams().n_ctx_train)});
+                              " tokens exceed the model's context of " +
+                              std::to_string((*model)->hparams().n_ctx_train)});
   }
 
   std::optional<NpyMatrix> reference;
@@ -120,7 +121,8 @@ int run_quality(const QualityOptions& options) {
     auto report = engine::validate_prefill(**model, backend, tokens, chosen->cache_type);
     if (!report.ok()) return report_error(report.error());
     if (!report->ok) {
-      return report_error(Error{"validate-prefill: batch prefill differs from token-by-token decoding beyond the limits"});
+      return report_error(
+          Error{"validate-prefill: batch prefill differs from token-by-token decoding beyond the limits"});
     }
   }
 
@@ -138,8 +140,12 @@ int run_quality(const QualityOptions& options) {
   if (!report.ok()) return report_error(report.error());
 
   if (o.json) {
-    nlohmann::json j{{"model", o.model_path}, {"text", o.text_path}, {"n_tokens", report->n_tokens},
-                     {"mean_nll", report->mean_nll}, {"perplexity", report->perplexity}, {"nll", report->nll}};
+    nlohmann::json j{{"model", o.model_path},
+                     {"text", o.text_path},
+                     {"n_tokens", report->n_tokens},
+                     {"mean_nll", report->mean_nll},
+                     {"perplexity", report->perplexity},
+                     {"nll", report->nll}};
     if (report->has_reference) {
       j["reference"] = o.reference;
       j["kl"] = {{"mean", report->mean_kl}, {"p99", report->p99_kl}, {"max", report->max_kl}};
@@ -167,7 +173,9 @@ int run_quality(const QualityOptions& options) {
 Command register_quality(CLI::App& root) {
   auto o = std::make_shared<QualityOptions>();
   CLI::App* app = root.add_subcommand("quality", "Perplexity and KL against reference logits on a text");
-  app->add_option("-m,--model", o->model_path, "a GGUF model " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
+  app->add_option("-m,--model", o->model_path,
+                  "a GGUF model "
+                  "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("--text", o->text_path, "the text file to evaluate")->required();
   app->add_option("--save-logits", o->save_logits, "write the logits as R.npy (and R.tokens.json)");
   app->add_option("--reference", o->reference, "compare with reference logits R.npy (ids in R.tokens.json)");

@@ -1,6 +1,6 @@
-// `gufo quantize IN.gguf OUT.gguf TYPE [--quiet] [--threads N] [--override-kv KEY=TYPE:VALUE]...`: re-encodes a GGUF under one
-// of llama.cpp's mixes (src/quantize/quantize_model.cpp); this file only wires flags.
-// Tested by tests/unit/quantize/quantize_model_test.cpp (Cli).
+// `gufo quantize IN.gguf OUT.gguf TYPE [--quiet] [--threads N] [--override-kv KEY=TYPE:VALUE]...`: re-encodes a GGUF
+// under one of llama.cpp's mixes (src/quantize/quantize_model.cpp); this file only wires flags. Tested by
+// tests/unit/quantize/quantize_model_test.cpp (Cli).
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,8 +23,7 @@ struct QuantizeCommandOptions {
 int run_quantize(const QuantizeCommandOptions& options) {
   const auto mix = quantize::parse_quant_mix(options.type);
   if (!mix) {
-    return report_error(
-        Error{"quantize: TYPE " + options.type + ": expected q8_0, q6_k, q5_k_m or q4_k_m"});
+    return report_error(Error{"quantize: TYPE " + options.type + ": expected q8_0, q6_k, q5_k_m or q4_k_m"});
   }
   quantize::QuantizeOptions quantize_options;
   quantize_options.n_threads = options.n_threads;
@@ -45,8 +44,7 @@ Command register_quantize(CLI::App& root) {
   auto options = std::make_shared<QuantizeCommandOptions>();
   CLI::App* app = root.add_subcommand(
       "quantize", "Re-encode a GGUF's weights with llama.cpp's type mixes (q8_0, q6_k, q5_k_m, q4_k_m)");
-  app->add_option("IN", options->in_path, "the GGUF to read (F32/F16/BF16/Q8_0/K-quant weights)")
-      ->required();
+  app->add_option("IN", options->in_path, "the GGUF to read (F32/F16/BF16/Q8_0/K-quant weights)")->required();
   app->add_option("OUT", options->out_path, "the GGUF to write")->required();
   app->add_option("TYPE", options->type, "q8_0, q6_k, q5_k_m or q4_k_m")->required();
   app->add_option("--threads", options->n_threads, "worker threads (default: all cores)");

@@ -3,7 +3,6 @@
 // GGUF's template. Tested by tests/unit/template/cli_test.cpp.
 #include <nlohmann/json.hpp>
 
-
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -12,8 +11,8 @@
 #include <string>
 
 #include "cli/command.h"
-#include "cli/read_file.h"
 #include "cli/default_model.h"
+#include "cli/read_file.h"
 #include "gguf/file.h"
 #include "template/chat_template.h"
 #include "tokenizer/vocab.h"
@@ -114,8 +113,7 @@ Result<std::string> render(const RenderTemplateOptions& given) {
 
 Command register_render_template(CLI::App& root) {
   auto options = std::make_shared<RenderTemplateOptions>();
-  CLI::App* app = root.add_subcommand("render-template",
-                                      "Print the chat template applied to OpenAI-shaped messages");
+  CLI::App* app = root.add_subcommand("render-template", "Print the chat template applied to OpenAI-shaped messages");
   app->add_option("-m,--model", options->model_path,
                   "a GGUF file with tokenizer.chat_template (default, without --template: the shipped gufo-tiny)");
   app->add_option("--messages", options->messages_path,
@@ -124,8 +122,7 @@ Command register_render_template(CLI::App& root) {
   app->add_option("--tools", options->tools_path, "JSON array of tools (OpenAI shape)");
   app->add_option("--template", options->template_path, "a Jinja2 template file to use instead");
   app->add_flag("--no-thinking", options->no_thinking, "set enable_thinking to false");
-  app->add_flag("--no-generation-prompt", options->no_generation_prompt,
-                "do not add the assistant prompt at the end");
+  app->add_flag("--no-generation-prompt", options->no_generation_prompt, "do not add the assistant prompt at the end");
   return Command{app, [options] {
                    auto text = render(*options);
                    if (!text.ok()) return report_error(text.error());

@@ -62,7 +62,8 @@ int report_prefill(const engine::PrefillReport& report) {
     std::fprintf(stderr, "  pos %4zu  max|dlogit| %.3e  KL %.3e\n", i, p.max_abs_diff, p.kl);
   }
   if (!report.ok) {
-    return report_error(Error{"validate-prefill: batch prefill differs from token-by-token decoding beyond the limits"});
+    return report_error(
+        Error{"validate-prefill: batch prefill differs from token-by-token decoding beyond the limits"});
   }
   std::fprintf(stderr, "validate-prefill: ok\n");
   return 0;
@@ -111,8 +112,8 @@ int run_run(const RunOptions& options) {
   if (!ctx.ok()) return report_error(ctx.error());
   const int64_t n_ctx = *ctx;
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
-    return report_error(Error{"-p: the prompt has " + std::to_string(prompt.size()) +
-                              " tokens, the context only " + std::to_string(n_ctx)});
+    return report_error(Error{"-p: the prompt has " + std::to_string(prompt.size()) + " tokens, the context only " +
+                              std::to_string(n_ctx)});
   }
   auto session = engine::Session::create(*model, backend, n_ctx, cache_type);
   if (!session.ok()) return report_error(session.error());
@@ -142,7 +143,9 @@ int run_run(const RunOptions& options) {
 Command register_run(CLI::App& root) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* app = root.add_subcommand("run", "Generate text from a prompt, streaming to stdout");
-  app->add_option("-m,--model", o->model_path, "a GGUF model " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
+  app->add_option("-m,--model", o->model_path,
+                  "a GGUF model "
+                  "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_option("-p,--prompt", o->prompt, "the prompt (raw text; control tokens are parsed)")->required();
   app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until the context is full)")
       ->check(CLI::Range(-1, 1 << 30));
@@ -151,12 +154,11 @@ Command register_run(CLI::App& root) {
   add_backend_flags(*app, o->backend);
   add_sampler_flags(*app, o->sampler);
   app->add_option("--stop", o->stop, "stop before this text (repeatable)");
-  CLI::Option* grammar =
-      app->add_option("--grammar", o->grammar_path, "a GBNF grammar file (llama.cpp's syntax): generate only what it allows");
+  CLI::Option* grammar = app->add_option("--grammar", o->grammar_path,
+                                         "a GBNF grammar file (llama.cpp's syntax): generate only what it allows");
   app->add_option("--json-schema", o->json_schema_path, "a JSON Schema file: generate only JSON that it accepts")
       ->excludes(grammar);
-  app->add_flag("--validate-prefill", o->validate_prefill,
-                "check batch prefill against token-by-token decoding first");
+  app->add_flag("--validate-prefill", o->validate_prefill, "check batch prefill against token-by-token decoding first");
   return Command{app, [o] { return run_run(*o); }};
 }
 

@@ -17,9 +17,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <vector>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/backend_flags.h"
 #include "cli/command.h"
@@ -27,8 +27,8 @@
 #include "cli/generation_flags.h"
 #include "cli/serve_models.h"
 #include "cli/stop_signals.h"
-#include "model/hparams.h"
 #include "engine/scheduler.h"
+#include "model/hparams.h"
 #include "server/http_server.h"
 #include "server/reasoning.h"
 
@@ -53,7 +53,8 @@ struct ServeOptions {
 };
 
 std::optional<model::Pooling> pooling_of(const std::string& name) {
-  for (const model::Pooling p : {model::Pooling::None, model::Pooling::Mean, model::Pooling::Cls, model::Pooling::Last}) {
+  for (const model::Pooling p :
+       {model::Pooling::None, model::Pooling::Mean, model::Pooling::Cls, model::Pooling::Last}) {
     if (name == model::pooling_name(p)) return p;
   }
   return std::nullopt;
@@ -130,8 +131,8 @@ int run_serve(ServeOptions options) {
   }
   options.http.separate_reasoning = *separate_reasoning;
   options.http.access_log = !options.log_disable;
-  options.http.http_threads = std::max(options.http.http_threads,
-                                       options.engine.n_parallel + options.engine.max_queue + 16);
+  options.http.http_threads =
+      std::max(options.http.http_threads, options.engine.n_parallel + options.engine.max_queue + 16);
 
   server::HttpServer http(options.http);
   auto port = http.bind();
@@ -145,7 +146,9 @@ int run_serve(ServeOptions options) {
   const bool on_cpu = options.backend.device == "cpu";
   server::ModelRegistry models(
       std::move(sources).value(),
-      serve_model_loader({.backend = options.backend, .n_ctx = options.n_ctx, .engine = options.engine,
+      serve_model_loader({.backend = options.backend,
+                          .n_ctx = options.n_ctx,
+                          .engine = options.engine,
                           .pooling = pooling_of(options.pooling)}),
       // NOTE(models): only host memory is known before a load; on a GPU the load itself fails
       // when the device is full, and that request gets the error.
@@ -190,7 +193,8 @@ int run_serve(ServeOptions options) {
 
 Command register_serve(CLI::App& root) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* app = root.add_subcommand("serve", "Serve a model over the OpenAI API (chat, completions, responses) and Anthropic's Messages API");
+  CLI::App* app = root.add_subcommand(
+      "serve", "Serve a model over the OpenAI API (chat, completions, responses) and Anthropic's Messages API");
   app->add_option("-m,--model", o->model_paths,
                   "a GGUF model; again for more, the first is the default (default: the shipped gufo-tiny; "
                   "$GUFO_MODEL, $GUFO_MODELS_DIR)")
@@ -198,7 +202,8 @@ Command register_serve(CLI::App& root) {
   app->add_option("--models-dir", o->models_dir, "serve every *.gguf in this folder too (ids: the file names)");
   app->add_option("--max-loaded", o->max_loaded, "models kept loaded at once (the least recently used goes first)")
       ->check(CLI::Range(size_t{1}, size_t{1024}));
-  app->add_option("--alias", o->alias, "the model id clients see, with one model (default: the file name without .gguf)");
+  app->add_option("--alias", o->alias,
+                  "the model id clients see, with one model (default: the file name without .gguf)");
   app->add_option("--host", o->http.host, "address to listen on (default 127.0.0.1: this machine only)");
   app->add_option("--port", o->http.port, "TCP port (0: any free one, printed on stderr)")->check(CLI::Range(0, 65535));
   app->add_option("--api-key", o->http.api_key,

@@ -54,18 +54,19 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
   engine.kv_memory_kept = room.others_bytes;
   GUFO_ASSIGN_OR_RETURN(model->scheduler,
                         engine::Scheduler::create(weights, *model->chosen.backend, *model->loaded.tokenizer, engine));
-  model->served_ = server::ServedModel{.name = source.name,
-                                       .scheduler = model->scheduler.get(),
-                                       .tokenizer = model->loaded.tokenizer.get(),
-                                       .chat_prompt = model->chat_prompt ? &*model->chat_prompt : nullptr,
-                                       .n_ctx = n_ctx,
-                                       .n_vocab = static_cast<int32_t>(weights.hparams().n_vocab),
-                                       .n_embd = weights.hparams().n_embd,
-                                       .pooling = options.pooling.value_or(weights.hparams().pooling),
-                                       .tool_syntax = model->chat_prompt
-                                                          ? server::tool_syntax_of(model->chat_prompt->template_source())
-                                                          : server::ToolSyntax::Hermes};
-  const bool shared = room.sharing > 1 && options.engine.kv_tokens == 0 && model->chosen.backend->capabilities().device_memory;
+  model->served_ = server::ServedModel{
+      .name = source.name,
+      .scheduler = model->scheduler.get(),
+      .tokenizer = model->loaded.tokenizer.get(),
+      .chat_prompt = model->chat_prompt ? &*model->chat_prompt : nullptr,
+      .n_ctx = n_ctx,
+      .n_vocab = static_cast<int32_t>(weights.hparams().n_vocab),
+      .n_embd = weights.hparams().n_embd,
+      .pooling = options.pooling.value_or(weights.hparams().pooling),
+      .tool_syntax = model->chat_prompt ? server::tool_syntax_of(model->chat_prompt->template_source())
+                                        : server::ToolSyntax::Hermes};
+  const bool shared =
+      room.sharing > 1 && options.engine.kv_tokens == 0 && model->chosen.backend->capabilities().device_memory;
   std::fprintf(stderr, "gufo serve: loaded %s: %d parallel, context %lld, KV pool %lld tokens%s, on %s\n",
                source.name.c_str(), engine.n_parallel, static_cast<long long>(n_ctx),
                static_cast<long long>(model->scheduler->options().kv_tokens),

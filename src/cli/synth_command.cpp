@@ -28,8 +28,8 @@ struct SynthCommandOptions {
 int run_synth(const SynthCommandOptions& options) {
   const auto type = quantize::parse_output_type(options.type);
   if (!type) {
-    return report_error(Error{"synth: --type " + options.type +
-                              ": expected f32, f16, bf16, q8_0, q6_k, q5_k_m or q4_k_m"});
+    return report_error(
+        Error{"synth: --type " + options.type + ": expected f32, f16, bf16, q8_0, q6_k, q5_k_m or q4_k_m"});
   }
   quantize::SynthOptions synth_options;
   synth_options.arch = options.arch;
@@ -54,13 +54,11 @@ int run_synth(const SynthCommandOptions& options) {
 
 Command register_synth(CLI::App& root) {
   auto options = std::make_shared<SynthCommandOptions>();
-  CLI::App* app =
-      root.add_subcommand("synth", "Write a random-weight model of a real shape, for benchmarks");
+  CLI::App* app = root.add_subcommand("synth", "Write a random-weight model of a real shape, for benchmarks");
   app->add_option("--arch", options->arch, "qwen3, qwen3moe or llama")->required();
   app->add_option("--shape", options->shape, "qwen3: 0.6b, 1.7b, 8b, 32b; qwen3moe: 30b-a3b, small; llama: 1b, 8b")
       ->required();
-  app->add_option("--type", options->type, "f32, f16, bf16, q8_0, q6_k, q5_k_m or q4_k_m")
-      ->required();
+  app->add_option("--type", options->type, "f32, f16, bf16, q8_0, q6_k, q5_k_m or q4_k_m")->required();
   app->add_option("-o,--output", options->out_path, "the GGUF file to write")->required();
   app->add_option("--seed", options->seed, "weights are a function of the seed (default 0)");
   app->add_option("--layers", options->n_layer, "fewer layers than the real model (tests)");

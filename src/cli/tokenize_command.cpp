@@ -42,8 +42,7 @@ std::string read_stdin() {
 
 // --json-lines: runs `handle(line, "stdin line N")` on every stdin line; the first error
 // ends the run with exit code 1, as any other bad input does.
-int for_each_stdin_line(
-    const std::function<Status(const std::string&, const std::string&)>& handle) {
+int for_each_stdin_line(const std::function<Status(const std::string&, const std::string&)>& handle) {
   std::string line;
   size_t line_no = 0;
   while (std::getline(std::cin, line)) {
@@ -54,8 +53,7 @@ int for_each_stdin_line(
   return 0;
 }
 
-std::vector<int32_t> encode(const tokenizer::Tokenizer& tok, const std::string& text,
-                            const TokenizeOptions& options) {
+std::vector<int32_t> encode(const tokenizer::Tokenizer& tok, const std::string& text, const TokenizeOptions& options) {
   std::vector<int32_t> ids;
   if (tok.vocab().add_bos && !options.no_bos) ids.push_back(tok.vocab().bos_id);
   const std::vector<int32_t> body = tok.encode(text, options.special);
@@ -123,7 +121,9 @@ int run_detokenize(const TokenizeOptions& options) {
 Command register_tokenize(CLI::App& root) {
   auto options = std::make_shared<TokenizeOptions>();
   CLI::App* app = root.add_subcommand("tokenize", "Print the token ids of the text on stdin");
-  app->add_option("-m,--model", options->model_path, "a GGUF file with a tokenizer " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
+  app->add_option("-m,--model", options->model_path,
+                  "a GGUF file with a tokenizer "
+                  "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_flag("--special", options->special, "match control tokens such as <|im_start|>");
   app->add_flag("--json", options->json_output, "print one JSON array");
   app->add_flag("--json-lines", options->json_lines,
@@ -135,7 +135,9 @@ Command register_tokenize(CLI::App& root) {
 Command register_detokenize(CLI::App& root) {
   auto options = std::make_shared<TokenizeOptions>();
   CLI::App* app = root.add_subcommand("detokenize", "Print the text of a JSON array of ids on stdin");
-  app->add_option("-m,--model", options->model_path, "a GGUF file with a tokenizer " "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
+  app->add_option("-m,--model", options->model_path,
+                  "a GGUF file with a tokenizer "
+                  "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
   app->add_flag("--json-lines", options->json_lines,
                 "stdin: one JSON array per line; stdout: one JSON string per line");
   return Command{app, [options] { return run_detokenize(*options); }};

@@ -35,10 +35,8 @@ class Fields {
       if (fallback) return *fallback;
       return Error{prefix_ + key + ": missing"};
     }
-    if (!it->is_number_integer() || it->get<int64_t>() < 1 ||
-        static_cast<uint64_t>(it->get<int64_t>()) > max) {
-      return Error{prefix_ + key + ": expected an integer from 1 to " + std::to_string(max) +
-                   ", found " + it->dump()};
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || static_cast<uint64_t>(it->get<int64_t>()) > max) {
+      return Error{prefix_ + key + ": expected an integer from 1 to " + std::to_string(max) + ", found " + it->dump()};
     }
     return static_cast<uint32_t>(it->get<int64_t>());
   }
@@ -53,8 +51,7 @@ class Fields {
   Result<bool> boolean(const char* key, bool fallback) const {
     const auto it = obj_.find(key);
     if (it == obj_.end() || it->is_null()) return fallback;
-    if (!it->is_boolean())
-      return Error{prefix_ + key + ": expected true or false, found " + it->dump()};
+    if (!it->is_boolean()) return Error{prefix_ + key + ": expected true or false, found " + it->dump()};
     return it->get<bool>();
   }
 
@@ -63,8 +60,7 @@ class Fields {
   std::string prefix_;
 };
 
-Result<RopeScaling> parse_rope(const json& config, const std::string& name,
-                               std::optional<double>& rope_theta) {
+Result<RopeScaling> parse_rope(const json& config, const std::string& name, std::optional<double>& rope_theta) {
   RopeScaling rope;
   // transformers 5 folds rope_theta and the scaling into rope_parameters; 4.x has a
   // top-level rope_theta and an optional rope_scaling.
@@ -99,8 +95,7 @@ Result<RopeScaling> parse_rope(const json& config, const std::string& name,
   GUFO_ASSIGN_OR_RETURN(std::optional<double> factor, fields.number("factor"));
   if (type.empty() || type == "default") return rope;
   if (type != "linear" && type != "yarn" && type != "llama3") {
-    return Error{where + "rope_type: '" + type +
-                 "' is not supported (supported: default, linear, yarn, llama3)"};
+    return Error{where + "rope_type: '" + type + "' is not supported (supported: default, linear, yarn, llama3)"};
   }
   rope.type = type;
   if (factor) {
@@ -116,15 +111,12 @@ Result<RopeScaling> parse_rope(const json& config, const std::string& name,
   GUFO_ASSIGN_OR_RETURN(std::optional<double> high, fields.number("high_freq_factor"));
   if (low) rope.low_freq_factor = *low;
   if (high) rope.high_freq_factor = *high;
-  if (type == "llama3" &&
-      !(rope.low_freq_factor > 0 && rope.high_freq_factor > rope.low_freq_factor)) {
+  if (type == "llama3" && !(rope.low_freq_factor > 0 && rope.high_freq_factor > rope.low_freq_factor)) {
     return Error{where + "low_freq_factor/high_freq_factor: need 0 < low < high, found " +
-                 std::to_string(rope.low_freq_factor) + " and " +
-                 std::to_string(rope.high_freq_factor)};
+                 std::to_string(rope.low_freq_factor) + " and " + std::to_string(rope.high_freq_factor)};
   }
   if (fields.has("original_max_position_embeddings")) {
-    GUFO_ASSIGN_OR_RETURN(uint32_t original,
-                          fields.u32("original_max_position_embeddings", 1u << 30));
+    GUFO_ASSIGN_OR_RETURN(uint32_t original, fields.u32("original_max_position_embeddings", 1u << 30));
     rope.original_max_position_embeddings = original;
   } else if (type == "yarn") {
     return Error{where + "original_max_position_embeddings: missing (needed for rope_type yarn)"};
@@ -146,9 +138,7 @@ Result<HfConfig> parse_hf_config(const json& config, const std::string& name) {
   HfConfig out;
   const auto archs = config.find("architectures");
   if (archs == config.end() || !archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
-    return Error{
-        name +
-        ": architectures: expected a list with the model class, e.g. [\"Qwen3ForCausalLM\"]"};
+    return Error{name + ": architectures: expected a list with the model class, e.g. [\"Qwen3ForCausalLM\"]"};
   }
   out.hf_arch = (*archs)[0].get<std::string>();
   if (out.hf_arch == "Qwen3ForCausalLM") {
@@ -186,9 +176,8 @@ Result<HfConfig> parse_hf_config(const json& config, const std::string& name) {
     GUFO_ASSIGN_OR_RETURN(out.head_dim, fields.u32("head_dim", kMaxDim));
   } else {
     if (out.n_embd % out.n_head != 0) {
-      return Error{name + ": hidden_size " + std::to_string(out.n_embd) +
-                   " is not a multiple of num_attention_heads " + std::to_string(out.n_head) +
-                   " (and there is no head_dim)"};
+      return Error{name + ": hidden_size " + std::to_string(out.n_embd) + " is not a multiple of num_attention_heads " +
+                   std::to_string(out.n_head) + " (and there is no head_dim)"};
     }
     out.head_dim = out.n_embd / out.n_head;
   }
@@ -206,13 +195,11 @@ Result<HfConfig> parse_hf_config(const json& config, const std::string& name) {
   GUFO_ASSIGN_OR_RETURN(out.rope_theta, fields.number("rope_theta"));
   GUFO_ASSIGN_OR_RETURN(out.rms_norm_eps, fields.number("rms_norm_eps"));
   if (out.rms_norm_eps && !(*out.rms_norm_eps > 0 && *out.rms_norm_eps < 1)) {
-    return Error{name + ": rms_norm_eps: expected a small positive number, found " +
-                 std::to_string(*out.rms_norm_eps)};
+    return Error{name + ": rms_norm_eps: expected a small positive number, found " + std::to_string(*out.rms_norm_eps)};
   }
   GUFO_ASSIGN_OR_RETURN(out.rope_scaling, parse_rope(config, name, out.rope_theta));
   if (out.rope_theta && !(*out.rope_theta > 0)) {
-    return Error{name + ": rope_theta: expected a positive number, found " +
-                 std::to_string(*out.rope_theta)};
+    return Error{name + ": rope_theta: expected a positive number, found " + std::to_string(*out.rope_theta)};
   }
   // NOTE(convert): all four config classes default tie_word_embeddings to false.
   GUFO_ASSIGN_OR_RETURN(out.tie_word_embeddings, fields.boolean("tie_word_embeddings", false));
@@ -227,8 +214,8 @@ Result<HfConfig> parse_hf_config(const json& config, const std::string& name) {
     GUFO_ASSIGN_OR_RETURN(out.n_ff_exp, fields.u32("moe_intermediate_size", kMaxDim));
     GUFO_ASSIGN_OR_RETURN(out.norm_topk_prob, fields.boolean("norm_topk_prob", false));
     if (out.n_expert_used > out.n_expert) {
-      return Error{name + ": num_experts_per_tok " + std::to_string(out.n_expert_used) +
-                   " is more than num_experts " + std::to_string(out.n_expert)};
+      return Error{name + ": num_experts_per_tok " + std::to_string(out.n_expert_used) + " is more than num_experts " +
+                   std::to_string(out.n_expert)};
     }
     // Every layer must be sparse: llama.cpp's qwen3moe has no dense layers.
     GUFO_ASSIGN_OR_RETURN(uint32_t sparse_step, fields.u32("decoder_sparse_step", 1u << 20, 1u));

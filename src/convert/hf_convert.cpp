@@ -96,17 +96,15 @@ Status fill_tensor(const PlannedTensor& tensor, std::span<std::byte> out) {
   const uint64_t units_per_row = row_elems / tensor.unit_elems;
   for (uint64_t row_idx = 0; row_idx < n_rows; ++row_idx) {
     if (!tensor.values.empty()) {
-      std::copy_n(tensor.values.begin() + static_cast<std::ptrdiff_t>(row_idx * row_elems),
-                  row_elems, row.begin());
+      std::copy_n(tensor.values.begin() + static_cast<std::ptrdiff_t>(row_idx * row_elems), row_elems, row.begin());
     } else {
       for (uint64_t unit_idx = 0; unit_idx < units_per_row; ++unit_idx) {
         const UnitSource src = tensor.source(row_idx * units_per_row + unit_idx);
-        decode_run(src.view->dtype, src.view->data.data(), src.unit * tensor.unit_elems,
-                   tensor.unit_elems, row.data() + unit_idx * tensor.unit_elems);
+        decode_run(src.view->dtype, src.view->data.data(), src.unit * tensor.unit_elems, tensor.unit_elems,
+                   row.data() + unit_idx * tensor.unit_elems);
       }
     }
-    GUFO_RETURN_IF_ERROR(quant::quantize_row(tensor.type, row.data(),
-                                             static_cast<int64_t>(row_elems),
+    GUFO_RETURN_IF_ERROR(quant::quantize_row(tensor.type, row.data(), static_cast<int64_t>(row_elems),
                                              out.data() + row_idx * row_bytes, row_bytes));
   }
   return ok_status();
@@ -114,8 +112,7 @@ Status fill_tensor(const PlannedTensor& tensor, std::span<std::byte> out) {
 
 class Planner {
  public:
-  Planner(const safetensors::Checkpoint& checkpoint, const HfConfig& config, DType outtype,
-          std::string prefix)
+  Planner(const safetensors::Checkpoint& checkpoint, const HfConfig& config, DType outtype, std::string prefix)
       : checkpoint_(checkpoint), config_(config), outtype_(outtype), prefix_(std::move(prefix)) {}
 
   Result<std::vector<PlannedTensor>> plan() {
@@ -125,8 +122,7 @@ class Planner {
     const bool is_llama = c.arch == Arch::Llama;
     const bool has_qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
 
-    GUFO_ASSIGN_OR_RETURN(const TensorView* embd,
-                          take("model.embed_tokens.weight", {c.n_vocab, c.n_embd}));
+    GUFO_ASSIGN_OR_RETURN(const TensorView* embd, take("model.embed_tokens.weight", {c.n_vocab, c.n_embd}));
     add_plain("token_embd.weight", embd);
 
     // llama3 rope scaling is baked into a tensor, as LlamaModel.generate_extra_tensors does
@@ -144,16 +140,12 @@ class Planner {
     for (uint32_t layer = 0; layer < c.n_layer; ++layer) {
       const std::string hf = "model.layers." + std::to_string(layer) + ".";
       const std::string blk = "blk." + std::to_string(layer) + ".";
-      GUFO_ASSIGN_OR_RETURN(const TensorView* attn_norm,
-                            take(hf + "input_layernorm.weight", {c.n_embd}));
+      GUFO_ASSIGN_OR_RETURN(const TensorView* attn_norm, take(hf + "input_layernorm.weight", {c.n_embd}));
       add_plain(blk + "attn_norm.weight", attn_norm);
 
-      GUFO_ASSIGN_OR_RETURN(const TensorView* q,
-                            take(hf + "self_attn.q_proj.weight", {q_rows, c.n_embd}));
-      GUFO_ASSIGN_OR_RETURN(const TensorView* k,
-                            take(hf + "self_attn.k_proj.weight", {kv_rows, c.n_embd}));
-      GUFO_ASSIGN_OR_RETURN(const TensorView* v,
-                            take(hf + "self_attn.v_proj.weight", {kv_rows, c.n_embd}));
+      GUFO_ASSIGN_OR_RETURN(const TensorView* q, take(hf + "self_attn.q_proj.weight", {q_rows, c.n_embd}));
+      GUFO_ASSIGN_OR_RETURN(const TensorView* k, take(hf + "self_attn.k_proj.weight", {kv_rows, c.n_embd}));
+      GUFO_ASSIGN_OR_RETURN(const TensorView* v, take(hf + "self_attn.v_proj.weight", {kv_rows, c.n_embd}));
       // LlamaModel.modify_tensors: permute(q, n_head, n_head), permute(k, n_head, n_head_kv)
       // (which uses n_head_kv); biases the same way. See llama_permuted_source_row.
       if (is_llama) {
@@ -165,12 +157,9 @@ class Planner {
       }
       add_plain(blk + "attn_v.weight", v);
       if (c.attention_bias) {
-        GUFO_ASSIGN_OR_RETURN(const TensorView* q_bias,
-                              take(hf + "self_attn.q_proj.bias", {q_rows}));
-        GUFO_ASSIGN_OR_RETURN(const TensorView* k_bias,
-                              take(hf + "self_attn.k_proj.bias", {kv_rows}));
-        GUFO_ASSIGN_OR_RETURN(const TensorView* v_bias,
-                              take(hf + "self_attn.v_proj.bias", {kv_rows}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* q_bias, take(hf + "self_attn.q_proj.bias", {q_rows}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* k_bias, take(hf + "self_attn.k_proj.bias", {kv_rows}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* v_bias, take(hf + "self_attn.v_proj.bias", {kv_rows}));
         if (is_llama) {
           add_permuted(blk + "attn_q.bias", q_bias, c.n_head);
           add_permuted(blk + "attn_k.bias", k_bias, c.n_head_kv);
@@ -180,36 +169,28 @@ class Planner {
         }
         add_plain(blk + "attn_v.bias", v_bias);
       }
-      GUFO_ASSIGN_OR_RETURN(const TensorView* o,
-                            take(hf + "self_attn.o_proj.weight", {c.n_embd, q_rows}));
+      GUFO_ASSIGN_OR_RETURN(const TensorView* o, take(hf + "self_attn.o_proj.weight", {c.n_embd, q_rows}));
       add_plain(blk + "attn_output.weight", o);
       if (c.attention_bias && checkpoint_.find(hf + "self_attn.o_proj.bias") != nullptr) {
         // Llama's attention_bias also adds an o_proj bias (modeling_llama.py).
-        GUFO_ASSIGN_OR_RETURN(const TensorView* o_bias,
-                              take(hf + "self_attn.o_proj.bias", {c.n_embd}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* o_bias, take(hf + "self_attn.o_proj.bias", {c.n_embd}));
         add_plain(blk + "attn_output.bias", o_bias);
       }
       if (has_qk_norm) {
-        GUFO_ASSIGN_OR_RETURN(const TensorView* q_norm,
-                              take(hf + "self_attn.q_norm.weight", {c.head_dim}));
-        GUFO_ASSIGN_OR_RETURN(const TensorView* k_norm,
-                              take(hf + "self_attn.k_norm.weight", {c.head_dim}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* q_norm, take(hf + "self_attn.q_norm.weight", {c.head_dim}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* k_norm, take(hf + "self_attn.k_norm.weight", {c.head_dim}));
         add_plain(blk + "attn_q_norm.weight", q_norm);
         add_plain(blk + "attn_k_norm.weight", k_norm);
       }
 
-      GUFO_ASSIGN_OR_RETURN(const TensorView* ffn_norm,
-                            take(hf + "post_attention_layernorm.weight", {c.n_embd}));
+      GUFO_ASSIGN_OR_RETURN(const TensorView* ffn_norm, take(hf + "post_attention_layernorm.weight", {c.n_embd}));
       add_plain(blk + "ffn_norm.weight", ffn_norm);
       if (c.arch == Arch::Qwen3Moe) {
         GUFO_RETURN_IF_ERROR(plan_moe(hf, blk));
       } else {
-        GUFO_ASSIGN_OR_RETURN(const TensorView* gate,
-                              take(hf + "mlp.gate_proj.weight", {c.n_ff, c.n_embd}));
-        GUFO_ASSIGN_OR_RETURN(const TensorView* up,
-                              take(hf + "mlp.up_proj.weight", {c.n_ff, c.n_embd}));
-        GUFO_ASSIGN_OR_RETURN(const TensorView* down,
-                              take(hf + "mlp.down_proj.weight", {c.n_embd, c.n_ff}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* gate, take(hf + "mlp.gate_proj.weight", {c.n_ff, c.n_embd}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* up, take(hf + "mlp.up_proj.weight", {c.n_ff, c.n_embd}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* down, take(hf + "mlp.down_proj.weight", {c.n_embd, c.n_ff}));
         add_plain(blk + "ffn_gate.weight", gate);
         add_plain(blk + "ffn_up.weight", up);
         add_plain(blk + "ffn_down.weight", down);
@@ -225,16 +206,15 @@ class Planner {
 
  private:
   // The tensor `hf_name` with PyTorch shape `expected`, marked as used.
-  Result<const TensorView*> take(const std::string& hf_name,
-                                 const std::vector<uint64_t>& expected) {
+  Result<const TensorView*> take(const std::string& hf_name, const std::vector<uint64_t>& expected) {
     const TensorView* view = checkpoint_.find(hf_name);
     if (view == nullptr) {
       return Error{prefix_ + "tensor " + quote(hf_name) + " is missing (a " + config_.hf_arch +
                    " with this config.json needs it)"};
     }
     if (view->shape != expected) {
-      return Error{prefix_ + "tensor " + quote(hf_name) + ": shape " + shape_text(view->shape) +
-                   ", expected " + shape_text(expected) + " from config.json"};
+      return Error{prefix_ + "tensor " + quote(hf_name) + ": shape " + shape_text(view->shape) + ", expected " +
+                   shape_text(expected) + " from config.json"};
     }
     used_.insert(hf_name);
     return view;
@@ -247,15 +227,12 @@ class Planner {
   // makes llama.cpp do ("falling back to F16").
   DType choose_type(const std::string& name, const std::vector<uint64_t>& ne) const {
     const auto ends_with = [&](std::string_view suffix) {
-      return name.size() >= suffix.size() &&
-             name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
-    if (ne.size() <= 1 || ends_with("_norm.weight") || ends_with("ffn_gate_inp.weight") ||
-        !ends_with(".weight")) {
+    if (ne.size() <= 1 || ends_with("_norm.weight") || ends_with("ffn_gate_inp.weight") || !ends_with(".weight")) {
       return DType::F32;
     }
-    if (outtype_ == DType::Q8_0 && ne[0] % dtype_info(DType::Q8_0).block_elems != 0)
-      return DType::F16;
+    if (outtype_ == DType::Q8_0 && ne[0] % dtype_info(DType::Q8_0).block_elems != 0) return DType::F16;
     return outtype_;
   }
 
@@ -296,8 +273,7 @@ class Planner {
   // Per-expert matrices stacked on a new outermost axis: PyTorch [n_expert, rows, cols],
   // GGUF ne = [cols, rows, n_expert] (Qwen2MoeModel.modify_tensors: torch.stack(dim=0)).
   // `parts[e]` gives expert e's matrix as (view, first row within it).
-  void add_stacked(const std::string& name,
-                   std::vector<std::pair<const TensorView*, uint64_t>> parts, uint64_t rows,
+  void add_stacked(const std::string& name, std::vector<std::pair<const TensorView*, uint64_t>> parts, uint64_t rows,
                    uint64_t cols) {
     const uint64_t n_expert = parts.size();
     add(name, {cols, rows, n_expert}, cols, [parts = std::move(parts), rows](uint64_t out_row) {
@@ -308,8 +284,7 @@ class Planner {
 
   Status plan_moe(const std::string& hf, const std::string& blk) {
     const HfConfig& c = config_;
-    GUFO_ASSIGN_OR_RETURN(const TensorView* router,
-                          take(hf + "mlp.gate.weight", {c.n_expert, c.n_embd}));
+    GUFO_ASSIGN_OR_RETURN(const TensorView* router, take(hf + "mlp.gate.weight", {c.n_expert, c.n_embd}));
     add_plain(blk + "ffn_gate_inp.weight", router);
     std::vector<std::pair<const TensorView*, uint64_t>> gate;
     std::vector<std::pair<const TensorView*, uint64_t>> up;
@@ -318,9 +293,8 @@ class Planner {
       // transformers 5 fuses the experts: gate_up_proj [n_expert, 2*n_ff_exp, n_embd] (gate
       // rows first, then up, split as Qwen2MoeModel does) and down_proj [n_expert, n_embd,
       // n_ff_exp].
-      GUFO_ASSIGN_OR_RETURN(
-          const TensorView* gate_up,
-          take(hf + "mlp.experts.gate_up_proj", {c.n_expert, 2ull * c.n_ff_exp, c.n_embd}));
+      GUFO_ASSIGN_OR_RETURN(const TensorView* gate_up,
+                            take(hf + "mlp.experts.gate_up_proj", {c.n_expert, 2ull * c.n_ff_exp, c.n_embd}));
       GUFO_ASSIGN_OR_RETURN(const TensorView* down_all,
                             take(hf + "mlp.experts.down_proj", {c.n_expert, c.n_embd, c.n_ff_exp}));
       for (uint64_t e = 0; e < c.n_expert; ++e) {
@@ -331,12 +305,9 @@ class Planner {
     } else {
       for (uint32_t e = 0; e < c.n_expert; ++e) {
         const std::string ex = hf + "mlp.experts." + std::to_string(e) + ".";
-        GUFO_ASSIGN_OR_RETURN(const TensorView* g,
-                              take(ex + "gate_proj.weight", {c.n_ff_exp, c.n_embd}));
-        GUFO_ASSIGN_OR_RETURN(const TensorView* u,
-                              take(ex + "up_proj.weight", {c.n_ff_exp, c.n_embd}));
-        GUFO_ASSIGN_OR_RETURN(const TensorView* d,
-                              take(ex + "down_proj.weight", {c.n_embd, c.n_ff_exp}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* g, take(ex + "gate_proj.weight", {c.n_ff_exp, c.n_embd}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* u, take(ex + "up_proj.weight", {c.n_ff_exp, c.n_embd}));
+        GUFO_ASSIGN_OR_RETURN(const TensorView* d, take(ex + "down_proj.weight", {c.n_embd, c.n_ff_exp}));
         gate.emplace_back(g, 0);
         up.emplace_back(u, 0);
         down.emplace_back(d, 0);
@@ -360,15 +331,13 @@ class Planner {
                      "tensor 'lm_head.weight' is missing, and config.json says "
                      "tie_word_embeddings is false"};
       }
-      GUFO_ASSIGN_OR_RETURN(const TensorView* output,
-                            take("lm_head.weight", {c.n_vocab, c.n_embd}));
+      GUFO_ASSIGN_OR_RETURN(const TensorView* output, take("lm_head.weight", {c.n_vocab, c.n_embd}));
       add_plain("output.weight", output);
       return ok_status();
     }
     if (head != nullptr) {
-      const bool same =
-          head->dtype == embd->dtype && head->shape == embd->shape &&
-          std::equal(head->data.begin(), head->data.end(), embd->data.begin(), embd->data.end());
+      const bool same = head->dtype == embd->dtype && head->shape == embd->shape &&
+                        std::equal(head->data.begin(), head->data.end(), embd->data.begin(), embd->data.end());
       if (!same) {
         return Error{prefix_ +
                      "tensor 'lm_head.weight' differs from 'model.embed_tokens.weight', "
@@ -411,16 +380,14 @@ Result<json> read_config(const std::filesystem::path& path) {
 
 // Metadata keys, as TextModel.set_gguf_parameters and the model classes write them
 // (key spellings from gguf-py constants.py Keys.LLM / Keys.Attention / Keys.Rope).
-void set_model_metadata(gguf::Writer& writer, const HfConfig& c, const std::string& model_name,
-                        DType outtype) {
+void set_model_metadata(gguf::Writer& writer, const HfConfig& c, const std::string& model_name, DType outtype) {
   const std::string& a = c.gguf_arch;
   writer.set("general.architecture", gguf::Value::string(a));
   writer.set("general.type", gguf::Value::string("model"));
   writer.set("general.name", gguf::Value::string(model_name));
   writer.set("general.alignment", gguf::Value::u32(32));
   writer.set(a + ".block_count", gguf::Value::u32(c.n_layer));
-  if (c.n_ctx_train)
-    writer.set(a + ".context_length", gguf::Value::u32(static_cast<uint32_t>(*c.n_ctx_train)));
+  if (c.n_ctx_train) writer.set(a + ".context_length", gguf::Value::u32(static_cast<uint32_t>(*c.n_ctx_train)));
   writer.set(a + ".embedding_length", gguf::Value::u32(c.n_embd));
   writer.set(a + ".feed_forward_length", gguf::Value::u32(c.n_ff));
   writer.set(a + ".attention.head_count", gguf::Value::u32(c.n_head));
@@ -435,8 +402,7 @@ void set_model_metadata(gguf::Writer& writer, const HfConfig& c, const std::stri
     writer.set(a + ".rope.scaling.original_context_length",
                gguf::Value::u32(static_cast<uint32_t>(*rope.original_max_position_embeddings)));
     const auto set_opt = [&](const char* key, const std::optional<double>& value) {
-      if (value)
-        writer.set(a + ".rope.scaling." + key, gguf::Value::f32(static_cast<float>(*value)));
+      if (value) writer.set(a + ".rope.scaling." + key, gguf::Value::f32(static_cast<float>(*value)));
     };
     set_opt("yarn_ext_factor", rope.extrapolation_factor);
     set_opt("yarn_attn_factor", rope.attention_factor);
@@ -444,11 +410,9 @@ void set_model_metadata(gguf::Writer& writer, const HfConfig& c, const std::stri
     set_opt("yarn_beta_slow", rope.beta_slow);
   }
   // (llama3 scaling is the rope_freqs.weight tensor, not keys.)
-  if (c.rope_theta)
-    writer.set(a + ".rope.freq_base", gguf::Value::f32(static_cast<float>(*c.rope_theta)));
+  if (c.rope_theta) writer.set(a + ".rope.freq_base", gguf::Value::f32(static_cast<float>(*c.rope_theta)));
   if (c.rms_norm_eps) {
-    writer.set(a + ".attention.layer_norm_rms_epsilon",
-               gguf::Value::f32(static_cast<float>(*c.rms_norm_eps)));
+    writer.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::f32(static_cast<float>(*c.rms_norm_eps)));
   }
   if (c.arch == Arch::Qwen3Moe) {
     writer.set(a + ".expert_count", gguf::Value::u32(c.n_expert));
@@ -460,7 +424,7 @@ void set_model_metadata(gguf::Writer& writer, const HfConfig& c, const std::stri
   }
   writer.set("general.file_type", gguf::Value::u32(file_type_of(outtype)));
   writer.set("general.quantization_version", gguf::Value::u32(2));  // GGML_QUANT_VERSION
-  if (c.arch == Arch::Llama) {  // LlamaModel.set_gguf_parameters adds these two
+  if (c.arch == Arch::Llama) {                                      // LlamaModel.set_gguf_parameters adds these two
     writer.set(a + ".vocab_size", gguf::Value::u32(c.n_vocab));
     writer.set(a + ".rope.dimension_count", gguf::Value::u32(c.head_dim));
   }
@@ -493,9 +457,8 @@ Status add_tokenizer(gguf::Writer& writer, const std::string& hf_dir, const HfCo
     return Error{tok_name + ": no tokens (or a token_type list of another length)"};
   }
   if (tokens.size() > c.n_vocab) {
-    return Error{tok_name + ": " + std::to_string(tokens.size()) +
-                 " tokens, but the model has only " + std::to_string(c.n_vocab) +
-                 " embedding rows (config.json vocab_size)"};
+    return Error{tok_name + ": " + std::to_string(tokens.size()) + " tokens, but the model has only " +
+                 std::to_string(c.n_vocab) + " embedding rows (config.json vocab_size)"};
   }
   for (size_t id = tokens.size(); id < c.n_vocab; ++id) {
     tokens.push_back("[PAD" + std::to_string(id) + "]");
@@ -528,8 +491,7 @@ std::optional<DType> parse_outtype(std::string_view text) {
 }
 
 Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outtype, std::FILE* progress) {
-  GUFO_CHECK(outtype == DType::F32 || outtype == DType::F16 || outtype == DType::BF16 ||
-             outtype == DType::Q8_0);
+  GUFO_CHECK(outtype == DType::F32 || outtype == DType::F16 || outtype == DType::BF16 || outtype == DType::Q8_0);
   const std::filesystem::path dir(hf_dir);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return Error{hf_dir + ": not a folder"};
@@ -544,11 +506,9 @@ Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outt
   Planner planner(*conversion.checkpoint, config, outtype, hf_dir + ": ");
   GUFO_ASSIGN_OR_RETURN(std::vector<PlannedTensor> planned, planner.plan());
 
-  std::string model_name =
-      std::filesystem::absolute(dir, ec).lexically_normal().filename().string();
+  std::string model_name = std::filesystem::absolute(dir, ec).lexically_normal().filename().string();
   if (model_name.empty())
-    model_name =
-        std::filesystem::absolute(dir, ec).lexically_normal().parent_path().filename().string();
+    model_name = std::filesystem::absolute(dir, ec).lexically_normal().parent_path().filename().string();
   set_model_metadata(conversion.writer, config, model_name, outtype);
   GUFO_RETURN_IF_ERROR(add_tokenizer(conversion.writer, hf_dir, config));
 
@@ -571,16 +531,15 @@ Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outt
   return conversion;
 }
 
-Status convert_hf_model(const std::string& hf_dir, const std::string& out_path, DType outtype,
-                        std::FILE* progress) {
+Status convert_hf_model(const std::string& hf_dir, const std::string& out_path, DType outtype, std::FILE* progress) {
   GUFO_ASSIGN_OR_RETURN(HfConversion conversion, prepare_hf_conversion(hf_dir, outtype, progress));
   gguf::WriteOptions options;
   options.input_paths = conversion.checkpoint->paths();
   return conversion.writer.write(out_path, options);
 }
 
-void set_gguf_model_metadata(gguf::Writer& writer, const HfConfig& config,
-                             const std::string& model_name, DType outtype) {
+void set_gguf_model_metadata(gguf::Writer& writer, const HfConfig& config, const std::string& model_name,
+                             DType outtype) {
   set_model_metadata(writer, config, model_name, outtype);
 }
 

@@ -42,8 +42,7 @@ struct HfConversion {
 // Reads and validates everything in `hf_dir` and plans the GGUF; writes nothing.
 // `outtype` is F32, F16, BF16 or Q8_0. Errors are one line naming the file or tensor.
 // With `progress`, each tensor prints "[i/n] name: TYPE" there as it is written.
-Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outtype,
-                                           std::FILE* progress = nullptr);
+Result<HfConversion> prepare_hf_conversion(const std::string& hf_dir, DType outtype, std::FILE* progress = nullptr);
 
 // prepare_hf_conversion + write to `out_path` (all-or-nothing, see gguf/writer.h).
 Status convert_hf_model(const std::string& hf_dir, const std::string& out_path, DType outtype,
@@ -53,7 +52,7 @@ Status convert_hf_model(const std::string& hf_dir, const std::string& out_path, 
 // path), for writers of other model files such as `gufo synth`. general.file_type is set
 // for `outtype` (F32, F16, BF16 or Q8_0); callers writing other types override it.
 struct HfConfig;
-void set_gguf_model_metadata(gguf::Writer& writer, const HfConfig& config,
-                             const std::string& model_name, DType outtype);
+void set_gguf_model_metadata(gguf::Writer& writer, const HfConfig& config, const std::string& model_name,
+                             DType outtype);
 
 }  // namespace gufo::convert

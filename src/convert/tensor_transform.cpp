@@ -33,8 +33,7 @@ std::vector<float> llama3_rope_factors(const HfConfig& config) {
   // have 8192 in rope_scaling and none at the top, so both agree on every released model.
   const auto base = static_cast<float>(config.rope_theta.value_or(10000.0));
   const uint32_t dim = config.head_dim;
-  const auto old_context_len =
-      static_cast<float>(rope.original_max_position_embeddings.value_or(8192));
+  const auto old_context_len = static_cast<float>(rope.original_max_position_embeddings.value_or(8192));
   const auto factor = static_cast<float>(rope.factor);
   const auto low_freq_factor = static_cast<float>(rope.low_freq_factor);
   // Python computes these two in double, then compares float32 tensors against them.

@@ -12,5 +12,4 @@ namespace gufo::detail {
 }
 }  // namespace gufo::detail
 
-#define GUFO_CHECK(cond) \
-  ((cond) ? static_cast<void>(0) : ::gufo::detail::check_failed(#cond, __FILE__, __LINE__))
+#define GUFO_CHECK(cond) ((cond) ? static_cast<void>(0) : ::gufo::detail::check_failed(#cond, __FILE__, __LINE__))

@@ -68,8 +68,7 @@ std::optional<DType> dtype_from_name(std::string_view name) {
     if (info.name.size() != name.size()) continue;
     bool same = true;
     for (size_t i = 0; i < name.size() && same; ++i) {
-      same = std::toupper(static_cast<unsigned char>(name[i])) ==
-             static_cast<unsigned char>(info.name[i]);
+      same = std::toupper(static_cast<unsigned char>(name[i])) == static_cast<unsigned char>(info.name[i]);
     }
     if (same) return info.type;
   }

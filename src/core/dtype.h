@@ -48,9 +48,9 @@ enum class DType : uint32_t {
 
 struct DTypeInfo {
   DType type;
-  std::string_view name;      // as the GGUF ecosystem prints it, e.g. "Q4_K"
-  uint32_t block_elems;       // elements per block (1 for plain types)
-  uint32_t block_bytes;       // bytes per block
+  std::string_view name;  // as the GGUF ecosystem prints it, e.g. "Q4_K"
+  uint32_t block_elems;   // elements per block (1 for plain types)
+  uint32_t block_bytes;   // bytes per block
 };
 
 // The info for a GGUF type id, or nullopt when the id is not a known type.

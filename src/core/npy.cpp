@@ -55,12 +55,11 @@ Result<NpyMatrix> read_npy(const std::string& path) {
 }
 
 Status write_npy(const std::string& path, const NpyMatrix& matrix) {
-  if (matrix.rows < 0 || matrix.cols < 0 ||
-      matrix.data.size() != static_cast<size_t>(matrix.rows * matrix.cols)) {
+  if (matrix.rows < 0 || matrix.cols < 0 || matrix.data.size() != static_cast<size_t>(matrix.rows * matrix.cols)) {
     return Error{path + ": matrix data does not match its shape"};
   }
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                       std::to_string(matrix.rows) + ", " + std::to_string(matrix.cols) + "), }";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(matrix.rows) + ", " +
+                       std::to_string(matrix.cols) + "), }";
   // NOTE(npy): magic + version + length + header + '\n' is padded to a multiple of 64.
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');

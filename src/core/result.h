@@ -35,7 +35,7 @@ struct Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const { return state_.index() == 0; }
@@ -93,17 +93,16 @@ inline Status ok_status() { return {}; }
 }  // namespace gufo
 
 // Propagates the error of a Result-returning expression; otherwise yields nothing.
-#define GUFO_RETURN_IF_ERROR(expr)                        \
-  do {                                                    \
-    auto gufo_status_ = (expr);                           \
-    if (!gufo_status_.ok()) return gufo_status_.error();  \
+#define GUFO_RETURN_IF_ERROR(expr)                       \
+  do {                                                   \
+    auto gufo_status_ = (expr);                          \
+    if (!gufo_status_.ok()) return gufo_status_.error(); \
   } while (0)
 
 // Declares `lhs` from a Result-returning expression, or returns its error.
 #define GUFO_CONCAT_INNER_(a, b) a##b
 #define GUFO_CONCAT_(a, b) GUFO_CONCAT_INNER_(a, b)
-#define GUFO_ASSIGN_OR_RETURN(lhs, expr) \
-  GUFO_ASSIGN_OR_RETURN_IMPL_(GUFO_CONCAT_(gufo_result_, __LINE__), lhs, expr)
+#define GUFO_ASSIGN_OR_RETURN(lhs, expr) GUFO_ASSIGN_OR_RETURN_IMPL_(GUFO_CONCAT_(gufo_result_, __LINE__), lhs, expr)
 #define GUFO_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.error();                \

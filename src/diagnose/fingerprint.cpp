@@ -7,9 +7,7 @@
 namespace gufo::diagnose {
 namespace {
 
-std::string or_none(std::string_view value) {
-  return value.empty() ? std::string("none") : std::string(value);
-}
+std::string or_none(std::string_view value) { return value.empty() ? std::string("none") : std::string(value); }
 
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string out;
@@ -42,9 +40,7 @@ std::vector<FingerprintInput> fingerprint_inputs(const BuildInfo& build, const S
   constexpr uint64_t gib = uint64_t{1} << 30;
   constexpr uint64_t mib = uint64_t{1} << 20;
   std::vector<FingerprintInput> inputs;
-  auto add = [&inputs](std::string name, std::string value) {
-    inputs.push_back({std::move(name), std::move(value)});
-  };
+  auto add = [&inputs](std::string name, std::string value) { inputs.push_back({std::move(name), std::move(value)}); };
 
   add("fingerprint.scheme", "gufo-fingerprint-v1");
   add("cpu.model", system.cpu.model);
@@ -57,15 +53,13 @@ std::vector<FingerprintInput> fingerprint_inputs(const BuildInfo& build, const S
   for (const cuda::DeviceInfo& device : gpu.devices) {
     const std::string prefix = "gpu." + std::to_string(device.index) + ".";
     add(prefix + "name", device.name);
-    add(prefix + "compute_capability",
-        std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor));
+    add(prefix + "compute_capability", std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor));
     add(prefix + "memory_mib", std::to_string(device.total_memory_bytes / mib));
     add(prefix + "uuid", device.uuid);
   }
   add("gpu.driver_version", or_none(cuda::format_cuda_version(gpu.versions.driver)));
   add("gpu.kernel_driver_version", or_none(gpu.kernel_driver_version));
-  add("gpu.cublas_runtime_version",
-      or_none(cuda::format_blas_version(static_cast<uint64_t>(gpu.versions.cublas))));
+  add("gpu.cublas_runtime_version", or_none(cuda::format_blas_version(static_cast<uint64_t>(gpu.versions.cublas))));
 
   add("build.cxx_compiler_id", std::string(build.cxx_compiler_id));
   add("build.cxx_compiler_version", std::string(build.cxx_compiler_version));

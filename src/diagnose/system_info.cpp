@@ -109,8 +109,7 @@ MemoryInfo collect_memory() {
 
 GpuInfo collect_gpu() {
   GpuInfo gpu;
-  gpu.kernel_driver_version =
-      parse_nvidia_driver_version(read_text_file("/proc/driver/nvidia/version"));
+  gpu.kernel_driver_version = parse_nvidia_driver_version(read_text_file("/proc/driver/nvidia/version"));
 #if defined(GUFO_HAVE_CUDA)
   gpu.built_with_cuda = true;
   gpu.versions = cuda::query_library_versions();
@@ -191,9 +190,7 @@ std::vector<std::string> detect_simd_features() {
   return features;
 }
 
-std::string parse_cpu_model(std::string_view cpuinfo) {
-  return std::string(find_field(cpuinfo, "model name"));
-}
+std::string parse_cpu_model(std::string_view cpuinfo) { return std::string(find_field(cpuinfo, "model name")); }
 
 uint64_t parse_meminfo_bytes(std::string_view meminfo, std::string_view key) {
   const std::string_view value = find_field(meminfo, key);  // e.g. "16318480 kB"

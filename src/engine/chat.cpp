@@ -9,10 +9,7 @@ namespace gufo::engine {
 using nlohmann::ordered_json;
 
 Chat::Chat(Session session, const tokenizer::Tokenizer& tokenizer, ChatOptions options, ChatPrompt prompt)
-    : session_(std::move(session)),
-      tokenizer_(&tokenizer),
-      options_(std::move(options)),
-      prompt_(std::move(prompt)) {
+    : session_(std::move(session)), tokenizer_(&tokenizer), options_(std::move(options)), prompt_(std::move(prompt)) {
   reset();
 }
 

@@ -24,8 +24,8 @@
 namespace gufo::engine {
 
 struct ChatOptions {
-  std::string system_prompt;             // empty: no system message
-  std::optional<bool> enable_thinking;   // unset: the template's default
+  std::string system_prompt;            // empty: no system message
+  std::optional<bool> enable_thinking;  // unset: the template's default
   GenerateOptions generate;
 };
 

@@ -11,11 +11,16 @@ namespace gufo::engine {
 
 std::string_view stop_reason_name(StopReason reason) {
   switch (reason) {
-    case StopReason::Length: return "length";
-    case StopReason::EndOfGeneration: return "eog";
-    case StopReason::StopString: return "stop";
-    case StopReason::ContextFull: return "context";
-    case StopReason::Cancelled: return "cancelled";
+    case StopReason::Length:
+      return "length";
+    case StopReason::EndOfGeneration:
+      return "eog";
+    case StopReason::StopString:
+      return "stop";
+    case StopReason::ContextFull:
+      return "context";
+    case StopReason::Cancelled:
+      return "cancelled";
   }
   return "?";
 }
@@ -71,7 +76,8 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   for (int32_t token : prompt) sampler.accept(token);
   std::optional<Constraint> constraint;
   std::vector<float> masked;  // the constrained copy of each step's logits
-  if (options.grammar) constraint.emplace(options.grammar, vocabulary_trie(tokenizer, eog), ThinkTokens{}, false, false);
+  if (options.grammar)
+    constraint.emplace(options.grammar, vocabulary_trie(tokenizer, eog), ThinkTokens{}, false, false);
 
   GenerateResult result;
   tokenizer::Detokenizer detokenizer(tokenizer);
@@ -89,7 +95,8 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       result.reason = StopReason::Cancelled;
       break;
     }
-    const std::optional<int32_t> next = constraint ? constraint->sample(sampler, logits, masked) : sampler.sample(logits);
+    const std::optional<int32_t> next =
+        constraint ? constraint->sample(sampler, logits, masked) : sampler.sample(logits);
     if (!next) break;  // nothing continues the grammar: Length
     const int32_t token = *next;
     sampler.accept(token);

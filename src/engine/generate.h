@@ -1,6 +1,6 @@
 // Generation loop: prompt in, text streamed out through a callback, until n_predict tokens,
-// an end-of-generation token, a stop string, a full context or a cancel request. Text that could still become a stop string
-// is held back until it cannot. Tested by tests/unit/engine/generate_test.cpp.
+// an end-of-generation token, a stop string, a full context or a cancel request. Text that could still become a stop
+// string is held back until it cannot. Tested by tests/unit/engine/generate_test.cpp.
 #pragma once
 
 #include <atomic>

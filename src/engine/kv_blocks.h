@@ -50,7 +50,7 @@ class KvBlockPool {
   struct Block {
     int32_t refs = 0;
     uint64_t generation = 0;
-    bool cached = false;          // in by_key_
+    bool cached = false;  // in by_key_
     int32_t previous = -1;
     uint64_t previous_generation = 0;
     std::vector<int32_t> tokens;  // when cached

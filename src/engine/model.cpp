@@ -17,8 +17,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, backend::Bac
   for (const model::Node& node : graph.nodes) {
     if (!backend.supports(node)) {
       const std::string what = node.op == model::Op::Weight
-          ? "tensor '" + node.name + "' of type " + std::string(dtype_name(node.weight->type))
-          : "node " + node.name;
+                                   ? "tensor '" + node.name + "' of type " + std::string(dtype_name(node.weight->type))
+                                   : "node " + node.name;
       return Error{path + ": the " + std::string(backend.name()) + " backend cannot run " + what,
                    ErrorKind::Unsupported};
     }
@@ -33,16 +33,16 @@ Result<model::Graph> Model::build_graph(model::BatchShape shape) const {
   return model::build_decoder(hparams_, weights_, shape);
 }
 
-Result<Session> Session::create(const Model& model, backend::Backend& backend, int64_t n_ctx,
-                                DType cache_type) {
+Result<Session> Session::create(const Model& model, backend::Backend& backend, int64_t n_ctx, DType cache_type) {
   const model::HParams& hp = model.hparams();
   if (n_ctx < 1 || n_ctx > hp.n_ctx_train) {
     return Error{"context of " + std::to_string(n_ctx) + " tokens: the model allows 1.." +
                  std::to_string(hp.n_ctx_train)};
   }
-  GUFO_ASSIGN_OR_RETURN(std::unique_ptr<backend::KvCache> cache,
-                        backend.create_kv_cache({.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(),
-                                                 .n_ctx = n_ctx, .n_seq = 1, .type = cache_type}));
+  GUFO_ASSIGN_OR_RETURN(
+      std::unique_ptr<backend::KvCache> cache,
+      backend.create_kv_cache(
+          {.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .n_ctx = n_ctx, .n_seq = 1, .type = cache_type}));
   return Session(model, backend, std::move(cache));
 }
 
@@ -53,9 +53,9 @@ Status Session::run(std::span<const int32_t> tokens, bool all_logits, const back
                  " tokens exceed the context of " + std::to_string(cache_->spec().n_ctx)};
   }
   const backend::Batch batch = backend::Batch::sequence(tokens, n_past_, all_logits);
-  GUFO_ASSIGN_OR_RETURN(model::Graph graph,
-                        model_->build_graph({.n_tokens = batch.n_tokens(),
-                                             .n_outputs = static_cast<int64_t>(batch.output_rows.size())}));
+  GUFO_ASSIGN_OR_RETURN(
+      model::Graph graph,
+      model_->build_graph({.n_tokens = batch.n_tokens(), .n_outputs = static_cast<int64_t>(batch.output_rows.size())}));
   GUFO_RETURN_IF_ERROR(backend_->forward(graph, batch, *cache_, outputs));
   n_past_ += static_cast<int32_t>(tokens.size());
   return {};

@@ -12,8 +12,8 @@
 
 namespace gufo::engine {
 
-Result<QualityReport> measure_quality(std::span<const int32_t> tokens, std::span<const float> logits,
-                                      int64_t n_vocab, const NpyMatrix* reference) {
+Result<QualityReport> measure_quality(std::span<const int32_t> tokens, std::span<const float> logits, int64_t n_vocab,
+                                      const NpyMatrix* reference) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n < 2) return Error{"quality: need at least 2 tokens to score"};
   if (static_cast<int64_t>(logits.size()) != n * n_vocab) return Error{"quality: logits do not match the tokens"};
@@ -72,12 +72,18 @@ Result<QualityLimits> parse_limits(const std::string& where, const nlohmann::jso
     if (key == "note" && value.is_string()) continue;  // a comment, e.g. how the limits were set
     if (!value.is_number()) return Error{where + ": " + key + ": expected a number"};
     const double v = value.get<double>();
-    if (key == "max_mean_kl") limits.max_mean_kl = v;
-    else if (key == "max_p99_kl") limits.max_p99_kl = v;
-    else if (key == "max_kl") limits.max_kl = v;
-    else if (key == "min_top1") limits.min_top1 = v;
-    else if (key == "max_perplexity") limits.max_perplexity = v;
-    else return Error{where + ": unknown limit '" + key + "' (max_mean_kl, max_p99_kl, max_kl, min_top1, max_perplexity)"};
+    if (key == "max_mean_kl")
+      limits.max_mean_kl = v;
+    else if (key == "max_p99_kl")
+      limits.max_p99_kl = v;
+    else if (key == "max_kl")
+      limits.max_kl = v;
+    else if (key == "min_top1")
+      limits.min_top1 = v;
+    else if (key == "max_perplexity")
+      limits.max_perplexity = v;
+    else
+      return Error{where + ": unknown limit '" + key + "' (max_mean_kl, max_p99_kl, max_kl, min_top1, max_perplexity)"};
   }
   return limits;
 }
@@ -110,7 +116,8 @@ std::optional<std::string> check_limits(const QualityReport& r, const QualityLim
     if (l.max_p99_kl && r.p99_kl > *l.max_p99_kl) return over("p99 KL", r.p99_kl, *l.max_p99_kl);
     if (l.max_kl && r.max_kl > *l.max_kl) return over("max KL", r.max_kl, *l.max_kl);
     if (l.min_top1 && r.top1_agreement < *l.min_top1) {
-      return "top-1 agreement " + std::to_string(r.top1_agreement) + " is below the limit " + std::to_string(*l.min_top1);
+      return "top-1 agreement " + std::to_string(r.top1_agreement) + " is below the limit " +
+             std::to_string(*l.min_top1);
     }
   } else if (l.max_mean_kl || l.max_p99_kl || l.max_kl || l.min_top1) {
     return std::string("KL and top-1 limits need --reference");

@@ -17,10 +17,10 @@ namespace gufo::engine {
 
 struct QualityReport {
   int64_t n_tokens = 0;
-  int64_t n_scored = 0;         // positions with a next token (n_tokens - 1)
-  double mean_nll = 0.0;        // nats per token
-  double perplexity = 0.0;      // exp(mean_nll)
-  std::vector<double> nll;      // [n_scored]
+  int64_t n_scored = 0;     // positions with a next token (n_tokens - 1)
+  double mean_nll = 0.0;    // nats per token
+  double perplexity = 0.0;  // exp(mean_nll)
+  std::vector<double> nll;  // [n_scored]
   bool has_reference = false;
   double mean_kl = 0.0;
   double p99_kl = 0.0;
@@ -29,8 +29,8 @@ struct QualityReport {
 };
 
 // logits: [tokens.size(), n_vocab]; reference (optional): the same shape.
-Result<QualityReport> measure_quality(std::span<const int32_t> tokens, std::span<const float> logits,
-                                      int64_t n_vocab, const NpyMatrix* reference);
+Result<QualityReport> measure_quality(std::span<const int32_t> tokens, std::span<const float> logits, int64_t n_vocab,
+                                      const NpyMatrix* reference);
 
 // Limits from a JSON file: {"max_mean_kl": .., "max_p99_kl": .., "max_kl": ..,
 // "min_top1": .., "max_perplexity": ..}, any subset; unknown keys are an error.

@@ -54,7 +54,7 @@ struct RequestEvent {
   // Done:
   StopReason reason = StopReason::Length;
   int32_t prompt_tokens = 0;
-  int32_t cached_tokens = 0;      // prompt tokens whose keys and values came from the prefix cache
+  int32_t cached_tokens = 0;  // prompt tokens whose keys and values came from the prefix cache
   int32_t completion_tokens = 0;
   std::string stop_string;  // Done with StopReason::StopString: which one
   // Done of an embedding (Scheduler::submit_embeddings): the pooled final hidden state,

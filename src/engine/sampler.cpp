@@ -43,8 +43,8 @@ int32_t Sampler::sample(std::span<const float> logits) {
 
   // Penalties over the last penalty_last_n tokens.
   const size_t n_recent = std::min(history_.size(), static_cast<size_t>(params_.penalty_last_n));
-  if (n_recent > 0 && (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                       params_.frequency_penalty != 0.0f)) {
+  if (n_recent > 0 &&
+      (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f)) {
     std::unordered_map<int32_t, int> counts;
     for (size_t i = history_.size() - n_recent; i < history_.size(); ++i) ++counts[history_[i]];
     for (const auto& [id, count] : counts) {

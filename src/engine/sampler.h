@@ -16,14 +16,14 @@
 namespace gufo::engine {
 
 struct SamplerParams {
-  float temperature = 0.8f;  // <= 0: greedy
-  int32_t top_k = 40;        // <= 0: off
-  float top_p = 0.95f;       // >= 1: off
-  float min_p = 0.05f;       // <= 0: off
-  float repeat_penalty = 1.0f;    // 1: off; divides positive logits, multiplies negative ones
-  float presence_penalty = 0.0f;  // subtracted once from each token seen
-  float frequency_penalty = 0.0f; // subtracted per occurrence
-  int32_t penalty_last_n = 64;    // how many recent tokens the penalties look at
+  float temperature = 0.8f;        // <= 0: greedy
+  int32_t top_k = 40;              // <= 0: off
+  float top_p = 0.95f;             // >= 1: off
+  float min_p = 0.05f;             // <= 0: off
+  float repeat_penalty = 1.0f;     // 1: off; divides positive logits, multiplies negative ones
+  float presence_penalty = 0.0f;   // subtracted once from each token seen
+  float frequency_penalty = 0.0f;  // subtracted per occurrence
+  int32_t penalty_last_n = 64;     // how many recent tokens the penalties look at
   uint64_t seed = 0;
   // Added to the logits of these token ids before anything else (OpenAI's logit_bias; -100
   // bans a token, +100 all but forces it). Ids outside the vocabulary are ignored.

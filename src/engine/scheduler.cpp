@@ -87,8 +87,8 @@ struct Scheduler::Sequence {
   int32_t slot = -1;            // backend sequence id while running
   Sampler sampler;
   tokenizer::Detokenizer detokenizer;
-  std::string pending;          // decoded text held back (it may begin a stop string)
-  std::string matched_stop;     // the stop string that ended it, if one did
+  std::string pending;       // decoded text held back (it may begin a stop string)
+  std::string matched_stop;  // the stop string that ended it, if one did
   std::vector<TokenLogprob> pending_logprobs;
   int32_t n_generated = 0;
   // Embeddings only: how the rows pool, and the pooled rows so far (mean: their sum, in
@@ -155,11 +155,14 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const Model& model, backend
   if (options.step_tokens < 1) return Error{"step token budget must be >= 1"};
   if (options.max_queue < 0) return Error{"queue length must be >= 0"};
   const int64_t n_blocks = (options.kv_tokens + options.block_size - 1) / options.block_size;
-  GUFO_ASSIGN_OR_RETURN(
-      std::unique_ptr<backend::KvCache> cache,
-      backend.create_kv_cache({.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .n_ctx = options.n_ctx,
-                               .n_seq = options.n_parallel, .type = options.cache_type,
-                               .block_size = options.block_size, .n_blocks = n_blocks}));
+  GUFO_ASSIGN_OR_RETURN(std::unique_ptr<backend::KvCache> cache,
+                        backend.create_kv_cache({.n_layer = hp.n_layer,
+                                                 .n_embd_kv = hp.n_embd_kv(),
+                                                 .n_ctx = options.n_ctx,
+                                                 .n_seq = options.n_parallel,
+                                                 .type = options.cache_type,
+                                                 .block_size = options.block_size,
+                                                 .n_blocks = n_blocks}));
   return std::unique_ptr<Scheduler>(new Scheduler(model, backend, tokenizer, options, std::move(cache)));
 }
 
@@ -279,9 +282,8 @@ void Scheduler::loop() {
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(running_.empty() && !waiting_.empty() ? 10 : 1000), [&] {
-        return stopping_ || !submitted_.empty() || !running_.empty();
-      });
+      wake_.wait_for(lock, std::chrono::milliseconds(running_.empty() && !waiting_.empty() ? 10 : 1000),
+                     [&] { return stopping_ || !submitted_.empty() || !running_.empty(); });
       if (stopping_) break;
       take_submissions(lock);
     }
@@ -488,9 +490,8 @@ bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput out
     for (int32_t pos : outputs.back()) batch.output_rows.push_back(first_row + pos - p.begin);
     if (p.end - p.begin > 1 || p.begin < p.seq->n_prompt) prefill_rows += p.end - p.begin;
   }
-  Result<model::Graph> graph = model_->build_graph({.n_tokens = batch.n_tokens(),
-                                                    .n_outputs = static_cast<int64_t>(batch.output_rows.size()),
-                                                    .output = output});
+  Result<model::Graph> graph = model_->build_graph(
+      {.n_tokens = batch.n_tokens(), .n_outputs = static_cast<int64_t>(batch.output_rows.size()), .output = output});
   if (!graph.ok()) return fail_parts(graph.error());
   const model::HParams& hp = model_->hparams();
   const auto width = static_cast<size_t>(output == model::GraphOutput::Logits ? hp.n_vocab : hp.n_embd);
@@ -534,7 +535,8 @@ void Scheduler::register_full_blocks(Sequence& seq) {
   while ((seq.n_registered + 1) * block <= seq.n_computed) {
     const int32_t i = seq.n_registered;
     const std::span<const int32_t> tokens(seq.tokens.data() + static_cast<size_t>(i) * block, block);
-    pool_.register_full(seq.blocks[static_cast<size_t>(i)], i > 0 ? seq.blocks[static_cast<size_t>(i) - 1] : -1, tokens);
+    pool_.register_full(seq.blocks[static_cast<size_t>(i)], i > 0 ? seq.blocks[static_cast<size_t>(i) - 1] : -1,
+                        tokens);
     ++seq.n_registered;
   }
 }
@@ -551,7 +553,8 @@ std::shared_ptr<grammar::MaskCache> Scheduler::mask_cache(const std::shared_ptr<
   auto it = mask_caches_.find(grammar.get());
   if (it == mask_caches_.end()) {
     if (mask_caches_.size() >= kMaxCaches) mask_caches_.clear();  // generations running keep theirs
-    it = mask_caches_.emplace(grammar.get(), std::make_pair(grammar, std::make_shared<grammar::MaskCache>(grammar, trie)))
+    it = mask_caches_
+             .emplace(grammar.get(), std::make_pair(grammar, std::make_shared<grammar::MaskCache>(grammar, trie)))
              .first;
   }
   return it->second.second;
@@ -587,7 +590,8 @@ void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
     }
   }
   seq.last_token_at = now;
-  if (seq.options.top_logprobs >= 0) seq.pending_logprobs.push_back(logprobs_of(logits, token, seq.options.top_logprobs));
+  if (seq.options.top_logprobs >= 0)
+    seq.pending_logprobs.push_back(logprobs_of(logits, token, seq.options.top_logprobs));
 
   if (std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end()) {
     finish(seq, StopReason::EndOfGeneration);

@@ -35,23 +35,23 @@
 #include "engine/model.h"
 #include "engine/request.h"
 #include "engine/stats.h"
+#include "grammar/token_matcher.h"
 #include "model/graph.h"
 #include "model/hparams.h"
-#include "grammar/token_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
 
 struct SchedulerOptions {
-  int32_t n_parallel = 4;       // sequences decoding at once
-  int64_t n_ctx = 4096;         // positions per sequence (prompt + generated)
+  int32_t n_parallel = 4;  // sequences decoding at once
+  int64_t n_ctx = 4096;    // positions per sequence (prompt + generated)
   // Positions in the whole pool. 0: on a device backend, what 90% of its free memory holds
   // after a reserve for activations (NOTE(kv_pool)), times kv_memory_share; on the CPU,
   // n_ctx * n_parallel.
   int64_t kv_tokens = 0;
-  int32_t block_size = 16;      // positions per KV block (a power of two)
-  int32_t step_tokens = 512;    // token budget of one step (decode rows + prompt segments)
-  int32_t max_queue = 64;       // requests waiting beyond n_parallel; more are refused
+  int32_t block_size = 16;    // positions per KV block (a power of two)
+  int32_t step_tokens = 512;  // token budget of one step (decode rows + prompt segments)
+  int32_t max_queue = 64;     // requests waiting beyond n_parallel; more are refused
   bool prefix_cache = true;
   DType cache_type = DType::F16;
   // With kv_tokens 0 on a device backend: the share of that 90% this model's pool takes, in
@@ -66,8 +66,8 @@ enum class SubmitStatus { Accepted, QueueFull, TooLong, Invalid, ShuttingDown };
 
 struct Submission {
   SubmitStatus status = SubmitStatus::Accepted;
-  std::string message;    // why it was refused
-  RequestHandle handle;   // when accepted
+  std::string message;   // why it was refused
+  RequestHandle handle;  // when accepted
 };
 
 class Scheduler {

@@ -30,12 +30,12 @@ struct EngineStats {
   uint64_t requests_ok = 0;         // finished normally (stop or length)
   uint64_t requests_cancelled = 0;  // client gone or server shutting down
   uint64_t requests_failed = 0;
-  uint64_t prompt_tokens = 0;       // of finished and running requests, as submitted
+  uint64_t prompt_tokens = 0;  // of finished and running requests, as submitted
   uint64_t cached_prompt_tokens = 0;
   uint64_t completion_tokens = 0;
-  uint64_t prefill_tokens = 0;      // tokens evaluated as prompt (recomputation included)
+  uint64_t prefill_tokens = 0;  // tokens evaluated as prompt (recomputation included)
   uint64_t decode_tokens = 0;
-  double prefill_seconds = 0.0;     // forward time, split by the rows of each kind
+  double prefill_seconds = 0.0;  // forward time, split by the rows of each kind
   double decode_seconds = 0.0;
   uint64_t preemptions = 0;
   Histogram time_to_first_token{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};

@@ -29,8 +29,8 @@ double kl_divergence(std::span<const float> p_logits, std::span<const float> q_l
   return std::max(kl, 0.0);
 }
 
-Result<PrefillReport> validate_prefill(const Model& model, backend::Backend& backend,
-                                       std::span<const int32_t> prompt, DType cache_type) {
+Result<PrefillReport> validate_prefill(const Model& model, backend::Backend& backend, std::span<const int32_t> prompt,
+                                       DType cache_type) {
   const int64_t n = static_cast<int64_t>(prompt.size());
   GUFO_ASSIGN_OR_RETURN(Session batch, Session::create(model, backend, n, cache_type));
   GUFO_ASSIGN_OR_RETURN(Session step, Session::create(model, backend, n, cache_type));
@@ -46,8 +46,8 @@ Result<PrefillReport> validate_prefill(const Model& model, backend::Backend& bac
       pos.max_abs_logit = std::max(pos.max_abs_logit, std::abs(static_cast<double>(row[v])));
     }
     pos.kl = kl_divergence(row, one);
-    if (pos.max_abs_diff > kValidateMaxAbsLogitRel * std::max(pos.max_abs_logit, 1.0) ||
-        pos.kl > kValidateMaxKl || !std::isfinite(pos.kl)) {
+    if (pos.max_abs_diff > kValidateMaxAbsLogitRel * std::max(pos.max_abs_logit, 1.0) || pos.kl > kValidateMaxKl ||
+        !std::isfinite(pos.kl)) {
       report.ok = false;
     }
     report.positions.push_back(pos);

@@ -30,8 +30,8 @@ struct PrefillReport {
   bool ok = true;
 };
 
-Result<PrefillReport> validate_prefill(const Model& model, backend::Backend& backend,
-                                       std::span<const int32_t> prompt, DType cache_type);
+Result<PrefillReport> validate_prefill(const Model& model, backend::Backend& backend, std::span<const int32_t> prompt,
+                                       DType cache_type);
 
 // KL(p ‖ q) of the softmax distributions of two logit rows, in nats (double precision).
 double kl_divergence(std::span<const float> p_logits, std::span<const float> q_logits);

@@ -18,8 +18,7 @@ namespace gufo::gguf {
 class ByteReader {
  public:
   // file_name prefixes every error; it must outlive the reader.
-  ByteReader(std::span<const std::byte> bytes, std::string_view file_name)
-      : bytes_(bytes), file_name_(file_name) {}
+  ByteReader(std::span<const std::byte> bytes, std::string_view file_name) : bytes_(bytes), file_name_(file_name) {}
 
   uint64_t offset() const { return offset_; }
   uint64_t size() const { return bytes_.size(); }
@@ -27,15 +26,12 @@ class ByteReader {
   std::string_view file_name() const { return file_name_; }
 
   // "<file>: <message>", the prefix of every reader error.
-  Error error(std::string_view message) const {
-    return Error{std::string(file_name_) + ": " + std::string(message)};
-  }
+  Error error(std::string_view message) const { return Error{std::string(file_name_) + ": " + std::string(message)}; }
 
   // "<file>: truncated <what> at offset N: needs K bytes, M left".
   Error truncated(std::string_view what, uint64_t needed) const {
-    return error("truncated " + std::string(what) + " at offset " + std::to_string(offset_) +
-                 ": needs " + std::to_string(needed) + " bytes, " + std::to_string(remaining()) +
-                 " left");
+    return error("truncated " + std::string(what) + " at offset " + std::to_string(offset_) + ": needs " +
+                 std::to_string(needed) + " bytes, " + std::to_string(remaining()) + " left");
   }
 
   // A fixed-size little-endian scalar (the host is little-endian, see format.h).
@@ -64,9 +60,8 @@ class ByteReader {
     GUFO_ASSIGN_OR_RETURN(uint64_t length, read<uint64_t>(what));
     if (length > remaining()) {
       offset_ = start;
-      return error(std::string(what) + " at offset " + std::to_string(start) + ": length " +
-                   std::to_string(length) + " runs past the end of the file (" +
-                   std::to_string(remaining() - 8) + " bytes left)");
+      return error(std::string(what) + " at offset " + std::to_string(start) + ": length " + std::to_string(length) +
+                   " runs past the end of the file (" + std::to_string(remaining() - 8) + " bytes left)");
     }
     return read_bytes(length, what);
   }

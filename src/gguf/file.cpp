@@ -18,8 +18,8 @@ Result<const Value*> File::get(std::string_view key) const {
 }
 
 Error File::type_error(std::string_view key, std::string_view expected, const Value& found) const {
-  return Error{name_ + ": key " + quote_name(key) + ": expected " + std::string(expected) +
-               ", found " + found.type_description()};
+  return Error{name_ + ": key " + quote_name(key) + ": expected " + std::string(expected) + ", found " +
+               found.type_description()};
 }
 
 Result<std::string_view> File::get_string(std::string_view key) const {

@@ -39,8 +39,8 @@ struct TensorInfo {
   DType type = DType::F32;
   uint32_t n_dims = 0;
   std::array<uint64_t, kMaxDims> ne = {1, 1, 1, 1};  // ne[0] is the contiguous dimension
-  uint64_t offset = 0;       // from the start of the data section, as stored in the file
-  uint64_t file_offset = 0;  // from the start of the file
+  uint64_t offset = 0;                               // from the start of the data section, as stored in the file
+  uint64_t file_offset = 0;                          // from the start of the file
   uint64_t n_elements = 0;
   uint64_t n_bytes = 0;
   const std::byte* data = nullptr;  // points into the file's bytes; valid while the File lives

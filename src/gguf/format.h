@@ -10,9 +10,8 @@
 
 namespace gufo::gguf {
 
-static_assert(
-    std::endian::native == std::endian::little,
-    "the GGUF reader and writer assume a little-endian host (the format is little-endian)");
+static_assert(std::endian::native == std::endian::little,
+              "the GGUF reader and writer assume a little-endian host (the format is little-endian)");
 
 // NOTE(gguf): the magic is the four bytes 'G' 'G' 'U' 'F' at offset 0 (spec, gguf_header_t).
 inline constexpr std::array<char, 4> kMagic = {'G', 'G', 'U', 'F'};

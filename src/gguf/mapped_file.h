@@ -25,9 +25,7 @@ class MappedFile {
 
   // NOTE(gguf): if another process truncates the file while it is mapped, touching the lost
   // pages raises SIGBUS; that is the price of zero-copy and is not defended against here.
-  std::span<const std::byte> bytes() const {
-    return {static_cast<const std::byte*>(address_), size_};
-  }
+  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(address_), size_}; }
 
  private:
   void reset();

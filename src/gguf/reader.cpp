@@ -31,11 +31,9 @@ class Parser {
   Error error(const std::string& message) const { return reader_.error(message); }
 
   Status parse_header() {
-    GUFO_ASSIGN_OR_RETURN(std::string_view magic,
-                          reader_.read_bytes(kMagic.size(), "header (magic)"));
+    GUFO_ASSIGN_OR_RETURN(std::string_view magic, reader_.read_bytes(kMagic.size(), "header (magic)"));
     if (std::memcmp(magic.data(), kMagic.data(), kMagic.size()) != 0) {
-      return error("bad magic " + quote_name(magic) +
-                   " at offset 0 (expected 'GGUF'): not a GGUF file");
+      return error("bad magic " + quote_name(magic) + " at offset 0 (expected 'GGUF'): not a GGUF file");
     }
     GUFO_ASSIGN_OR_RETURN(file_.version_, reader_.read<uint32_t>("header (version)"));
     GUFO_RETURN_IF_ERROR(check_version(file_.version_));
@@ -45,15 +43,13 @@ class Parser {
     // Cap both counts by what the rest of the file could hold before reserving anything.
     const uint64_t left = reader_.remaining();
     if (kv_count_ > left / kMinKvBytes) {
-      return error("kv_count " + std::to_string(kv_count_) + " is impossible: the " +
-                   std::to_string(left) + " bytes after the header hold at most " +
-                   std::to_string(left / kMinKvBytes) + " metadata entries");
+      return error("kv_count " + std::to_string(kv_count_) + " is impossible: the " + std::to_string(left) +
+                   " bytes after the header hold at most " + std::to_string(left / kMinKvBytes) + " metadata entries");
     }
     if (tensor_count_ > left / kMinTensorInfoBytes ||
         kv_count_ * kMinKvBytes + tensor_count_ * kMinTensorInfoBytes > left) {
-      return error("tensor_count " + std::to_string(tensor_count_) + " is impossible: the " +
-                   std::to_string(left) + " bytes after the header cannot hold " +
-                   std::to_string(kv_count_) + " metadata entries and " +
+      return error("tensor_count " + std::to_string(tensor_count_) + " is impossible: the " + std::to_string(left) +
+                   " bytes after the header cannot hold " + std::to_string(kv_count_) + " metadata entries and " +
                    std::to_string(tensor_count_) + " tensor infos");
     }
     return ok_status();
@@ -72,14 +68,13 @@ class Parser {
                    ": the file looks big-endian; only little-endian files are supported");
     }
     if (version < kOldestVersion || version > kNewestVersion) {
-      return error("unsupported GGUF version " + std::to_string(version) + " (supported: " +
-                   std::to_string(kOldestVersion) + " and " + std::to_string(kNewestVersion) + ")");
+      return error("unsupported GGUF version " + std::to_string(version) +
+                   " (supported: " + std::to_string(kOldestVersion) + " and " + std::to_string(kNewestVersion) + ")");
     }
     return ok_status();
   }
 
-  Status check_name(std::string_view name, uint64_t max_bytes, const std::string& what,
-                    uint64_t at) const {
+  Status check_name(std::string_view name, uint64_t max_bytes, const std::string& what, uint64_t at) const {
     const std::string problem = name_problem(name, max_bytes);
     if (problem.empty()) return ok_status();
     return error(what + " at offset " + std::to_string(at) + ": " + problem);
@@ -94,17 +89,15 @@ class Parser {
       GUFO_RETURN_IF_ERROR(check_name(key, kMaxKeyBytes, "key of " + what, at));
       const std::string quoted = quote_name(key);
       if (const auto it = file_.key_index_.find(key); it != file_.key_index_.end()) {
-        return error("duplicate key " + quoted + " (metadata entries #" +
-                     std::to_string(it->second) + " and #" + std::to_string(i) + ", offset " +
-                     std::to_string(at) + ")");
+        return error("duplicate key " + quoted + " (metadata entries #" + std::to_string(it->second) + " and #" +
+                     std::to_string(i) + ", offset " + std::to_string(at) + ")");
       }
       const uint64_t type_at = reader_.offset();
-      GUFO_ASSIGN_OR_RETURN(uint32_t type_id,
-                            reader_.read<uint32_t>("value type of key " + quoted));
+      GUFO_ASSIGN_OR_RETURN(uint32_t type_id, reader_.read<uint32_t>("value type of key " + quoted));
       const auto type = value_type_from_id(type_id);
       if (!type) {
-        return error("key " + quoted + ": unknown value type " + std::to_string(type_id) +
-                     " at offset " + std::to_string(type_at));
+        return error("key " + quoted + ": unknown value type " + std::to_string(type_id) + " at offset " +
+                     std::to_string(type_at));
       }
       GUFO_ASSIGN_OR_RETURN(Value value, parse_value(reader_, *type, quoted));
       file_.key_index_.emplace(std::string(key), file_.metadata_.size());
@@ -122,8 +115,8 @@ class Parser {
       return error(where + "expected uint32, found " + entry->value.type_description());
     }
     if (!is_valid_alignment(*alignment)) {
-      return error(where + "invalid alignment " + std::to_string(*alignment) +
-                   " (must be a power of two from 1 to " + std::to_string(kMaxAlignment) + ")");
+      return error(where + "invalid alignment " + std::to_string(*alignment) + " (must be a power of two from 1 to " +
+                   std::to_string(kMaxAlignment) + ")");
     }
     file_.alignment_ = *alignment;
     return ok_status();
@@ -140,15 +133,14 @@ class Parser {
       tensor.name = std::string(name);
       const std::string quoted = quote_name(name);
       if (const auto it = file_.tensor_index_.find(name); it != file_.tensor_index_.end()) {
-        return error("duplicate tensor name " + quoted + " (tensor infos #" +
-                     std::to_string(it->second) + " and #" + std::to_string(i) + ", offset " +
-                     std::to_string(at) + ")");
+        return error("duplicate tensor name " + quoted + " (tensor infos #" + std::to_string(it->second) + " and #" +
+                     std::to_string(i) + ", offset " + std::to_string(at) + ")");
       }
       const std::string of_tensor = " of tensor " + quoted;
       GUFO_ASSIGN_OR_RETURN(tensor.n_dims, reader_.read<uint32_t>("n_dims" + of_tensor));
       if (tensor.n_dims == 0 || tensor.n_dims > kMaxDims) {
-        return error("tensor " + quoted + ": n_dims " + std::to_string(tensor.n_dims) +
-                     " out of range [1, " + std::to_string(kMaxDims) + "]");
+        return error("tensor " + quoted + ": n_dims " + std::to_string(tensor.n_dims) + " out of range [1, " +
+                     std::to_string(kMaxDims) + "]");
       }
       for (uint32_t dim = 0; dim < tensor.n_dims; ++dim) {
         GUFO_ASSIGN_OR_RETURN(tensor.ne[dim], reader_.read<uint64_t>("dimensions" + of_tensor));
@@ -177,8 +169,7 @@ class Parser {
       // NOTE(gguf): a zero dimension is refused. ggml can hold empty tensors, but no real
       // file has one and llama.cpp's reader divides by ne[1..3], so such a file is not portable.
       if (extent == 0) {
-        return error(where + "dimension " + std::to_string(dim) +
-                     " is 0 (empty tensors are not supported)");
+        return error(where + "dimension " + std::to_string(dim) + " is 0 (empty tensors are not supported)");
       }
       if (extent > kMaxCount) {
         return error(where + "dimension " + std::to_string(dim) + " is " + std::to_string(extent) +
@@ -191,9 +182,8 @@ class Parser {
     }
     tensor.n_elements = n_elements;
     if (tensor.ne[0] % info->block_elems != 0) {
-      return error(where + std::string(info->name) + " needs ne0 % " +
-                   std::to_string(info->block_elems) + " == 0, got " +
-                   std::to_string(tensor.ne[0]));
+      return error(where + std::string(info->name) + " needs ne0 % " + std::to_string(info->block_elems) +
+                   " == 0, got " + std::to_string(tensor.ne[0]));
     }
     const uint64_t n_blocks = n_elements / info->block_elems;
     if (n_blocks > std::numeric_limits<uint64_t>::max() / info->block_bytes) {
@@ -221,26 +211,22 @@ class Parser {
     file_.data_offset_ = std::min(data_offset, file_size);
     if (tensor_count_ == 0) return ok_status();
     if (data_offset > file_size) {
-      return error("truncated file: the data section starts at offset " +
-                   std::to_string(data_offset) + " (tensor infos end at " +
-                   std::to_string(reader_.offset()) + ", padded to alignment " +
-                   std::to_string(file_.alignment_) + ") but the file is " +
-                   std::to_string(file_size) + " bytes");
+      return error("truncated file: the data section starts at offset " + std::to_string(data_offset) +
+                   " (tensor infos end at " + std::to_string(reader_.offset()) + ", padded to alignment " +
+                   std::to_string(file_.alignment_) + ") but the file is " + std::to_string(file_size) + " bytes");
     }
     const uint64_t data_size = file_size - data_offset;
     for (TensorInfo& tensor : file_.tensors_) {
       const std::string where = "tensor " + quote_name(tensor.name) + ": ";
       if (tensor.offset % file_.alignment_ != 0) {
-        return error(where + "offset " + std::to_string(tensor.offset) +
-                     " is not a multiple of the alignment (" + std::to_string(file_.alignment_) +
-                     ")");
+        return error(where + "offset " + std::to_string(tensor.offset) + " is not a multiple of the alignment (" +
+                     std::to_string(file_.alignment_) + ")");
       }
       if (tensor.offset > data_size || tensor.n_bytes > data_size - tensor.offset) {
-        return error(where + "data runs past the end of the file (truncated tensor data?): " +
-                     std::to_string(tensor.n_bytes) + " bytes at offset " +
-                     std::to_string(tensor.offset) + " of the data section (which starts at " +
-                     std::to_string(data_offset) + " and holds " + std::to_string(data_size) +
-                     " bytes)");
+        return error(where +
+                     "data runs past the end of the file (truncated tensor data?): " + std::to_string(tensor.n_bytes) +
+                     " bytes at offset " + std::to_string(tensor.offset) + " of the data section (which starts at " +
+                     std::to_string(data_offset) + " and holds " + std::to_string(data_size) + " bytes)");
       }
       tensor.file_offset = data_offset + tensor.offset;
       tensor.data = file_.bytes_.data() + tensor.file_offset;
@@ -258,11 +244,10 @@ class Parser {
       const TensorInfo& prev = *by_offset[i - 1];
       const TensorInfo& next = *by_offset[i];
       if (prev.offset + prev.n_bytes > next.offset) {
-        return error("tensors " + quote_name(prev.name) + " and " + quote_name(next.name) +
-                     " overlap: data bytes [" + std::to_string(prev.offset) + ", " +
-                     std::to_string(prev.offset + prev.n_bytes) + ") and [" +
-                     std::to_string(next.offset) + ", " +
-                     std::to_string(next.offset + next.n_bytes) + ") of the data section");
+        return error("tensors " + quote_name(prev.name) + " and " + quote_name(next.name) + " overlap: data bytes [" +
+                     std::to_string(prev.offset) + ", " + std::to_string(prev.offset + prev.n_bytes) + ") and [" +
+                     std::to_string(next.offset) + ", " + std::to_string(next.offset + next.n_bytes) +
+                     ") of the data section");
       }
     }
     return ok_status();

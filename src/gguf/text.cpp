@@ -47,8 +47,7 @@ void append_hex_escape(std::string& out, uint8_t value) {
 
 // Appends text[0, max_bytes) with escapes; `quote` is the delimiter that must be escaped.
 // Returns true when the text was cut.
-bool append_escaped(std::string& out, std::string_view text, size_t max_bytes, char quote,
-                    bool json_controls) {
+bool append_escaped(std::string& out, std::string_view text, size_t max_bytes, char quote, bool json_controls) {
   const size_t limit = utf8_prefix_bytes(text, max_bytes);
   size_t pos = 0;
   while (pos < limit) {
@@ -133,8 +132,8 @@ size_t utf8_prefix_bytes(std::string_view text, size_t max_bytes) {
 std::string name_problem(std::string_view name, size_t max_bytes) {
   if (name.empty()) return "empty name";
   if (name.size() > max_bytes) {
-    return "name " + quote_name(name) + " is " + std::to_string(name.size()) +
-           " bytes long (at most " + std::to_string(max_bytes) + " allowed)";
+    return "name " + quote_name(name) + " is " + std::to_string(name.size()) + " bytes long (at most " +
+           std::to_string(max_bytes) + " allowed)";
   }
   if (!is_valid_utf8(name)) return "name " + quote_name(name) + " is not valid UTF-8";
   if (has_control_bytes(name)) return "name " + quote_name(name) + " contains control characters";

@@ -10,11 +10,10 @@ namespace gufo::gguf {
 namespace {
 
 // NOTE(gguf): names and sizes in on-disk id order (spec, gguf_metadata_value_type).
-constexpr std::array<std::string_view, kValueTypeCount> kNames = {
-    "uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
-    "bool",  "string", "array",  "uint64", "int64",  "float64"};
-constexpr std::array<uint64_t, kValueTypeCount> kFixedBytes = {1, 1, 2, 2, 4, 4, 4,
-                                                               1, 0, 0, 8, 8, 8};
+constexpr std::array<std::string_view, kValueTypeCount> kNames = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                                                  "int32",  "float32", "bool",   "string", "array",
+                                                                  "uint64", "int64",   "float64"};
+constexpr std::array<uint64_t, kValueTypeCount> kFixedBytes = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
 template <class T>
 bool same_bits(const T& a, const T& b) {

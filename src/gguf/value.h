@@ -46,11 +46,10 @@ class Array;
 // elements); arrays of arrays hold Arrays whose element types may differ from each other.
 class Array {
  public:
-  using Elements = std::variant<std::vector<uint8_t>, std::vector<int8_t>, std::vector<uint16_t>,
-                                std::vector<int16_t>, std::vector<uint32_t>, std::vector<int32_t>,
-                                std::vector<float>, std::vector<bool>, std::vector<std::string>,
-                                std::vector<Array>, std::vector<uint64_t>, std::vector<int64_t>,
-                                std::vector<double>>;
+  using Elements = std::variant<std::vector<uint8_t>, std::vector<int8_t>, std::vector<uint16_t>, std::vector<int16_t>,
+                                std::vector<uint32_t>, std::vector<int32_t>, std::vector<float>, std::vector<bool>,
+                                std::vector<std::string>, std::vector<Array>, std::vector<uint64_t>,
+                                std::vector<int64_t>, std::vector<double>>;
 
   Array() = default;  // an empty array of uint8
   template <class T>
@@ -76,8 +75,8 @@ class Array {
 // One metadata value of any type.
 class Value {
  public:
-  using Data = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
-                            std::string, Array, uint64_t, int64_t, double>;
+  using Data = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string, Array,
+                            uint64_t, int64_t, double>;
 
   Value() = default;  // uint8 0
   explicit Value(Data data) : data_(std::move(data)) {}
@@ -129,10 +128,8 @@ constexpr ValueType value_type_of() {
     size_t index = 0;
     ((std::is_same_v<T, std::variant_alternative_t<I, Data>> ? (index = I) : 0), ...);
     return index;
-  }
-  (std::make_index_sequence<std::variant_size_v<Data>>{});
-  static_assert(std::is_same_v<T, std::variant_alternative_t<kIndex, Data>>,
-                "not a GGUF value type");
+  }(std::make_index_sequence<std::variant_size_v<Data>>{});
+  static_assert(std::is_same_v<T, std::variant_alternative_t<kIndex, Data>>, "not a GGUF value type");
   return static_cast<ValueType>(kIndex);
 }
 

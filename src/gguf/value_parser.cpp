@@ -20,9 +20,7 @@ constexpr uint64_t kMinNestedArrayBytes = 4 + 8;
 class ValueParser {
  public:
   ValueParser(ByteReader& reader, std::string_view quoted_key)
-      : reader_(reader),
-        quoted_key_(quoted_key),
-        what_("value of key " + std::string(quoted_key)) {}
+      : reader_(reader), quoted_key_(quoted_key), what_("value of key " + std::string(quoted_key)) {}
 
   Result<Value> value(ValueType type) {
     switch (type) {
@@ -69,10 +67,9 @@ class ValueParser {
     if (byte > 1) {
       // NOTE(gguf): the spec: "1-byte value where 0 is false and 1 is true. Anything else is
       // invalid".
-      std::string where =
-          in_array ? "bool element " + std::to_string(element_index) : std::string("bool value");
-      return reader_.error(key_prefix() + where + " is " + std::to_string(byte) + " at offset " +
-                           std::to_string(at) + " (must be 0 or 1)");
+      std::string where = in_array ? "bool element " + std::to_string(element_index) : std::string("bool value");
+      return reader_.error(key_prefix() + where + " is " + std::to_string(byte) + " at offset " + std::to_string(at) +
+                           " (must be 0 or 1)");
     }
     return byte == 1;
   }
@@ -86,8 +83,7 @@ class ValueParser {
   template <class T>
   Result<Array> fixed_array(uint64_t count) {
     std::vector<T> values(count);  // count * sizeof(T) <= bytes left, checked by the caller
-    GUFO_ASSIGN_OR_RETURN(std::string_view raw,
-                          reader_.read_bytes(count * sizeof(T), what_value()));
+    GUFO_ASSIGN_OR_RETURN(std::string_view raw, reader_.read_bytes(count * sizeof(T), what_value()));
     if (count != 0) std::memcpy(values.data(), raw.data(), raw.size());
     return Array(std::move(values));
   }
@@ -117,13 +113,12 @@ class ValueParser {
     GUFO_ASSIGN_OR_RETURN(uint64_t count, reader_.read<uint64_t>(what_value()));
     const auto type = value_type_from_id(type_id);
     if (!type) {
-      return reader_.error(key_prefix() + "unknown array element type " + std::to_string(type_id) +
-                           " at offset " + std::to_string(at));
+      return reader_.error(key_prefix() + "unknown array element type " + std::to_string(type_id) + " at offset " +
+                           std::to_string(at));
     }
     if (*type == ValueType::Array && depth + 1 >= kMaxArrayDepth) {
-      return reader_.error(key_prefix() + "arrays nested more than " +
-                           std::to_string(kMaxArrayDepth) + " levels deep at offset " +
-                           std::to_string(at));
+      return reader_.error(key_prefix() + "arrays nested more than " + std::to_string(kMaxArrayDepth) +
+                           " levels deep at offset " + std::to_string(at));
     }
     uint64_t min_element_bytes = value_type_fixed_bytes(*type);
     if (*type == ValueType::String) min_element_bytes = kMinStringBytes;
@@ -131,10 +126,9 @@ class ValueParser {
     // Division, not multiplication: count comes from the file and may be near 2^64.
     if (count > reader_.remaining() / min_element_bytes) {
       return reader_.error(key_prefix() + "array of " + std::to_string(count) + " " +
-                           std::string(value_type_name(*type)) + " at offset " +
-                           std::to_string(at) + " runs past the end of the file (needs at least " +
-                           std::to_string(min_element_bytes) + " bytes per element, " +
-                           std::to_string(reader_.remaining()) + " bytes left)");
+                           std::string(value_type_name(*type)) + " at offset " + std::to_string(at) +
+                           " runs past the end of the file (needs at least " + std::to_string(min_element_bytes) +
+                           " bytes per element, " + std::to_string(reader_.remaining()) + " bytes left)");
     }
     switch (*type) {
       case ValueType::UInt8:

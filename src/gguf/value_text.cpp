@@ -39,8 +39,7 @@ struct Printer {
   }
 
   void array(std::string& out, const Array& array) {
-    out += "[" + std::to_string(array.size()) + " x " +
-           std::string(value_type_name(array.element_type())) + "] [";
+    out += "[" + std::to_string(array.size()) + " x " + std::string(value_type_name(array.element_type())) + "] [";
     std::visit(
         [&](const auto& elements) {
           size_t shown = 0;
@@ -67,9 +66,8 @@ std::string float_to_text(double value, bool single_precision) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   char buffer[64];
-  const auto result =
-      single_precision ? std::to_chars(buffer, buffer + sizeof(buffer), static_cast<float>(value))
-                       : std::to_chars(buffer, buffer + sizeof(buffer), value);
+  const auto result = single_precision ? std::to_chars(buffer, buffer + sizeof(buffer), static_cast<float>(value))
+                                       : std::to_chars(buffer, buffer + sizeof(buffer), value);
   return std::string(buffer, result.ptr);
 }
 

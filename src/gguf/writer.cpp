@@ -67,8 +67,7 @@ void put_array(Bytes& out, const Array& array) {
 }
 
 void put_value(Bytes& out, const Value& value) {
-  std::visit([&](const auto& typed) { put_element<std::decay_t<decltype(typed)>>(out, typed); },
-             value.data());
+  std::visit([&](const auto& typed) { put_element<std::decay_t<decltype(typed)>>(out, typed); }, value.data());
 }
 
 // ---- validation and layout ----
@@ -107,8 +106,7 @@ Result<uint64_t> tensor_bytes(const TensorSpec& tensor, const std::string& where
     n_elements *= extent;
   }
   if (tensor.shape[0] % info.block_elems != 0) {
-    return Error{where + std::string(info.name) + " needs ne0 % " +
-                 std::to_string(info.block_elems) + " == 0, got " +
+    return Error{where + std::string(info.name) + " needs ne0 % " + std::to_string(info.block_elems) + " == 0, got " +
                  std::to_string(tensor.shape[0])};
   }
   const uint64_t n_blocks = n_elements / info.block_elems;
@@ -117,9 +115,8 @@ Result<uint64_t> tensor_bytes(const TensorSpec& tensor, const std::string& where
   }
   const uint64_t n_bytes = n_blocks * info.block_bytes;
   if (!tensor.fill && tensor.data.size() != n_bytes) {
-    return Error{where + "has " + std::to_string(tensor.data.size()) + " bytes of data, but " +
-                 std::string(info.name) + " of " + std::to_string(n_elements) + " elements needs " +
-                 std::to_string(n_bytes)};
+    return Error{where + "has " + std::to_string(tensor.data.size()) + " bytes of data, but " + std::string(info.name) +
+                 " of " + std::to_string(n_elements) + " elements needs " + std::to_string(n_bytes)};
   }
   return n_bytes;
 }
@@ -133,19 +130,17 @@ Result<Layout> plan_layout(const Writer& writer, const std::string& name) {
     if (!problem.empty()) return Error{prefix + "metadata key: " + problem};
     const Array* array = value.get_if<Array>();
     if (array != nullptr && nested_too_deep(*array, 0)) {
-      return Error{prefix + "key " + quote_name(key) + ": arrays nested more than " +
-                   std::to_string(kMaxArrayDepth) + " levels deep"};
+      return Error{prefix + "key " + quote_name(key) + ": arrays nested more than " + std::to_string(kMaxArrayDepth) +
+                   " levels deep"};
     }
     if (key == kAlignmentKey) {
       const uint32_t* alignment = value.get_if<uint32_t>();
       if (alignment == nullptr) {
-        return Error{prefix + "key " + quote_name(key) + ": expected uint32, found " +
-                     value.type_description()};
+        return Error{prefix + "key " + quote_name(key) + ": expected uint32, found " + value.type_description()};
       }
       if (!is_valid_alignment(*alignment)) {
-        return Error{prefix + "key " + quote_name(key) + ": invalid alignment " +
-                     std::to_string(*alignment) + " (must be a power of two from 1 to " +
-                     std::to_string(kMaxAlignment) + ")"};
+        return Error{prefix + "key " + quote_name(key) + ": invalid alignment " + std::to_string(*alignment) +
+                     " (must be a power of two from 1 to " + std::to_string(kMaxAlignment) + ")"};
       }
       layout.alignment = *alignment;
     }
@@ -302,16 +297,13 @@ Status Writer::write(const std::string& path, const WriteOptions& options) const
 
   const std::string tmp_path = path + ".tmp";
   // NOTE(gguf): O_NOFOLLOW so a planted OUT.tmp symlink cannot redirect the write.
-  const int fd =
-      ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return system_error(path, "cannot create " + tmp_path, errno);
 
   FdSink sink(fd, path);
   Status written = emit(*this, layout, sink, path);
-  if (written.ok() && ::fsync(fd) != 0)
-    written = system_error(path, "cannot sync " + tmp_path, errno);
-  if (::close(fd) != 0 && written.ok())
-    written = system_error(path, "cannot close " + tmp_path, errno);
+  if (written.ok() && ::fsync(fd) != 0) written = system_error(path, "cannot sync " + tmp_path, errno);
+  if (::close(fd) != 0 && written.ok()) written = system_error(path, "cannot close " + tmp_path, errno);
   if (written.ok() && ::rename(tmp_path.c_str(), path.c_str()) != 0) {
     written = system_error(path, "cannot rename " + tmp_path + " to " + path, errno);
   }

@@ -19,8 +19,7 @@ constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 constexpr int kUnbounded = -1;
 
 bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
 class Parser {
@@ -29,8 +28,7 @@ class Parser {
 
   Result<Grammar> parse() {
     if (text_.size() > limits_.max_bytes) {
-      return Error{"grammar: " + std::to_string(text_.size()) + " bytes; at most " +
-                   std::to_string(limits_.max_bytes)};
+      return Error{"grammar: " + std::to_string(text_.size()) + " bytes; at most " + std::to_string(limits_.max_bytes)};
     }
     skip_space(true);
     while (ok() && pos_ < text_.size()) {
@@ -39,8 +37,7 @@ class Parser {
     }
     if (!ok()) return Error{error_};
     for (const auto& [name, id] : rule_ids_) {
-      if (!defined_[id])
-        return Error{location(used_at_[id]) + ": rule '" + name + "' is used but never defined"};
+      if (!defined_[id]) return Error{location(used_at_[id]) + ": rule '" + name + "' is used but never defined"};
     }
     const auto root = rule_ids_.find("root");
     if (root == rule_ids_.end()) return Error{"grammar: no 'root' rule (the grammar starts there)"};
@@ -51,9 +48,7 @@ class Parser {
 
  private:
   bool ok() const { return error_.empty(); }
-  char peek(size_t ahead = 0) const {
-    return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
-  }
+  char peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
   bool at_end() const { return pos_ >= text_.size(); }
 
   std::string location(size_t at) const {
@@ -98,8 +93,7 @@ class Parser {
 
   // The rule named `name`, first named at `at`.
   uint32_t rule_id(const std::string& name, size_t at) {
-    const auto [it, added] =
-        rule_ids_.try_emplace(name, static_cast<uint32_t>(grammar_.rules.size()));
+    const auto [it, added] = rule_ids_.try_emplace(name, static_cast<uint32_t>(grammar_.rules.size()));
     if (added) {
       grammar_.rules.push_back(Rule{.name = name, .alternatives = {}});
       defined_.push_back(false);
@@ -120,15 +114,13 @@ class Parser {
     set.normalize();
     count_symbols(set.ranges.size());  // a class costs by its ranges
     grammar_.char_sets.push_back(std::move(set));
-    return Symbol{.kind = Symbol::Kind::Chars,
-                  .index = static_cast<uint32_t>(grammar_.char_sets.size() - 1)};
+    return Symbol{.kind = Symbol::Kind::Chars, .index = static_cast<uint32_t>(grammar_.char_sets.size() - 1)};
   }
 
   // One code point of a literal: one set per distinct code point, shared.
   Symbol literal_char(uint32_t code_point) {
     const auto [it, added] = literal_sets_.try_emplace(code_point, 0);
-    if (added)
-      it->second = chars(CharSet{.ranges = {{code_point, code_point}}, .negated = false}).index;
+    if (added) it->second = chars(CharSet{.ranges = {{code_point, code_point}}, .negated = false}).index;
     return Symbol{.kind = Symbol::Kind::Chars, .index = it->second};
   }
 
@@ -307,14 +299,12 @@ class Parser {
       grammar_.rules[wrapped].alternatives = {item};
       one = Symbol{.kind = Symbol::Kind::Rule, .index = wrapped};
     }
-    count_symbols(static_cast<size_t>(min) +
-                  (max == kUnbounded ? 2 : static_cast<size_t>(max - min) * 2));
+    count_symbols(static_cast<size_t>(min) + (max == kUnbounded ? 2 : static_cast<size_t>(max - min) * 2));
     if (!ok()) return;
     for (int i = 0; i < min; ++i) seq.push_back(one);
     if (max == kUnbounded) {
       const uint32_t star = new_rule(rule_name);
-      grammar_.rules[star].alternatives = {{one, Symbol{.kind = Symbol::Kind::Rule, .index = star}},
-                                           {}};
+      grammar_.rules[star].alternatives = {{one, Symbol{.kind = Symbol::Kind::Rule, .index = star}}, {}};
       seq.push_back(Symbol{.kind = Symbol::Kind::Rule, .index = star});
       return;
     }
@@ -388,16 +378,11 @@ class Parser {
           return static_cast<uint32_t>(e);
         default:
           pos_ -= 2;  // point at the backslash
-          fail(std::string("unknown escape '\\") +
-               (e == '\0' ? std::string("") : std::string(1, e)) + "'");
+          fail(std::string("unknown escape '\\") + (e == '\0' ? std::string("") : std::string(1, e)) + "'");
           return std::nullopt;
       }
     }
-    const int length = c < 0x80           ? 1
-                       : (c >> 5) == 0x6  ? 2
-                       : (c >> 4) == 0xE  ? 3
-                       : (c >> 3) == 0x1E ? 4
-                                          : 0;
+    const int length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
     if (length == 0 || pos_ + static_cast<size_t>(length) > text_.size()) {
       fail("invalid UTF-8");
       return std::nullopt;
@@ -446,7 +431,7 @@ class Parser {
   Grammar grammar_;
   std::map<std::string, uint32_t> rule_ids_;
   std::vector<bool> defined_;
-  std::vector<size_t> used_at_;  // where each rule was first named (an offset: location() is slow)
+  std::vector<size_t> used_at_;                // where each rule was first named (an offset: location() is slow)
   std::map<uint32_t, uint32_t> literal_sets_;  // code point -> its set in grammar_.char_sets
 };
 
@@ -456,8 +441,8 @@ class Parser {
 // over the grammar, linear in its size (no pass-until-nothing-changes).
 std::vector<bool> rules_where_some_alternative_has_all(const Grammar& g, bool chars_hold) {
   std::vector<bool> result(g.rules.size(), false);
-  std::vector<uint32_t> owner;  // alternative -> its rule
-  std::vector<size_t> missing;  // alternative -> symbols not yet known to hold
+  std::vector<uint32_t> owner;                               // alternative -> its rule
+  std::vector<size_t> missing;                               // alternative -> symbols not yet known to hold
   std::vector<std::vector<uint32_t>> users(g.rules.size());  // rule -> alternatives naming it
   std::vector<uint32_t> ready;                               // rules just found to hold
   for (uint32_t r = 0; r < g.rules.size(); ++r) {
@@ -497,9 +482,7 @@ std::vector<bool> rules_where_some_alternative_has_all(const Grammar& g, bool ch
 
 }  // namespace
 
-Result<Grammar> parse_gbnf(std::string_view text, const GbnfLimits& limits) {
-  return Parser(text, limits).parse();
-}
+Result<Grammar> parse_gbnf(std::string_view text, const GbnfLimits& limits) { return Parser(text, limits).parse(); }
 
 Status check_grammar(const Grammar& g) {
   const size_t n = g.rules.size();
@@ -517,8 +500,7 @@ Status check_grammar(const Grammar& g) {
   const std::vector<bool> nullable = rules_where_some_alternative_has_all(g, false);
   const std::vector<bool> productive = rules_where_some_alternative_has_all(g, true);
   if (!productive[g.root]) {
-    return Error{"grammar: rule '" + g.rules[g.root].name +
-                 "' matches nothing finite (it only recurses)"};
+    return Error{"grammar: rule '" + g.rules[g.root].name + "' matches nothing finite (it only recurses)"};
   }
   // Left recursion: a rule reachable from itself before any code point is read. Depth-first
   // over the "can start with" edges, with an explicit stack (a chain may be long).

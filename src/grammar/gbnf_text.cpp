@@ -113,13 +113,20 @@ CodePoints intersection(const CodePoints& a, const CodePoints& b) {
 
 std::string canonical_escape(uint32_t cp) {
   switch (cp) {
-    case '"': return "\\\"";
-    case '\\': return "\\\\";
-    case '\b': return "\\b";
-    case '\f': return "\\f";
-    case '\n': return "\\n";
-    case '\r': return "\\r";
-    case '\t': return "\\t";
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
     default: {
       char buffer[8];
       std::snprintf(buffer, sizeof buffer, "\\u%04x", cp);

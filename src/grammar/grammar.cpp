@@ -21,8 +21,8 @@ void CharSet::normalize() {
 namespace {
 
 // The range that holds `code_point`, or nullptr (ranges sorted and disjoint: binary search).
-const std::pair<uint32_t, uint32_t>* range_of(
-    const std::vector<std::pair<uint32_t, uint32_t>>& ranges, uint32_t code_point) {
+const std::pair<uint32_t, uint32_t>* range_of(const std::vector<std::pair<uint32_t, uint32_t>>& ranges,
+                                              uint32_t code_point) {
   auto after = std::upper_bound(ranges.begin(), ranges.end(), code_point,
                                 [](uint32_t cp, const auto& range) { return cp < range.first; });
   if (after == ranges.begin()) return nullptr;
@@ -39,9 +39,7 @@ bool meets(const std::vector<std::pair<uint32_t, uint32_t>>& ranges, uint32_t lo
 
 }  // namespace
 
-bool CharSet::contains(uint32_t code_point) const {
-  return (range_of(ranges, code_point) != nullptr) != negated;
-}
+bool CharSet::contains(uint32_t code_point) const { return (range_of(ranges, code_point) != nullptr) != negated; }
 
 bool CharSet::intersects(uint32_t lo, uint32_t hi) const {
   if (!negated) return meets(ranges, lo, hi);

@@ -42,7 +42,9 @@ json-never ::= [^\x00-\U0010FFFF]
 
 constexpr const char* kWs = " ws ";
 
-bool is_count(const ordered_json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0); }
+bool is_count(const ordered_json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
 
 std::string alternatives_of(const std::vector<std::string>& alternatives) {
   return alternatives.empty() ? "json-never" : gbnf_alternatives(alternatives);
@@ -94,7 +96,8 @@ class SchemaCompiler {
   static std::string key_char_rules() {
     std::string escapes;
     for (uint32_t cp = 0; cp < 0x80; ++cp) {
-      if (cp < 0x20 || cp == '"' || cp == '\\') escapes += (escapes.empty() ? "" : " | ") + gbnf_literal(canonical_escape(cp));
+      if (cp < 0x20 || cp == '"' || cp == '\\')
+        escapes += (escapes.empty() ? "" : " | ") + gbnf_literal(canonical_escape(cp));
     }
     return "json-key-escape ::= " + escapes + "\njson-key-char ::= [^\"\\\\\\x00-\\x1F] | json-key-escape\n";
   }
@@ -115,10 +118,12 @@ class SchemaCompiler {
   }
 
   Result<std::string> visit(const ordered_json& schema, const std::string& path, int depth) {
-    if (depth > limits_.max_depth) return Error{path + ": schemas nest deeper than " + std::to_string(limits_.max_depth)};
+    if (depth > limits_.max_depth)
+      return Error{path + ": schemas nest deeper than " + std::to_string(limits_.max_depth)};
     if (rules_.size() > limits_.max_gbnf_bytes) return too_big();
     if (schema.is_boolean()) return std::string(schema.get<bool>() ? "json-value" : "json-never");
-    if (!schema.is_object()) return Error{path + ": a schema must be an object or a boolean, not " + canonical_text(schema)};
+    if (!schema.is_object())
+      return Error{path + ": a schema must be an object or a boolean, not " + canonical_text(schema)};
     for (const auto& [key, value] : schema.items()) {
       if (is_unsupported(key, value)) return Error{path + ": '" + key + "' is not supported"};
       if (key == "$id" && &schema != &root_) {
@@ -162,7 +167,8 @@ class SchemaCompiler {
     }
     const std::string key = schema.contains("anyOf") ? "anyOf" : "oneOf";
     const ordered_json& branches = schema.at(key);
-    if (!branches.is_array() || branches.empty()) return Error{pointer_child(path, key) + ": must be a non-empty array"};
+    if (!branches.is_array() || branches.empty())
+      return Error{pointer_child(path, key) + ": must be a non-empty array"};
     ordered_json rest = schema;
     rest.erase(key);
     bool has_rest = false;
@@ -218,7 +224,8 @@ class SchemaCompiler {
 
   // The text of one JSON value, with whitespace where a model may put it.
   Result<std::string> literal_of(const ordered_json& v, const std::string& path, int depth) {
-    if (depth > limits_.max_depth) return Error{path + ": a constant nests deeper than " + std::to_string(limits_.max_depth)};
+    if (depth > limits_.max_depth)
+      return Error{path + ": a constant nests deeper than " + std::to_string(limits_.max_depth)};
     if (v.is_number()) return number_literal(v);
     if (v.is_array() || v.is_object()) {
       std::string out = gbnf_literal(v.is_array() ? "[" : "{") + kWs;
@@ -333,8 +340,8 @@ class SchemaCompiler {
       const bool lower = std::string_view(key).find("inimum") != std::string_view::npos;
       GUFO_ASSIGN_OR_RETURN(const Bound b, integral_bound(x, exclusive, lower, integer, at));
       std::optional<Bound>& slot = lower ? lo : hi;
-      const bool tighter = !slot || (lower ? b.value > slot->value : b.value < slot->value) ||
-                           (b.value == slot->value && b.exclusive);
+      const bool tighter =
+          !slot || (lower ? b.value > slot->value : b.value < slot->value) || (b.value == slot->value && b.exclusive);
       if (tighter) slot = b;
     }
     if (!lo && !hi) return std::string(integer ? "json-integer" : "json-number");
@@ -354,7 +361,8 @@ class SchemaCompiler {
       return Bound{static_cast<int64_t>(v), false};
     }
     if (std::floor(x) != x) {
-      return Error{at + ": a fractional bound (" + std::to_string(x) + ") on a number is not supported (integer bounds are)"};
+      return Error{at + ": a fractional bound (" + std::to_string(x) +
+                   ") on a number is not supported (integer bounds are)"};
     }
     return Bound{static_cast<int64_t>(x), exclusive};
   }
@@ -371,7 +379,6 @@ class SchemaCompiler {
   int next_rule_ = 0;
 };
 
-
 // Elements by position: prefixItems (or draft 7's array-form items) first, then the rest
 // (items, or draft 7's additionalItems; absent: any value), minItems..maxItems in all. A rule
 // per prefix position says what may follow it; the rest is one bounded repetition.
@@ -381,9 +388,9 @@ Result<std::string> SchemaCompiler::visit_array(const ordered_json& schema, cons
   std::string rest_path;
   const auto items = schema.find("items");
   const auto prefix_items = schema.find("prefixItems");
-  const ordered_json* tuple = prefix_items != schema.end() ? &*prefix_items
+  const ordered_json* tuple = prefix_items != schema.end()                 ? &*prefix_items
                               : items != schema.end() && items->is_array() ? &*items
-                                                                             : nullptr;
+                                                                           : nullptr;
   const std::string tuple_key = prefix_items != schema.end() ? "prefixItems" : "items";
   if (tuple != nullptr) {
     if (!tuple->is_array()) return Error{pointer_child(path, tuple_key) + ": must be an array"};
@@ -415,8 +422,8 @@ Result<std::string> SchemaCompiler::visit_array(const ordered_json& schema, cons
   // After the prefix: the rest, repeated as often as the counts allow.
   std::string tail = "\"\"";
   const int64_t from = std::max<int64_t>(0, min - n_prefix);
-  const std::optional<int64_t> to = max_items ? std::optional<int64_t>(std::max<int64_t>(0, *max_items - n_prefix))
-                                              : std::nullopt;
+  const std::optional<int64_t> to =
+      max_items ? std::optional<int64_t>(std::max<int64_t>(0, *max_items - n_prefix)) : std::nullopt;
   if (!rest_allowed || (to && *to == 0)) {
     if (from > 0) return std::string("json-never");
   } else if (n_prefix == 0) {
@@ -425,7 +432,8 @@ Result<std::string> SchemaCompiler::visit_array(const ordered_json& schema, cons
     tail = rule(rest_rule + " ws " + more);
     if (from == 0) tail = rule(tail + " | \"\"");
   } else {
-    tail = rule("( \",\" ws " + rest_rule + " ws ){" + std::to_string(from) + "," + (to ? std::to_string(*to) : "") + "}");
+    tail =
+        rule("( \",\" ws " + rest_rule + " ws ){" + std::to_string(from) + "," + (to ? std::to_string(*to) : "") + "}");
   }
   // The prefix from its end: position i is mandatory below minItems, absent at maxItems.
   std::string next = tail;
@@ -444,7 +452,8 @@ Result<std::string> SchemaCompiler::visit_object(const ordered_json& schema, con
   static const ordered_json kEmpty = ordered_json::object();
   static const ordered_json kTrue = true;
   const auto props_it = schema.find("properties");
-  if (props_it != schema.end() && !props_it->is_object()) return Error{pointer_child(path, "properties") + ": must be an object"};
+  if (props_it != schema.end() && !props_it->is_object())
+    return Error{pointer_child(path, "properties") + ": must be an object"};
   const ordered_json& properties = props_it != schema.end() ? *props_it : kEmpty;
   const auto additional_it = schema.find("additionalProperties");
   const ordered_json& additional = additional_it != schema.end() ? *additional_it : kTrue;

@@ -31,8 +31,8 @@ namespace gufo::grammar {
 
 // Bounds that keep a hostile schema from taking unbounded time or memory.
 struct JsonSchemaLimits {
-  int max_depth = 64;              // nesting of subschemas, and $ref expansions in a merge
-  int max_repeat = 10'000;         // minItems, maxItems, minLength, maxLength, {m,n} in patterns
+  int max_depth = 64;               // nesting of subschemas, and $ref expansions in a merge
+  int max_repeat = 10'000;          // minItems, maxItems, minLength, maxLength, {m,n} in patterns
   size_t max_gbnf_bytes = 1 << 20;  // the grammar text written
 };
 

@@ -27,8 +27,7 @@ bool expand(const Grammar& g, Stack start, std::vector<Stack>& out, size_t& fram
       stack.pop_back();
     }
     if (stack.empty() ||
-        g.rules[stack.back().rule].alternatives[stack.back().alt][stack.back().pos].kind ==
-            Symbol::Kind::Chars) {
+        g.rules[stack.back().rule].alternatives[stack.back().alt][stack.back().pos].kind == Symbol::Kind::Chars) {
       frames += stack.size();
       out.push_back(std::move(stack));
       if (out.size() > kMaxStacks || frames > kMaxFrames) return false;
@@ -147,8 +146,7 @@ bool Matcher::accept_byte(uint8_t byte) {
     least_ = least;
     return true;
   }
-  if (partial < least || partial > 0x10FFFF || (partial >= 0xD800 && partial <= 0xDFFF))
-    return false;
+  if (partial < least || partial > 0x10FFFF || (partial >= 0xD800 && partial <= 0xDFFF)) return false;
   if (!advance(partial)) return false;
   partial_ = 0;
   due_ = 0;
@@ -166,8 +164,7 @@ bool Matcher::accept(std::string_view bytes) {
 }
 
 bool Matcher::can_end() const {
-  return due_ == 0 &&
-         std::any_of(stacks_.begin(), stacks_.end(), [](const Stack& s) { return s.empty(); });
+  return due_ == 0 && std::any_of(stacks_.begin(), stacks_.end(), [](const Stack& s) { return s.empty(); });
 }
 
 std::string Matcher::key() const {

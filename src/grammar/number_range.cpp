@@ -36,15 +36,13 @@ std::string same_length_range(const std::string& lo, const std::string& hi) {
   char first_full = lo[0];  // leading digits whose every continuation is in range
   char last_full = hi[0];
   if (!lo_rest_min) {
-    alternatives.push_back("\"" + std::string(1, lo[0]) + "\" " +
-                           same_length_range(lo_rest, std::string(n - 1, '9')));
+    alternatives.push_back("\"" + std::string(1, lo[0]) + "\" " + same_length_range(lo_rest, std::string(n - 1, '9')));
     ++first_full;
   }
   if (!hi_rest_max) --last_full;
   if (first_full <= last_full) alternatives.push_back(digit_class(first_full, last_full) + " " + any_digits(n - 1));
   if (!hi_rest_max) {
-    alternatives.push_back("\"" + std::string(1, hi[0]) + "\" " +
-                           same_length_range(std::string(n - 1, '0'), hi_rest));
+    alternatives.push_back("\"" + std::string(1, hi[0]) + "\" " + same_length_range(std::string(n - 1, '0'), hi_rest));
   }
   return gbnf_alternatives(alternatives);
 }

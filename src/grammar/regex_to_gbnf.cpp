@@ -17,8 +17,16 @@ CodePoints digit_set() { return {{'0', '9'}}; }
 CodePoints word_set() { return normalized({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}); }
 // ECMA-262 WhiteSpace and LineTerminator.
 CodePoints space_set() {
-  return normalized({{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
-                     {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}});
+  return normalized({{'\t', '\r'},
+                     {' ', ' '},
+                     {0xA0, 0xA0},
+                     {0x1680, 0x1680},
+                     {0x2000, 0x200A},
+                     {0x2028, 0x2029},
+                     {0x202F, 0x202F},
+                     {0x205F, 0x205F},
+                     {0x3000, 0x3000},
+                     {0xFEFF, 0xFEFF}});
 }
 // '.': anything but a line terminator.
 CodePoints dot_set() { return complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}); }
@@ -34,7 +42,8 @@ std::vector<uint32_t> decode_utf8(std::string_view text, bool& valid) {
       return out;
     }
     uint32_t cp = length == 1 ? c : c & (0x7F >> length);
-    for (int k = 1; k < length; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + static_cast<size_t>(k)]) & 0x3F);
+    for (int k = 1; k < length; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(text[i + static_cast<size_t>(k)]) & 0x3F);
     out.push_back(cp);
     i += static_cast<size_t>(length);
   }
@@ -239,22 +248,35 @@ class RegexCompiler {
     const uint32_t e = peek();
     ++pos_;
     switch (e) {
-      case 'd': return digit_set();
-      case 'D': return complement(digit_set());
-      case 'w': return word_set();
-      case 'W': return complement(word_set());
-      case 's': return space_set();
-      case 'S': return complement(space_set());
-      case 't': return CodePoints{{'\t', '\t'}};
-      case 'n': return CodePoints{{'\n', '\n'}};
-      case 'r': return CodePoints{{'\r', '\r'}};
-      case 'f': return CodePoints{{'\f', '\f'}};
-      case 'v': return CodePoints{{'\v', '\v'}};
+      case 'd':
+        return digit_set();
+      case 'D':
+        return complement(digit_set());
+      case 'w':
+        return word_set();
+      case 'W':
+        return complement(word_set());
+      case 's':
+        return space_set();
+      case 'S':
+        return complement(space_set());
+      case 't':
+        return CodePoints{{'\t', '\t'}};
+      case 'n':
+        return CodePoints{{'\n', '\n'}};
+      case 'r':
+        return CodePoints{{'\r', '\r'}};
+      case 'f':
+        return CodePoints{{'\f', '\f'}};
+      case 'v':
+        return CodePoints{{'\v', '\v'}};
       case '0':
         if (peek() >= '0' && peek() <= '9') break;
         return CodePoints{{0, 0}};
-      case 'x': return hex_escape(2);
-      case 'u': return hex_escape(4);
+      case 'x':
+        return hex_escape(2);
+      case 'u':
+        return hex_escape(4);
       case 'b':
         if (in_class) return CodePoints{{'\b', '\b'}};
         break;
@@ -265,7 +287,9 @@ class RegexCompiler {
     }
     pos_ -= 1;
     fail(std::string("the escape '\\") + static_cast<char>(e < 0x80 ? e : '?') + "' is not supported" +
-         (e >= '1' && e <= '9' ? " (backreference)" : e == 'b' || e == 'B' ? " (word boundary)" : ""));
+         (e >= '1' && e <= '9'   ? " (backreference)"
+          : e == 'b' || e == 'B' ? " (word boundary)"
+                                 : ""));
     return std::nullopt;
   }
 

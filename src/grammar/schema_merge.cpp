@@ -10,22 +10,56 @@ namespace gufo::grammar {
 namespace {
 
 constexpr std::array<std::string_view, 16> kAnnotations = {
-    "title",    "description", "$schema",  "$id",       "$comment",         "examples",
-    "default",  "deprecated",  "readOnly", "writeOnly", "$defs",            "definitions",
-    "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary"};
+    "title",         "description", "$schema",   "$id",   "$comment",    "examples",         "default",
+    "deprecated",    "readOnly",    "writeOnly", "$defs", "definitions", "contentMediaType", "contentEncoding",
+    "contentSchema", "$vocabulary"};
 
-constexpr std::array<std::string_view, 22> kApplied = {
-    "type",     "enum",     "const",     "properties",       "required",         "additionalProperties",
-    "items",    "prefixItems", "additionalItems", "anyOf",   "oneOf",            "allOf",
-    "$ref",     "minLength", "maxLength", "pattern",         "format",           "minimum",
-    "maximum",  "exclusiveMinimum", "exclusiveMaximum", "minItems"};
+constexpr std::array<std::string_view, 22> kApplied = {"type",
+                                                       "enum",
+                                                       "const",
+                                                       "properties",
+                                                       "required",
+                                                       "additionalProperties",
+                                                       "items",
+                                                       "prefixItems",
+                                                       "additionalItems",
+                                                       "anyOf",
+                                                       "oneOf",
+                                                       "allOf",
+                                                       "$ref",
+                                                       "minLength",
+                                                       "maxLength",
+                                                       "pattern",
+                                                       "format",
+                                                       "minimum",
+                                                       "maximum",
+                                                       "exclusiveMinimum",
+                                                       "exclusiveMaximum",
+                                                       "minItems"};
 
-constexpr std::array<std::string_view, 23> kUnsupported = {
-    "not",           "if",               "patternProperties", "propertyNames",   "dependentRequired",
-    "dependentSchemas", "dependencies",  "multipleOf",        "contains",        "minContains",
-    "maxContains",   "minProperties",    "maxProperties",     "unevaluatedProperties", "unevaluatedItems",
-    "$anchor",       "$dynamicRef",      "$dynamicAnchor",    "$recursiveRef",   "$recursiveAnchor",
-    "disallow",      "extends",          "divisibleBy"};
+constexpr std::array<std::string_view, 23> kUnsupported = {"not",
+                                                           "if",
+                                                           "patternProperties",
+                                                           "propertyNames",
+                                                           "dependentRequired",
+                                                           "dependentSchemas",
+                                                           "dependencies",
+                                                           "multipleOf",
+                                                           "contains",
+                                                           "minContains",
+                                                           "maxContains",
+                                                           "minProperties",
+                                                           "maxProperties",
+                                                           "unevaluatedProperties",
+                                                           "unevaluatedItems",
+                                                           "$anchor",
+                                                           "$dynamicRef",
+                                                           "$dynamicAnchor",
+                                                           "$recursiveRef",
+                                                           "$recursiveAnchor",
+                                                           "disallow",
+                                                           "extends",
+                                                           "divisibleBy"};
 
 template <size_t N>
 bool listed(const std::array<std::string_view, N>& list, std::string_view key) {
@@ -100,17 +134,17 @@ Result<ordered_json> merge_objects(const ordered_json& root, const ordered_json&
       if (properties.contains(name)) continue;
       const ordered_json& in_a = props(a).contains(name) ? props(a).at(name) : additional(a);
       const ordered_json& in_b = props(b).contains(name) ? props(b).at(name) : additional(b);
-      GUFO_ASSIGN_OR_RETURN(properties[name],
-                            merge_schemas(root, in_a, in_b, pointer_child(pointer_child(path, "properties"), name),
-                                          depth_left - 1));
+      GUFO_ASSIGN_OR_RETURN(
+          properties[name],
+          merge_schemas(root, in_a, in_b, pointer_child(pointer_child(path, "properties"), name), depth_left - 1));
     }
   }
   out.erase("properties");
   if (!properties.empty()) out["properties"] = std::move(properties);
   if (a.contains("additionalProperties") || b.contains("additionalProperties")) {
-    GUFO_ASSIGN_OR_RETURN(out["additionalProperties"],
-                          merge_schemas(root, additional(a), additional(b),
-                                        pointer_child(path, "additionalProperties"), depth_left - 1));
+    GUFO_ASSIGN_OR_RETURN(
+        out["additionalProperties"],
+        merge_schemas(root, additional(a), additional(b), pointer_child(path, "additionalProperties"), depth_left - 1));
   }
   ordered_json required = ordered_json::array();
   for (const ordered_json* side : {&a, &b}) {
@@ -164,7 +198,8 @@ Result<const ordered_json*> resolve_ref(const ordered_json& root, const std::str
     const size_t end = std::min(pointer.find('/', pos), pointer.size());
     std::string token = pointer.substr(pos, end - pos);
     for (size_t i = 0; i + 1 < token.size(); ++i) {
-      if (token[i] == '~' && (token[i + 1] == '0' || token[i + 1] == '1')) token.replace(i, 2, token[i + 1] == '0' ? "~" : "/");
+      if (token[i] == '~' && (token[i + 1] == '0' || token[i + 1] == '1'))
+        token.replace(i, 2, token[i + 1] == '0' ? "~" : "/");
     }
     if (at->is_object() && at->contains(token)) {
       at = &at->at(token);
@@ -176,7 +211,8 @@ Result<const ordered_json*> resolve_ref(const ordered_json& root, const std::str
     }
     pos = end + 1;
   }
-  if (!at->is_object() && !at->is_boolean()) return Error{path + ": '$ref' " + ref + " names something that is not a schema"};
+  if (!at->is_object() && !at->is_boolean())
+    return Error{path + ": '$ref' " + ref + " names something that is not a schema"};
   return at;
 }
 
@@ -200,8 +236,8 @@ Result<ordered_json> flatten_schema(const ordered_json& root, const ordered_json
   ordered_json out = schema;
   out.erase("allOf");
   for (size_t i = 0; i < all->size(); ++i) {
-    GUFO_ASSIGN_OR_RETURN(out, merge_schemas(root, out, all->at(i), pointer_child(path, "allOf") + "/" + std::to_string(i),
-                                             depth_left - 1));
+    GUFO_ASSIGN_OR_RETURN(out, merge_schemas(root, out, all->at(i),
+                                             pointer_child(path, "allOf") + "/" + std::to_string(i), depth_left - 1));
   }
   return out;
 }

@@ -88,18 +88,25 @@ bool tagged_apart(const ordered_json& a, const ordered_json& b) {
 
 TypeSet type_of(const ordered_json& value) {
   switch (value.type()) {
-    case ordered_json::value_t::null: return kNull;
-    case ordered_json::value_t::boolean: return kBoolean;
-    case ordered_json::value_t::object: return kObject;
-    case ordered_json::value_t::array: return kArray;
-    case ordered_json::value_t::string: return kString;
+    case ordered_json::value_t::null:
+      return kNull;
+    case ordered_json::value_t::boolean:
+      return kBoolean;
+    case ordered_json::value_t::object:
+      return kObject;
+    case ordered_json::value_t::array:
+      return kArray;
+    case ordered_json::value_t::string:
+      return kString;
     case ordered_json::value_t::number_integer:
-    case ordered_json::value_t::number_unsigned: return kInteger;
+    case ordered_json::value_t::number_unsigned:
+      return kInteger;
     case ordered_json::value_t::number_float: {
       const double x = value.get<double>();
       return std::isfinite(x) && std::floor(x) == x ? kInteger : kFraction;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 

@@ -14,7 +14,8 @@ std::shared_ptr<const Grammar> with_sentinel(const Grammar& grammar) {
   Grammar local = grammar;
   local.char_sets.push_back(CharSet{});
   const auto nothing = static_cast<uint32_t>(local.char_sets.size() - 1);
-  local.rules.push_back(Rule{.name = "(below)", .alternatives = {{Symbol{.kind = Symbol::Kind::Chars, .index = nothing}}}});
+  local.rules.push_back(
+      Rule{.name = "(below)", .alternatives = {{Symbol{.kind = Symbol::Kind::Chars, .index = nothing}}}});
   return std::make_shared<const Grammar>(std::move(local));
 }
 
@@ -43,7 +44,9 @@ struct StackTokens::Walk {
 };
 
 StackTokens::StackTokens(const Grammar& grammar, std::shared_ptr<const TokenTrie> trie)
-    : sentinel_rule_(static_cast<uint32_t>(grammar.rules.size())), local_(with_sentinel(grammar)), trie_(std::move(trie)) {}
+    : sentinel_rule_(static_cast<uint32_t>(grammar.rules.size())),
+      local_(with_sentinel(grammar)),
+      trie_(std::move(trie)) {}
 
 void StackTokens::clear() {
   states_.clear();
@@ -77,9 +80,10 @@ bool StackTokens::escaped(uint32_t state) {
   grow_side_tables();
   if (escaped_[state] < 0) {
     const auto& stacks = states_.state(state).stacks();
-    escaped_[state] = std::any_of(stacks.begin(), stacks.end(), [&](const Stack& s) {
-      return !s.empty() && s.back().rule == sentinel_rule_;
-    }) ? 1 : 0;
+    escaped_[state] = std::any_of(stacks.begin(), stacks.end(),
+                                  [&](const Stack& s) { return !s.empty() && s.back().rule == sentinel_rule_; })
+                          ? 1
+                          : 0;
   }
   return escaped_[state] == 1;
 }
@@ -154,7 +158,8 @@ TopTokens StackTokens::sets_of(const Walk& walk) {
   TopTokens sets;
   sets.accepted = TokenSet(*trie_, walk.accepted);
   const auto& order = trie_->tokens_in_order();
-  for (const auto& [begin, end] : walk.uncertain) sets.uncertain.insert(sets.uncertain.end(), order.begin() + begin, order.begin() + end);
+  for (const auto& [begin, end] : walk.uncertain)
+    sets.uncertain.insert(sets.uncertain.end(), order.begin() + begin, order.begin() + end);
   for (const uint32_t state : walk.relied_on) {
     const StepCost cost = states_.dearest_step(state);
     sets.dearest.stacks = std::max(sets.dearest.stacks, cost.stacks);
@@ -208,13 +213,15 @@ bool StackTokens::takes_all_but_a_few(Walk& walk, uint32_t state, const TokenTri
   const uint32_t end = node.end_token;
   std::vector<const std::vector<uint32_t>*> lists = {&trie_->positions_not_utf8()};
   for (uint32_t byte = 0; byte < 0x80; ++byte) {
-    if ((loop.ascii[byte >> 6] >> (byte & 63) & 1) == 0) lists.push_back(&trie_->positions_with(static_cast<uint8_t>(byte)));
+    if ((loop.ascii[byte >> 6] >> (byte & 63) & 1) == 0)
+      lists.push_back(&trie_->positions_with(static_cast<uint8_t>(byte)));
   }
   // NOTE(grammar): one token tried alone costs about what one trie node does; past an
   // eighth of the subtree, walking it is cheaper.
   size_t n_few = 0;
   const auto in_subtree = [&](const std::vector<uint32_t>& list) {
-    return std::make_pair(std::lower_bound(list.begin(), list.end(), begin), std::lower_bound(list.begin(), list.end(), end));
+    return std::make_pair(std::lower_bound(list.begin(), list.end(), begin),
+                          std::lower_bound(list.begin(), list.end(), end));
   };
   for (const auto* list : lists) {
     const auto [first, last] = in_subtree(*list);
@@ -233,7 +240,8 @@ bool StackTokens::takes_all_but_a_few(Walk& walk, uint32_t state, const TokenTri
   for (const uint32_t position : few) {
     append_run(walk.accepted, next, position);
     const Verdict verdict = one_token(walk, state, position, depth);
-    if (verdict != Verdict::Refused) append_run(verdict == Verdict::Accepted ? walk.accepted : walk.uncertain, position, position + 1);
+    if (verdict != Verdict::Refused)
+      append_run(verdict == Verdict::Accepted ? walk.accepted : walk.uncertain, position, position + 1);
     next = position + 1;
   }
   append_run(walk.accepted, next, end);
@@ -287,7 +295,8 @@ const StackTokens::Loop& StackTokens::loop_of(uint32_t state) {
     for (uint32_t byte = 0; byte < 0x80; ++byte) {
       uint64_t readers = 0;
       for (size_t i = 0; i < tops.size(); ++i) readers |= tops[i]->contains(byte) ? uint64_t{1} << i : 0;
-      auto twin = std::find_if(readers_seen.begin(), readers_seen.end(), [&](const auto& r) { return r.first == readers; });
+      auto twin =
+          std::find_if(readers_seen.begin(), readers_seen.end(), [&](const auto& r) { return r.first == readers; });
       if (twin == readers_seen.end()) {
         readers_seen.emplace_back(readers, static_cast<uint8_t>(byte));
       } else if (!states_.knows(state, static_cast<uint8_t>(byte))) {
@@ -297,9 +306,8 @@ const StackTokens::Loop& StackTokens::loop_of(uint32_t state) {
         loop.ascii[byte >> 6] |= uint64_t{1} << (byte & 63);
       }
     }
-    const bool uniform = std::all_of(tops.begin(), tops.end(), [](const CharSet* s) {
-      return takes_every_non_ascii(*s) || takes_no_non_ascii(*s);
-    });
+    const bool uniform = std::all_of(
+        tops.begin(), tops.end(), [](const CharSet* s) { return takes_every_non_ascii(*s) || takes_no_non_ascii(*s); });
     const bool some = std::any_of(tops.begin(), tops.end(), [](const CharSet* s) { return takes_every_non_ascii(*s); });
     if (uniform && some) {
       // U+0080 (C2 80) stands for every non-ASCII code point: the same stacks read each.

@@ -77,14 +77,14 @@ class StackTokens {
   void grow_side_tables();
   void relied_on(Walk& walk, uint32_t state);
 
-  uint32_t sentinel_rule_;                 // the rule after the grammar's own
+  uint32_t sentinel_rule_;                // the rule after the grammar's own
   std::shared_ptr<const Grammar> local_;  // the grammar and the sentinel rule
   std::shared_ptr<const TokenTrie> trie_;
   ByteStates states_;
   std::vector<int8_t> escaped_;  // per state: -1 not known yet, else whether a stack is at the sentinel
   std::vector<Loop> loops_;
   std::unordered_map<uint32_t, TopTokens> tops_;  // by the state of the top alone
-  std::vector<uint32_t> relied_stamp_;  // per state: the last walk that relied on it
+  std::vector<uint32_t> relied_stamp_;            // per state: the last walk that relied on it
   uint32_t walks_ = 0;
 };
 

@@ -16,7 +16,9 @@ namespace gufo::grammar {
 using TokenBits = std::vector<uint64_t>;  // bit id % 64 of word id / 64
 
 inline void set_bit(TokenBits& bits, int32_t id) { bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); }
-inline void clear_bit(TokenBits& bits, int32_t id) { bits[static_cast<size_t>(id) >> 6] &= ~(uint64_t{1} << (id & 63)); }
+inline void clear_bit(TokenBits& bits, int32_t id) {
+  bits[static_cast<size_t>(id) >> 6] &= ~(uint64_t{1} << (id & 63));
+}
 // out[id] = bit id, for n_vocab ids.
 void bits_to_bools(const TokenBits& bits, int32_t n_vocab, std::vector<bool>& out);
 

@@ -87,7 +87,8 @@ void TokenTrie::summarize() {
       below.ascii[1] |= all[c].ascii[1];
       below.non_ascii = below.non_ascii || all[c].non_ascii;
       below.utf8 = below.utf8 && all[c].utf8;
-      for (uint32_t i = child.first_token; i < child.first_token + child.n_tokens; ++i) below.utf8 = below.utf8 && utf8[i];
+      for (uint32_t i = child.first_token; i < child.first_token + child.n_tokens; ++i)
+        below.utf8 = below.utf8 && utf8[i];
     }
   }
   for (size_t n = 0; n < nodes_.size(); ++n) {

@@ -27,10 +27,10 @@ struct BytesBelow {
 class TokenTrie {
  public:
   struct Node {
-    uint32_t first_child = 0;  // children are nodes first_child .. first_child + n_children - 1
-    uint32_t n_children = 0;   // (in byte order)
-    uint32_t first_token = 0;  // the node's own tokens: tokens_in_order()[first_token .. + n_tokens)
-    uint32_t end_token = 0;    // the tokens of its subtree: [first_token, end_token)
+    uint32_t first_child = 0;     // children are nodes first_child .. first_child + n_children - 1
+    uint32_t n_children = 0;      // (in byte order)
+    uint32_t first_token = 0;     // the node's own tokens: tokens_in_order()[first_token .. + n_tokens)
+    uint32_t end_token = 0;       // the tokens of its subtree: [first_token, end_token)
     uint32_t below = kNoSummary;  // index into bytes_below(), for nodes with many tokens below
     uint16_t n_tokens = 0;
     uint8_t byte = 0;  // the byte that leads here from the parent
@@ -44,7 +44,7 @@ class TokenTrie {
   int32_t n_vocab() const { return n_vocab_; }
   const std::vector<int32_t>& end_tokens() const { return end_tokens_; }
   const std::string& bytes(int32_t token) const { return bytes_[static_cast<size_t>(token)]; }
-  const std::vector<Node>& nodes() const { return nodes_; }  // nodes()[0]: the empty prefix
+  const std::vector<Node>& nodes() const { return nodes_; }              // nodes()[0]: the empty prefix
   const std::vector<int32_t>& tokens_in_order() const { return ends_; }  // the tokens with bytes
   const BytesBelow& bytes_below(const Node& node) const { return below_[node.below]; }
   // Where in tokens_in_order() the tokens holding ASCII byte `byte` are (ascending), and those

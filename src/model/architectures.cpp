@@ -11,10 +11,14 @@ namespace gufo::model {
 
 DecoderOptions decoder_options(Arch arch) {
   switch (arch) {
-    case Arch::Qwen3: return {.qk_norm = true, .qkv_bias = false, .rope = RopeType::Neox};
-    case Arch::Llama: return {.qk_norm = false, .qkv_bias = false, .rope = RopeType::Normal};
-    case Arch::Qwen2: return {.qk_norm = false, .qkv_bias = true, .rope = RopeType::Neox};
-    case Arch::Qwen3Moe: return {.qk_norm = true, .qkv_bias = false, .rope = RopeType::Neox, .moe = true};
+    case Arch::Qwen3:
+      return {.qk_norm = true, .qkv_bias = false, .rope = RopeType::Neox};
+    case Arch::Llama:
+      return {.qk_norm = false, .qkv_bias = false, .rope = RopeType::Normal};
+    case Arch::Qwen2:
+      return {.qk_norm = false, .qkv_bias = true, .rope = RopeType::Neox};
+    case Arch::Qwen3Moe:
+      return {.qk_norm = true, .qkv_bias = false, .rope = RopeType::Neox, .moe = true};
   }
   return {};
 }

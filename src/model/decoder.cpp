@@ -11,9 +11,7 @@ namespace gufo::model {
 
 namespace {
 
-std::string blk(int64_t layer, const char* name) {
-  return "blk." + std::to_string(layer) + "." + name;
-}
+std::string blk(int64_t layer, const char* name) { return "blk." + std::to_string(layer) + "." + name; }
 
 // Projection with an optional bias: x · Wᵀ (+ b).
 NodeId project(GraphBuilder& b, NodeId x, int64_t layer, const char* weight, bool bias) {
@@ -23,8 +21,8 @@ NodeId project(GraphBuilder& b, NodeId x, int64_t layer, const char* weight, boo
 }
 
 // x: [n_tokens, n_embd] (already normalized) -> [n_tokens, n_embd]
-NodeId attention_block(GraphBuilder& b, const HParams& hp, const DecoderOptions& opt,
-                       int64_t layer, NodeId x, NodeId rope_freqs) {
+NodeId attention_block(GraphBuilder& b, const HParams& hp, const DecoderOptions& opt, int64_t layer, NodeId x,
+                       NodeId rope_freqs) {
   NodeId q = project(b, x, layer, "attn_q", opt.qkv_bias);  // [n_tokens, n_head * head_dim]
   NodeId k = project(b, x, layer, "attn_k", opt.qkv_bias);  // [n_tokens, n_head_kv * head_dim]
   NodeId v = project(b, x, layer, "attn_v", opt.qkv_bias);  // [n_tokens, n_head_kv * head_dim]
@@ -47,8 +45,9 @@ NodeId attention_block(GraphBuilder& b, const HParams& hp, const DecoderOptions&
 
 // SwiGLU feed-forward: down(silu(gate(x)) * up(x)). x: [n_tokens, n_embd] -> [n_tokens, n_embd]
 NodeId ffn_block(GraphBuilder& b, int64_t layer, NodeId x) {
-  const NodeId gate = b.mat_mul(x, b.weight(blk(layer, "ffn_gate.weight")), blk(layer, "ffn_gate"));  // [n_tokens, n_ff]
-  const NodeId up = b.mat_mul(x, b.weight(blk(layer, "ffn_up.weight")), blk(layer, "ffn_up"));        // [n_tokens, n_ff]
+  const NodeId gate =
+      b.mat_mul(x, b.weight(blk(layer, "ffn_gate.weight")), blk(layer, "ffn_gate"));            // [n_tokens, n_ff]
+  const NodeId up = b.mat_mul(x, b.weight(blk(layer, "ffn_up.weight")), blk(layer, "ffn_up"));  // [n_tokens, n_ff]
   const NodeId act = b.swiglu(gate, up, blk(layer, "ffn_act"));
   return b.mat_mul(act, b.weight(blk(layer, "ffn_down.weight")), blk(layer, "ffn_out"));
 }
@@ -56,13 +55,15 @@ NodeId ffn_block(GraphBuilder& b, int64_t layer, NodeId x) {
 // Mixture of SwiGLU experts: the router scores every expert per token, the top n_expert_used
 // run, their outputs weighted by the routing probabilities. x: [n_tokens, n_embd] -> same.
 NodeId moe_ffn_block(GraphBuilder& b, const HParams& hp, int64_t layer, NodeId x) {
-  const NodeId router = b.weight(blk(layer, "ffn_gate_inp.weight"));       // [n_expert, n_embd]
+  const NodeId router = b.weight(blk(layer, "ffn_gate_inp.weight"));         // [n_expert, n_embd]
   const NodeId gate = b.expert_weights(blk(layer, "ffn_gate_exps.weight"));  // [n_expert, n_ff_exp, n_embd]
   const NodeId up = b.expert_weights(blk(layer, "ffn_up_exps.weight"));      // [n_expert, n_ff_exp, n_embd]
   const NodeId down = b.expert_weights(blk(layer, "ffn_down_exps.weight"));  // [n_expert, n_embd, n_ff_exp]
   const NodeId logits = b.mat_mul(x, router, blk(layer, "ffn_moe_logits"));  // [n_tokens, n_expert]
-  const MoeParams moe{.n_expert = hp.n_expert, .n_expert_used = hp.n_expert_used,
-                      .n_ff_exp = hp.n_ff_exp, .norm_topk = hp.expert_weights_norm};
+  const MoeParams moe{.n_expert = hp.n_expert,
+                      .n_expert_used = hp.n_expert_used,
+                      .n_ff_exp = hp.n_ff_exp,
+                      .norm_topk = hp.expert_weights_norm};
   return b.moe_ffn(x, logits, gate, up, down, moe, blk(layer, "ffn_out"));
 }
 
@@ -72,7 +73,7 @@ Result<Graph> build_decoder(const HParams& hp, const WeightTable& weights, Batch
   const DecoderOptions opt = decoder_options(hp.arch);
   GraphBuilder b(weights, shape);
   const RmsNormParams norm{.eps = hp.rms_eps, .group = hp.n_embd};
-  const NodeId token_embd = b.weight("token_embd.weight");  // [n_vocab, n_embd]
+  const NodeId token_embd = b.weight("token_embd.weight");           // [n_vocab, n_embd]
   const NodeId rope_freqs = b.optional_weight("rope_freqs.weight");  // [head_dim / 2] or none
 
   NodeId x = b.get_rows(token_embd, b.tokens(), "embd");  // [n_tokens, n_embd]
@@ -86,9 +87,9 @@ Result<Graph> build_decoder(const HParams& hp, const WeightTable& weights, Batch
   // Only the rows that need logits go through the output norm and the vocab projection.
   x = b.output_rows(x, "result_rows");
   x = b.rms_norm(x, b.weight("output_norm.weight"), norm, "result_norm");
-  if (shape.output == GraphOutput::Hidden) return b.finish(x);  // [n_outputs, n_embd]: embeddings
+  if (shape.output == GraphOutput::Hidden) return b.finish(x);                    // [n_outputs, n_embd]: embeddings
   const NodeId output = hp.tied_output ? token_embd : b.weight("output.weight");  // [n_vocab, n_embd]
-  return b.finish(b.mat_mul(x, output, "logits"));  // [n_outputs, n_vocab]
+  return b.finish(b.mat_mul(x, output, "logits"));                                // [n_outputs, n_vocab]
 }
 
 }  // namespace gufo::model

@@ -15,7 +15,7 @@ struct DecoderOptions {
   bool qk_norm = false;   // RMSNorm over each head of q and k before RoPE (qwen3)
   bool qkv_bias = false;  // q, k, v projections have biases (qwen2)
   RopeType rope = RopeType::Neox;
-  bool moe = false;       // every FFN is a mixture of experts (qwen3moe), sized by HParams
+  bool moe = false;  // every FFN is a mixture of experts (qwen3moe), sized by HParams
 };
 
 // The options of an architecture (architectures.cpp).

@@ -30,17 +30,28 @@ std::string ne_text(std::initializer_list<int64_t> ne) {
 
 std::string_view op_name(Op op) {
   switch (op) {
-    case Op::Tokens: return "tokens";
-    case Op::Weight: return "weight";
-    case Op::GetRows: return "get_rows";
-    case Op::RmsNorm: return "rms_norm";
-    case Op::MatMul: return "mat_mul";
-    case Op::Add: return "add";
-    case Op::Rope: return "rope";
-    case Op::Attention: return "attention";
-    case Op::SwiGlu: return "swiglu";
-    case Op::OutputRows: return "output_rows";
-    case Op::MoeFfn: return "moe_ffn";
+    case Op::Tokens:
+      return "tokens";
+    case Op::Weight:
+      return "weight";
+    case Op::GetRows:
+      return "get_rows";
+    case Op::RmsNorm:
+      return "rms_norm";
+    case Op::MatMul:
+      return "mat_mul";
+    case Op::Add:
+      return "add";
+    case Op::Rope:
+      return "rope";
+    case Op::Attention:
+      return "attention";
+    case Op::SwiGlu:
+      return "swiglu";
+    case Op::OutputRows:
+      return "output_rows";
+    case Op::MoeFfn:
+      return "moe_ffn";
   }
   return "?";
 }
@@ -50,8 +61,7 @@ GraphBuilder::GraphBuilder(const WeightTable& weights, BatchShape shape) : weigh
   graph_.n_outputs = shape.n_outputs;
   graph_.output_kind = shape.output;
   if (shape.n_tokens < 1 || shape.n_outputs < 0 || shape.n_outputs > shape.n_tokens) {
-    fail("batch of " + std::to_string(shape.n_tokens) + " tokens with " +
-         std::to_string(shape.n_outputs) + " outputs");
+    fail("batch of " + std::to_string(shape.n_tokens) + " tokens with " + std::to_string(shape.n_outputs) + " outputs");
   }
 }
 
@@ -59,9 +69,7 @@ void GraphBuilder::fail(std::string message) {
   if (error_.empty()) error_ = std::move(message);
 }
 
-bool GraphBuilder::valid(NodeId id) const {
-  return id >= 0 && static_cast<size_t>(id) < graph_.nodes.size();
-}
+bool GraphBuilder::valid(NodeId id) const { return id >= 0 && static_cast<size_t>(id) < graph_.nodes.size(); }
 
 NodeId GraphBuilder::push(Node node) {
   graph_.nodes.push_back(std::move(node));
@@ -77,8 +85,8 @@ NodeId GraphBuilder::optional_weight(const std::string& name) {
   const Weight* w = weights_.find(name);
   if (w == nullptr) return kNoNode;
   if (w->n_expert != 1) {
-    fail(weights_.source() + ": tensor '" + name + "' is a 3-D stack " +
-         ne_text({w->cols, w->rows, w->n_expert}) + ", expected a matrix or vector");
+    fail(weights_.source() + ": tensor '" + name + "' is a 3-D stack " + ne_text({w->cols, w->rows, w->n_expert}) +
+         ", expected a matrix or vector");
     return kNoNode;
   }
   Node n = make_node(Op::Weight, {kNoNode, kNoNode, kNoNode}, w->rows, w->cols, name);
@@ -113,9 +121,8 @@ NodeId GraphBuilder::rms_norm(NodeId x, NodeId w, RmsNormParams params, std::str
   if (!valid(x) || !valid(w)) return kNoNode;
   const Node& wn = node(w);
   if (wn.rows != 1 || wn.cols != params.group || params.group < 1 || node(x).cols % params.group != 0) {
-    fail(weights_.source() + ": tensor '" + wn.name + "' must be [" + std::to_string(params.group) +
-         "] to normalize " + name + ", found [" + std::to_string(wn.cols) + ", " +
-         std::to_string(wn.rows) + "]");
+    fail(weights_.source() + ": tensor '" + wn.name + "' must be [" + std::to_string(params.group) + "] to normalize " +
+         name + ", found [" + std::to_string(wn.cols) + ", " + std::to_string(wn.rows) + "]");
     return kNoNode;
   }
   Node n = make_node(Op::RmsNorm, {x, w, kNoNode}, node(x).rows, node(x).cols, std::move(name));
@@ -127,8 +134,8 @@ NodeId GraphBuilder::mat_mul(NodeId x, NodeId w, std::string name) {
   if (!valid(x) || !valid(w)) return kNoNode;
   const Node& wn = node(w);
   if (wn.cols != node(x).cols) {
-    fail(weights_.source() + ": tensor '" + wn.name + "' has " + std::to_string(wn.cols) +
-         " columns (ne0) but " + name + " multiplies it with width " + std::to_string(node(x).cols));
+    fail(weights_.source() + ": tensor '" + wn.name + "' has " + std::to_string(wn.cols) + " columns (ne0) but " +
+         name + " multiplies it with width " + std::to_string(node(x).cols));
     return kNoNode;
   }
   Node n = make_node(Op::MatMul, {x, w, kNoNode}, node(x).rows, wn.rows, std::move(name));
@@ -154,8 +161,7 @@ NodeId GraphBuilder::rope(NodeId x, NodeId freq_factors, RopeParams params, std:
          std::to_string(params.head_dim));
     return kNoNode;
   }
-  if (freq_factors != kNoNode &&
-      (node(freq_factors).rows != 1 || node(freq_factors).cols != params.head_dim / 2)) {
+  if (freq_factors != kNoNode && (node(freq_factors).rows != 1 || node(freq_factors).cols != params.head_dim / 2)) {
     fail(weights_.source() + ": tensor '" + node(freq_factors).name + "' must be [" +
          std::to_string(params.head_dim / 2) + "]");
     return kNoNode;
@@ -167,8 +173,8 @@ NodeId GraphBuilder::rope(NodeId x, NodeId freq_factors, RopeParams params, std:
 
 NodeId GraphBuilder::attention(NodeId q, NodeId k, NodeId v, AttentionParams params, std::string name) {
   if (!valid(q) || !valid(k) || !valid(v)) return kNoNode;
-  if (node(q).cols != params.n_head * params.head_dim ||
-      node(k).cols != params.n_head_kv * params.head_dim || node(v).cols != node(k).cols) {
+  if (node(q).cols != params.n_head * params.head_dim || node(k).cols != params.n_head_kv * params.head_dim ||
+      node(v).cols != node(k).cols) {
     fail("attention " + name + ": q, k, v widths do not match the head counts");
     return kNoNode;
   }
@@ -193,23 +199,23 @@ NodeId GraphBuilder::output_rows(NodeId x, std::string name) {
   return push(std::move(n));
 }
 
-NodeId GraphBuilder::moe_ffn(NodeId x, NodeId router_logits, NodeId gate_exps, NodeId up_exps,
-                             NodeId down_exps, MoeParams params, std::string name) {
+NodeId GraphBuilder::moe_ffn(NodeId x, NodeId router_logits, NodeId gate_exps, NodeId up_exps, NodeId down_exps,
+                             MoeParams params, std::string name) {
   for (NodeId id : {x, router_logits, gate_exps, up_exps, down_exps}) {
     if (!valid(id)) return kNoNode;
   }
   if (params.n_expert < 1 || params.n_expert_used < 1 || params.n_expert_used > params.n_expert ||
       params.n_ff_exp < 1) {
-    fail("moe " + name + ": " + std::to_string(params.n_expert_used) + " of " +
-         std::to_string(params.n_expert) + " experts of width " + std::to_string(params.n_ff_exp));
+    fail("moe " + name + ": " + std::to_string(params.n_expert_used) + " of " + std::to_string(params.n_expert) +
+         " experts of width " + std::to_string(params.n_ff_exp));
     return kNoNode;
   }
   const int64_t n_embd = node(x).cols;
   const Node& logits = node(router_logits);
   if (logits.rows != node(x).rows || logits.cols != params.n_expert) {
     // The router logits come from a mat_mul with the router tensor: name it.
-    const std::string what = logits.op == Op::MatMul ? "tensor '" + node(logits.src[1]).name + "'"
-                                                     : "router " + logits.name;
+    const std::string what =
+        logits.op == Op::MatMul ? "tensor '" + node(logits.src[1]).name + "'" : "router " + logits.name;
     fail(weights_.source() + ": " + what + " gives " + std::to_string(logits.cols) +
          " router logits per token, expected one per expert (" + std::to_string(params.n_expert) + ")");
     return kNoNode;
@@ -222,8 +228,8 @@ NodeId GraphBuilder::moe_ffn(NodeId x, NodeId router_logits, NodeId gate_exps, N
     }
     const Weight& w = *node(id).weight;
     if (w.cols != cols || w.rows != rows || w.n_expert != params.n_expert) {
-      fail(weights_.source() + ": tensor '" + node(id).name + "' must be " +
-           ne_text({cols, rows, params.n_expert}) + ", found " + ne_text({w.cols, w.rows, w.n_expert}));
+      fail(weights_.source() + ": tensor '" + node(id).name + "' must be " + ne_text({cols, rows, params.n_expert}) +
+           ", found " + ne_text({w.cols, w.rows, w.n_expert}));
       return false;
     }
     return true;
@@ -232,8 +238,8 @@ NodeId GraphBuilder::moe_ffn(NodeId x, NodeId router_logits, NodeId gate_exps, N
       !check_stack(down_exps, params.n_ff_exp, n_embd)) {
     return kNoNode;
   }
-  Node n = make_node(Op::MoeFfn, {x, router_logits, gate_exps, up_exps, down_exps}, node(x).rows, n_embd,
-                     std::move(name));
+  Node n =
+      make_node(Op::MoeFfn, {x, router_logits, gate_exps, up_exps, down_exps}, node(x).rows, n_embd, std::move(name));
   n.params = params;
   return push(std::move(n));
 }

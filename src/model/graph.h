@@ -109,9 +109,9 @@ class GraphBuilder {
   GraphBuilder(const WeightTable& weights, BatchShape shape);
 
   NodeId tokens();
-  NodeId weight(const std::string& name);            // required, a matrix or vector
-  NodeId optional_weight(const std::string& name);   // kNoNode when absent
-  NodeId expert_weights(const std::string& name);    // required, a 3-D stack of experts
+  NodeId weight(const std::string& name);           // required, a matrix or vector
+  NodeId optional_weight(const std::string& name);  // kNoNode when absent
+  NodeId expert_weights(const std::string& name);   // required, a 3-D stack of experts
   NodeId get_rows(NodeId table, NodeId ids, std::string name);
   NodeId rms_norm(NodeId x, NodeId w, RmsNormParams params, std::string name);
   NodeId mat_mul(NodeId x, NodeId w, std::string name);
@@ -120,8 +120,8 @@ class GraphBuilder {
   NodeId attention(NodeId q, NodeId k, NodeId v, AttentionParams params, std::string name);
   NodeId swiglu(NodeId gate, NodeId up, std::string name);
   NodeId output_rows(NodeId x, std::string name);
-  NodeId moe_ffn(NodeId x, NodeId router_logits, NodeId gate_exps, NodeId up_exps, NodeId down_exps,
-                 MoeParams params, std::string name);
+  NodeId moe_ffn(NodeId x, NodeId router_logits, NodeId gate_exps, NodeId up_exps, NodeId down_exps, MoeParams params,
+                 std::string name);
 
   const Node& node(NodeId id) const { return graph_.nodes[static_cast<size_t>(id)]; }
   Result<Graph> finish(NodeId output);

@@ -11,16 +11,19 @@ Result<Arch> arch_from_name(std::string_view name) {
   if (name == "llama") return Arch::Llama;
   if (name == "qwen2") return Arch::Qwen2;
   if (name == "qwen3moe") return Arch::Qwen3Moe;
-  return Error{"unsupported architecture '" + std::string(name) +
-               "' (supported: qwen3, llama, qwen2, qwen3moe)"};
+  return Error{"unsupported architecture '" + std::string(name) + "' (supported: qwen3, llama, qwen2, qwen3moe)"};
 }
 
 std::string_view arch_name(Arch arch) {
   switch (arch) {
-    case Arch::Qwen3: return "qwen3";
-    case Arch::Llama: return "llama";
-    case Arch::Qwen2: return "qwen2";
-    case Arch::Qwen3Moe: return "qwen3moe";
+    case Arch::Qwen3:
+      return "qwen3";
+    case Arch::Llama:
+      return "llama";
+    case Arch::Qwen2:
+      return "qwen2";
+    case Arch::Qwen3Moe:
+      return "qwen3moe";
   }
   return "?";
 }
@@ -45,11 +48,10 @@ Result<float> get_float(const gguf::File& file, const std::string& key, float fa
   return Error{file.name() + ": " + key + ": expected a float"};
 }
 
-Status check_range(const gguf::File& file, const std::string& key, int64_t value, int64_t lo,
-                   int64_t hi) {
+Status check_range(const gguf::File& file, const std::string& key, int64_t value, int64_t lo, int64_t hi) {
   if (value < lo || value > hi) {
-    return Error{file.name() + ": " + key + " is " + std::to_string(value) + ", expected " +
-                 std::to_string(lo) + ".." + std::to_string(hi)};
+    return Error{file.name() + ": " + key + " is " + std::to_string(value) + ", expected " + std::to_string(lo) + ".." +
+                 std::to_string(hi)};
   }
   return {};
 }
@@ -149,8 +151,7 @@ Result<HParams> load_hparams(const gguf::File& file) {
 
   GUFO_ASSIGN_OR_RETURN(const gguf::TensorInfo* embd, file.get_tensor("token_embd.weight"));
   if (embd->n_dims != 2 || static_cast<int64_t>(embd->ne[0]) != hp.n_embd) {
-    return Error{file.name() + ": token_embd.weight must be [" + std::to_string(hp.n_embd) +
-                 ", n_vocab]"};
+    return Error{file.name() + ": token_embd.weight must be [" + std::to_string(hp.n_embd) + ", n_vocab]"};
   }
   hp.n_vocab = static_cast<int64_t>(embd->ne[1]);
   hp.tied_output = file.find_tensor("output.weight") == nullptr;
@@ -164,11 +165,16 @@ Result<HParams> load_hparams(const gguf::File& file) {
 
 std::string_view pooling_name(Pooling pooling) {
   switch (pooling) {
-    case Pooling::None: return "none";
-    case Pooling::Mean: return "mean";
-    case Pooling::Cls: return "cls";
-    case Pooling::Last: return "last";
-    case Pooling::Rank: return "rank";
+    case Pooling::None:
+      return "none";
+    case Pooling::Mean:
+      return "mean";
+    case Pooling::Cls:
+      return "cls";
+    case Pooling::Last:
+      return "last";
+    case Pooling::Rank:
+      return "rank";
   }
   return "unknown";
 }

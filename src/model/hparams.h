@@ -28,28 +28,28 @@ std::string_view pooling_name(Pooling pooling);
 
 struct HParams {
   Arch arch = Arch::Qwen3;
-  std::string arch_name;   // general.architecture
-  int64_t n_vocab = 0;     // rows of token_embd
+  std::string arch_name;  // general.architecture
+  int64_t n_vocab = 0;    // rows of token_embd
   int64_t n_ctx_train = 0;
   int64_t n_embd = 0;
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
-  int64_t head_dim = 0;    // {arch}.attention.key_length, else n_embd / n_head
+  int64_t head_dim = 0;  // {arch}.attention.key_length, else n_embd / n_head
   int64_t n_ff = 0;
   float rms_eps = 1e-6f;
   float rope_theta = 10000.0f;
   RopeType rope_type = RopeType::Neox;
-  bool has_rope_freqs = false;  // llama 3 rope scaling: rope_freqs.weight [head_dim/2]
-  bool has_qk_norm = false;     // qwen3: RMSNorm over each head of q and k
-  bool has_qkv_bias = false;    // qwen2
-  bool tied_output = false;     // no output.weight: the logits use token_embd
+  bool has_rope_freqs = false;      // llama 3 rope scaling: rope_freqs.weight [head_dim/2]
+  bool has_qk_norm = false;         // qwen3: RMSNorm over each head of q and k
+  bool has_qkv_bias = false;        // qwen2
+  bool tied_output = false;         // no output.weight: the logits use token_embd
   Pooling pooling = Pooling::Mean;  // {arch}.pooling_type; mean when the file declares none
   // Mixture of experts (qwen3moe; all 0 for dense models): every layer's FFN is the weighted
   // sum of n_expert_used of n_expert SwiGLU experts of width n_ff_exp.
-  int64_t n_expert = 0;          // {arch}.expert_count
-  int64_t n_expert_used = 0;     // {arch}.expert_used_count (top-k)
-  int64_t n_ff_exp = 0;          // {arch}.expert_feed_forward_length
+  int64_t n_expert = 0;             // {arch}.expert_count
+  int64_t n_expert_used = 0;        // {arch}.expert_used_count (top-k)
+  int64_t n_ff_exp = 0;             // {arch}.expert_feed_forward_length
   bool expert_weights_norm = true;  // renormalize the top-k weights to sum to 1
 
   bool is_moe() const { return n_expert > 0; }

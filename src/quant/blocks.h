@@ -76,12 +76,10 @@ struct ScaleMin {
 
 GUFO_HOST_DEVICE constexpr ScaleMin unpack_scale_min_k4(int sub_block, const uint8_t* scales) {
   if (sub_block < 4) {
-    return {static_cast<uint8_t>(scales[sub_block] & 63),
-            static_cast<uint8_t>(scales[sub_block + 4] & 63)};
+    return {static_cast<uint8_t>(scales[sub_block] & 63), static_cast<uint8_t>(scales[sub_block + 4] & 63)};
   }
-  return {
-      static_cast<uint8_t>((scales[sub_block + 4] & 0x0f) | ((scales[sub_block - 4] >> 6) << 4)),
-      static_cast<uint8_t>((scales[sub_block + 4] >> 4) | ((scales[sub_block] >> 6) << 4))};
+  return {static_cast<uint8_t>((scales[sub_block + 4] & 0x0f) | ((scales[sub_block - 4] >> 6) << 4)),
+          static_cast<uint8_t>((scales[sub_block + 4] >> 4) | ((scales[sub_block] >> 6) << 4))};
 }
 
 }  // namespace gufo::quant

@@ -18,8 +18,8 @@ int clamp_int(int value, int lo, int hi) { return value < lo ? lo : (value > hi 
 
 }  // namespace
 
-float search_scale_min(int n, int q_max, const float* x, const float* weights, uint8_t* q,
-                       float* min_out, float rmin, float rdelta, int n_steps) {
+float search_scale_min(int n, int q_max, const float* x, const float* weights, uint8_t* q, float* min_out, float rmin,
+                       float rdelta, int n_steps) {
   GUFO_CHECK(n >= 1 && n <= kMaxSubBlockElems);
   // Range and weighted sums, accumulated left to right like ggml.
   float min = x[0];

@@ -26,8 +26,8 @@ inline int nearest_int(float value) {
 // minimizing sum weights[i] * err^2 over n_steps + 1 trial inverse scales
 // (rmin + rdelta * step + q_max) / (max - min), each refit by weighted least squares.
 // Writes the best q to `q` and returns scale; 0 with q = 0 when the sub-block is constant.
-float search_scale_min(int n, int q_max, const float* x, const float* weights, uint8_t* q,
-                       float* min_out, float rmin, float rdelta, int n_steps);
+float search_scale_min(int n, int q_max, const float* x, const float* weights, uint8_t* q, float* min_out, float rmin,
+                       float rdelta, int n_steps);
 
 // Symmetric fit of one sub-block (make_qx_quants with rmse_type 1, no imatrix):
 //   x[i] ~= scale * (q[i] - q_half),  q[i] in [0, 2 * q_half - 1],

@@ -36,8 +36,7 @@ std::string type_name(DType type) {
 }
 
 // Checks type, length and buffer size; on success stores the bytes the row occupies.
-Status check_row(const char* what, DType type, int64_t n_elems, size_t buffer_bytes,
-                 uint64_t* row_bytes) {
+Status check_row(const char* what, DType type, int64_t n_elems, size_t buffer_bytes, uint64_t* row_bytes) {
   const std::string name = type_name(type);
   if (!is_supported(type)) {
     return Error{std::string(what) + ": " + name +
@@ -45,14 +44,13 @@ Status check_row(const char* what, DType type, int64_t n_elems, size_t buffer_by
   }
   const DTypeInfo info = dtype_info(type);
   if (n_elems < 0 || n_elems % info.block_elems != 0) {
-    return Error{std::string(what) + ": " + name + " needs a multiple of " +
-                 std::to_string(info.block_elems) + " elements, got " + std::to_string(n_elems)};
+    return Error{std::string(what) + ": " + name + " needs a multiple of " + std::to_string(info.block_elems) +
+                 " elements, got " + std::to_string(n_elems)};
   }
   *row_bytes = dtype_row_bytes(info, static_cast<uint64_t>(n_elems));
   if (buffer_bytes < *row_bytes) {
-    return Error{std::string(what) + ": " + name + " row of " + std::to_string(n_elems) +
-                 " elements needs " + std::to_string(*row_bytes) + " bytes, buffer has " +
-                 std::to_string(buffer_bytes)};
+    return Error{std::string(what) + ": " + name + " row of " + std::to_string(n_elems) + " elements needs " +
+                 std::to_string(*row_bytes) + " bytes, buffer has " + std::to_string(buffer_bytes)};
   }
   return ok_status();
 }
@@ -71,8 +69,7 @@ Status check_block_input(DType type, const float* src, int64_t n_elems) {
   for (int64_t i = 0; i < n_elems; ++i) {
     if (!std::isfinite(src[i])) {
       return Error{"quantize_row: " + type_name(type) + ": element " + std::to_string(i) + " is " +
-                   (std::isnan(src[i]) ? "NaN" : "infinite") +
-                   "; only finite values can be quantized"};
+                   (std::isnan(src[i]) ? "NaN" : "infinite") + "; only finite values can be quantized"};
     }
     if (std::fabs(src[i]) > kMaxBlockInput) {
       return Error{"quantize_row: " + type_name(type) + ": element " + std::to_string(i) + " is " +
@@ -86,9 +83,8 @@ Status check_block_input(DType type, const float* src, int64_t n_elems) {
 Status check_alignment(const char* what, DType type, const void* data) {
   if (type == DType::F32) return ok_status();
   if (reinterpret_cast<uintptr_t>(data) % alignof(uint16_t) != 0) {
-    return Error{std::string(what) + ": " + type_name(type) +
-                 " data at an odd address; blocks need " + std::to_string(alignof(uint16_t)) +
-                 "-byte alignment"};
+    return Error{std::string(what) + ": " + type_name(type) + " data at an odd address; blocks need " +
+                 std::to_string(alignof(uint16_t)) + "-byte alignment"};
   }
   return ok_status();
 }
@@ -96,12 +92,8 @@ Status check_alignment(const char* what, DType type, const void* data) {
 bool fp16_is_finite(uint16_t half_bits) { return (half_bits & 0x7c00u) != 0x7c00u; }
 
 bool scales_finite(const BlockQ8_0& block) { return fp16_is_finite(block.d); }
-bool scales_finite(const BlockQ4K& block) {
-  return fp16_is_finite(block.d) && fp16_is_finite(block.dmin);
-}
-bool scales_finite(const BlockQ5K& block) {
-  return fp16_is_finite(block.d) && fp16_is_finite(block.dmin);
-}
+bool scales_finite(const BlockQ4K& block) { return fp16_is_finite(block.d) && fp16_is_finite(block.dmin); }
+bool scales_finite(const BlockQ5K& block) { return fp16_is_finite(block.d) && fp16_is_finite(block.dmin); }
 bool scales_finite(const BlockQ6K& block) { return fp16_is_finite(block.d); }
 
 // A block whose fp16 scale overflowed would decode to inf/NaN (ggml writes it anyway):
@@ -114,10 +106,9 @@ Status check_block_scales(DType type, const Block* blocks, int64_t n_elems, cons
     const int64_t first = block_idx * block_elems;
     float amax = 0;
     for (int i = 0; i < block_elems; ++i) amax = std::fmax(amax, std::fabs(src[first + i]));
-    return Error{"quantize_row: " + type_name(type) + ": block " + std::to_string(block_idx) +
-                 " (elements " + std::to_string(first) + ".." +
-                 std::to_string(first + block_elems - 1) + ", max |x| " + std::to_string(amax) +
-                 ") needs a scale beyond the fp16 range"};
+    return Error{"quantize_row: " + type_name(type) + ": block " + std::to_string(block_idx) + " (elements " +
+                 std::to_string(first) + ".." + std::to_string(first + block_elems - 1) + ", max |x| " +
+                 std::to_string(amax) + ") needs a scale beyond the fp16 range"};
   }
   return ok_status();
 }

@@ -43,8 +43,8 @@ void pack_scale_min_k4(int sub_block, uint8_t scale, uint8_t min, uint8_t* scale
 
 // The part Q4_K and Q5_K share: fills d, dmin and scales of a super-block from x[256] and
 // writes the final quant of every element, in [0, params.q_max], to levels[256].
-void quantize_scales_mins_k(const float* x, const SearchParams& params, uint16_t* d_out,
-                            uint16_t* dmin_out, uint8_t* packed_scales, uint8_t* levels) {
+void quantize_scales_mins_k(const float* x, const SearchParams& params, uint16_t* d_out, uint16_t* dmin_out,
+                            uint8_t* packed_scales, uint8_t* levels) {
   constexpr int kSubBlocks = kQkK / 32;
   float scales[kSubBlocks];
   float mins[kSubBlocks];
@@ -58,9 +58,8 @@ void quantize_scales_mins_k(const float* x, const SearchParams& params, uint16_t
     const float av_x = std::sqrt(sum_x2 / 32);
     float weights[32];
     for (int i = 0; i < 32; ++i) weights[i] = av_x + std::fabs(xs[i]);
-    scales[sub_block] =
-        detail::search_scale_min(32, params.q_max, xs, weights, levels + 32 * sub_block,
-                                 &mins[sub_block], params.rmin, params.rdelta, params.n_steps);
+    scales[sub_block] = detail::search_scale_min(32, params.q_max, xs, weights, levels + 32 * sub_block,
+                                                 &mins[sub_block], params.rmin, params.rdelta, params.n_steps);
     if (scales[sub_block] > max_scale) max_scale = scales[sub_block];
     if (mins[sub_block] > max_min) max_min = mins[sub_block];
   }
@@ -88,8 +87,7 @@ void quantize_scales_mins_k(const float* x, const SearchParams& params, uint16_t
     const float dm = fp16_to_fp32(*dmin_out) * sm.min;
     for (int i = 0; i < 32; ++i) {
       const int l = nearest_int((x[32 * sub_block + i] + dm) / d);
-      levels[32 * sub_block + i] =
-          static_cast<uint8_t>(l < 0 ? 0 : (l > params.q_max ? params.q_max : l));
+      levels[32 * sub_block + i] = static_cast<uint8_t>(l < 0 ? 0 : (l > params.q_max ? params.q_max : l));
     }
   }
 }
@@ -117,8 +115,7 @@ void quantize_block_q5_k(const float* x, BlockQ5K& block) {
       const int low = levels[64 * chunk + lane];
       const int high = levels[64 * chunk + 32 + lane];
       block.qs[32 * chunk + lane] = static_cast<uint8_t>((low & 0x0f) | ((high & 0x0f) << 4));
-      block.qh[lane] |=
-          static_cast<uint8_t>(((low >> 4) << (2 * chunk)) | ((high >> 4) << (2 * chunk + 1)));
+      block.qh[lane] |= static_cast<uint8_t>(((low >> 4) << (2 * chunk)) | ((high >> 4) << (2 * chunk + 1)));
     }
   }
 }
@@ -131,8 +128,7 @@ void quantize_block_q6_k(const float* x, BlockQ6K& block) {
   float max_abs_scale = 0;
   for (int sub_block = 0; sub_block < kSubBlocks; ++sub_block) {
     // NOTE(q6_k): 32 = half of the 64 levels; search_symmetric_scale is make_qx_quants.
-    scales[sub_block] =
-        detail::search_symmetric_scale(16, 32, x + 16 * sub_block, levels + 16 * sub_block);
+    scales[sub_block] = detail::search_symmetric_scale(16, 32, x + 16 * sub_block, levels + 16 * sub_block);
     const float abs_scale = std::fabs(scales[sub_block]);
     if (abs_scale > max_abs_scale) {
       max_abs_scale = abs_scale;
@@ -173,8 +169,8 @@ void quantize_block_q6_k(const float* x, BlockQ6K& block) {
     for (int lane = 0; lane < 32; ++lane) {
       ql[lane] = static_cast<uint8_t>((lv[lane] & 0x0f) | ((lv[lane + 64] & 0x0f) << 4));
       ql[lane + 32] = static_cast<uint8_t>((lv[lane + 32] & 0x0f) | ((lv[lane + 96] & 0x0f) << 4));
-      qh[lane] = static_cast<uint8_t>((lv[lane] >> 4) | ((lv[lane + 32] >> 4) << 2) |
-                                      ((lv[lane + 64] >> 4) << 4) | ((lv[lane + 96] >> 4) << 6));
+      qh[lane] = static_cast<uint8_t>((lv[lane] >> 4) | ((lv[lane + 32] >> 4) << 2) | ((lv[lane + 64] >> 4) << 4) |
+                                      ((lv[lane + 96] >> 4) << 6));
     }
   }
 }

@@ -77,8 +77,7 @@ void encode_block(const float* x, quant::BlockQ4K& block) {
   // Each 64-element group: low nibbles the first 32, high nibbles the next 32.
   for (int group = 0; group < quant::kQkK / 64; ++group) {
     for (int i = 0; i < 32; ++i) {
-      block.qs[group * 32 + i] =
-          static_cast<uint8_t>(levels[group * 64 + i] | (levels[group * 64 + 32 + i] << 4));
+      block.qs[group * 32 + i] = static_cast<uint8_t>(levels[group * 64 + i] | (levels[group * 64 + 32 + i] << 4));
     }
   }
 }

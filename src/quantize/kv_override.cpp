@@ -30,14 +30,12 @@ Result<KvOverride> parse_kv_override(std::string_view text) {
   } else if (type == "int") {
     uint32_t n = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc() || end != value.data() + value.size())
-      return fail("an int is a whole number 0..4294967295");
+    if (ec != std::errc() || end != value.data() + value.size()) return fail("an int is a whole number 0..4294967295");
     out.value = gguf::Value::u32(n);
   } else if (type == "float") {
     float f = 0.0f;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), f);
-    if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(f))
-      return fail("not a finite float");
+    if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(f)) return fail("not a finite float");
     out.value = gguf::Value::f32(f);
   } else {
     return fail("unknown TYPE '" + std::string(type) + "'");

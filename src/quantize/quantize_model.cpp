@@ -16,8 +16,7 @@ namespace {
 std::string quote(std::string_view text) { return "'" + std::string(text) + "'"; }
 
 // Re-encodes `tensor` (rows of ne0 elements) as `new_type` into `out`.
-Status reencode_tensor(const gguf::TensorInfo& tensor, DType new_type, unsigned n_threads,
-                       std::span<std::byte> out) {
+Status reencode_tensor(const gguf::TensorInfo& tensor, DType new_type, unsigned n_threads, std::span<std::byte> out) {
   if (tensor.type == new_type) {
     std::memcpy(out.data(), tensor.data, tensor.n_bytes);
     return ok_status();
@@ -29,9 +28,8 @@ Status reencode_tensor(const gguf::TensorInfo& tensor, DType new_type, unsigned 
   return for_each_row_chunk(n_rows, n_threads, [&](uint64_t first_row, uint64_t last_row) -> Status {
     std::vector<float> row(row_elems);
     for (uint64_t row_idx = first_row; row_idx < last_row; ++row_idx) {
-      GUFO_RETURN_IF_ERROR(quant::dequantize_row(tensor.type, tensor.data + row_idx * src_row_bytes,
-                                                 src_row_bytes, row.data(),
-                                                 static_cast<int64_t>(row_elems)));
+      GUFO_RETURN_IF_ERROR(quant::dequantize_row(tensor.type, tensor.data + row_idx * src_row_bytes, src_row_bytes,
+                                                 row.data(), static_cast<int64_t>(row_elems)));
       GUFO_RETURN_IF_ERROR(quant::quantize_row(new_type, row.data(), static_cast<int64_t>(row_elems),
                                                out.data() + row_idx * dst_row_bytes, dst_row_bytes));
     }
@@ -101,9 +99,8 @@ Status quantize_model(const std::string& in_path, const std::string& out_path, Q
     spec.fill = [&tensor, &options, i, n_tensors, n_threads,
                  new_type = new_types[i]](std::span<std::byte> out) -> Status {
       if (options.progress != nullptr) {
-        std::fprintf(options.progress, "[%zu/%zu] %s: %s -> %s\n", i + 1, n_tensors,
-                     tensor.name.c_str(), std::string(dtype_info(tensor.type).name).c_str(),
-                     std::string(dtype_info(new_type).name).c_str());
+        std::fprintf(options.progress, "[%zu/%zu] %s: %s -> %s\n", i + 1, n_tensors, tensor.name.c_str(),
+                     std::string(dtype_info(tensor.type).name).c_str(), std::string(dtype_info(new_type).name).c_str());
       }
       return reencode_tensor(tensor, new_type, n_threads, out);
     };

@@ -1,9 +1,8 @@
 // `gufo quantize IN OUT TYPE`: re-encodes the weights of a GGUF under one of llama.cpp's
 // mixes (type_mix.h). Metadata is copied unchanged except general.file_type,
-// general.quantization_version and the keys of --override-kv; tensors keep their order and shapes. Every tensor's rows are
-// dequantized to fp32 (quant::dequantize_row) and re-encoded (quant::quantize_row) on all
-// cores; a tensor whose type does not change is copied byte for byte.
-// Tested by tests/unit/quantize/quantize_model_test.cpp.
+// general.quantization_version and the keys of --override-kv; tensors keep their order and shapes. Every tensor's rows
+// are dequantized to fp32 (quant::dequantize_row) and re-encoded (quant::quantize_row) on all cores; a tensor whose
+// type does not change is copied byte for byte. Tested by tests/unit/quantize/quantize_model_test.cpp.
 #pragma once
 
 #include <cstdio>
@@ -19,8 +18,8 @@
 namespace gufo::quantize {
 
 struct QuantizeOptions {
-  unsigned n_threads = 0;           // 0: hardware_concurrency
-  std::FILE* progress = nullptr;    // "[i/n] name: OLD -> NEW" lines, or nothing
+  unsigned n_threads = 0;             // 0: hardware_concurrency
+  std::FILE* progress = nullptr;      // "[i/n] name: OLD -> NEW" lines, or nothing
   std::vector<KvOverride> overrides;  // metadata set last (--override-kv), in order
 };
 

@@ -47,8 +47,9 @@ constexpr float kSqrt3 = 1.7320508f;
 
 float unit_value(uint64_t key, uint64_t index) {
   const uint64_t bits = mix64(key + (index + 1) * kGolden);
-  const float sum = static_cast<float>((bits & 0xFFFF) + ((bits >> 16) & 0xFFFF) +
-                                       ((bits >> 32) & 0xFFFF) + (bits >> 48)) * (1.0f / 65536.0f);
+  const float sum =
+      static_cast<float>((bits & 0xFFFF) + ((bits >> 16) & 0xFFFF) + ((bits >> 32) & 0xFFFF) + (bits >> 48)) *
+      (1.0f / 65536.0f);
   return (sum - 2.0f) * kSqrt3;
 }
 
@@ -106,9 +107,8 @@ std::vector<SynthTensor> plan_tensors(const convert::HfConfig& c) {
 constexpr float kWeightStd = 0.02f;
 constexpr float kNormStd = 0.02f;
 
-Status fill_tensor(const SynthTensor& tensor, DType type, uint64_t seed,
-                   const std::vector<float>& rope_freqs, unsigned n_threads,
-                   std::span<std::byte> out) {
+Status fill_tensor(const SynthTensor& tensor, DType type, uint64_t seed, const std::vector<float>& rope_freqs,
+                   unsigned n_threads, std::span<std::byte> out) {
   const uint64_t row_elems = tensor.ne[0];
   uint64_t n_rows = 1;
   for (size_t dim = 1; dim < tensor.ne.size(); ++dim) n_rows *= tensor.ne[dim];
@@ -119,9 +119,15 @@ Status fill_tensor(const SynthTensor& tensor, DType type, uint64_t seed,
       const uint64_t key = row_key(seed, tensor.name, row_idx);
       for (uint64_t i = 0; i < row_elems; ++i) {
         switch (tensor.kind) {
-          case ValueKind::Weight: row[i] = kWeightStd * unit_value(key, i); break;
-          case ValueKind::Norm: row[i] = 1.0f + kNormStd * unit_value(key, i); break;
-          case ValueKind::RopeFreqs: row[i] = rope_freqs[i]; break;
+          case ValueKind::Weight:
+            row[i] = kWeightStd * unit_value(key, i);
+            break;
+          case ValueKind::Norm:
+            row[i] = 1.0f + kNormStd * unit_value(key, i);
+            break;
+          case ValueKind::RopeFreqs:
+            row[i] = rope_freqs[i];
+            break;
         }
       }
       std::byte* dst = out.data() + row_idx * row_bytes;
@@ -129,8 +135,7 @@ Status fill_tensor(const SynthTensor& tensor, DType type, uint64_t seed,
         encode_q4_k_fast(row.data(), static_cast<int64_t>(row_elems), dst);
         continue;
       }
-      GUFO_RETURN_IF_ERROR(
-          quant::quantize_row(type, row.data(), static_cast<int64_t>(row_elems), dst, row_bytes));
+      GUFO_RETURN_IF_ERROR(quant::quantize_row(type, row.data(), static_cast<int64_t>(row_elems), dst, row_bytes));
     }
     return ok_status();
   });
@@ -154,8 +159,8 @@ Status synth_model(const SynthOptions& options, const std::string& out_path) {
   if (options.n_vocab) {
     if (*options.n_vocab < kMinSynthVocab || *options.n_vocab > config.n_vocab) {
       return Error{"synth: --vocab " + std::to_string(*options.n_vocab) + ": expected " +
-                   std::to_string(kMinSynthVocab) + ".." + std::to_string(config.n_vocab) + " for " +
-                   options.arch + " " + options.shape};
+                   std::to_string(kMinSynthVocab) + ".." + std::to_string(config.n_vocab) + " for " + options.arch +
+                   " " + options.shape};
     }
     config.n_vocab = *options.n_vocab;
   }

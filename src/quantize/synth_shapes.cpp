@@ -82,8 +82,7 @@ Result<convert::HfConfig> synth_config(std::string_view arch, std::string_view s
       const nlohmann::json config = nlohmann::json::parse(candidate.config_json);
       return convert::parse_hf_config(config, std::string(candidate.hf_model) + " config.json");
     }
-    known += (known.empty() ? "" : ", ") + std::string(candidate.arch) + " " +
-             std::string(candidate.shape);
+    known += (known.empty() ? "" : ", ") + std::string(candidate.arch) + " " + std::string(candidate.shape);
   }
   return Error{"synth: unknown --arch/--shape '" + std::string(arch) + "' '" + std::string(shape) +
                "' (known: " + known + ")"};

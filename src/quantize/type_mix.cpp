@@ -18,9 +18,7 @@ std::string lowercase(std::string_view text) {
   return lower;
 }
 
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
 // ggml_n_dims: dimensions up to the last extent above 1 (at least 1).
 int n_dims(std::span<const uint64_t> shape) {
@@ -109,10 +107,14 @@ std::optional<QuantMix> parse_quant_mix(std::string_view text) {
 
 std::string_view quant_mix_name(QuantMix mix) {
   switch (mix) {
-    case QuantMix::Q8_0: return "Q8_0";
-    case QuantMix::Q6_K: return "Q6_K";
-    case QuantMix::Q5_K_M: return "Q5_K_M";
-    case QuantMix::Q4_K_M: return "Q4_K_M";
+    case QuantMix::Q8_0:
+      return "Q8_0";
+    case QuantMix::Q6_K:
+      return "Q6_K";
+    case QuantMix::Q5_K_M:
+      return "Q5_K_M";
+    case QuantMix::Q4_K_M:
+      return "Q4_K_M";
   }
   GUFO_CHECK(false && "unknown QuantMix");
   return "";
@@ -120,10 +122,14 @@ std::string_view quant_mix_name(QuantMix mix) {
 
 DType quant_mix_base_type(QuantMix mix) {
   switch (mix) {
-    case QuantMix::Q8_0: return DType::Q8_0;
-    case QuantMix::Q6_K: return DType::Q6_K;
-    case QuantMix::Q5_K_M: return DType::Q5_K;
-    case QuantMix::Q4_K_M: return DType::Q4_K;
+    case QuantMix::Q8_0:
+      return DType::Q8_0;
+    case QuantMix::Q6_K:
+      return DType::Q6_K;
+    case QuantMix::Q5_K_M:
+      return DType::Q5_K;
+    case QuantMix::Q4_K_M:
+      return DType::Q4_K;
   }
   GUFO_CHECK(false && "unknown QuantMix");
   return DType::F32;
@@ -132,10 +138,14 @@ DType quant_mix_base_type(QuantMix mix) {
 uint32_t quant_mix_file_type(QuantMix mix) {
   // llama.h: LLAMA_FTYPE_MOSTLY_Q8_0 = 7, Q4_K_M = 15, Q5_K_M = 17, Q6_K = 18.
   switch (mix) {
-    case QuantMix::Q8_0: return 7;
-    case QuantMix::Q6_K: return 18;
-    case QuantMix::Q5_K_M: return 17;
-    case QuantMix::Q4_K_M: return 15;
+    case QuantMix::Q8_0:
+      return 7;
+    case QuantMix::Q6_K:
+      return 18;
+    case QuantMix::Q5_K_M:
+      return 17;
+    case QuantMix::Q4_K_M:
+      return 15;
   }
   GUFO_CHECK(false && "unknown QuantMix");
   return 0;
@@ -153,9 +163,12 @@ std::optional<OutputType> parse_output_type(std::string_view text) {
 uint32_t output_file_type(const OutputType& type) {
   if (type.mix) return quant_mix_file_type(*type.mix);
   switch (type.plain) {
-    case DType::F16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
-    case DType::BF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
-    default: return 0;            // LLAMA_FTYPE_ALL_F32
+    case DType::F16:
+      return 1;  // LLAMA_FTYPE_MOSTLY_F16
+    case DType::BF16:
+      return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    default:
+      return 0;  // LLAMA_FTYPE_ALL_F32
   }
 }
 
@@ -168,19 +181,18 @@ bool is_70b_class(std::string_view arch, uint32_t n_layer, uint32_t n_head, uint
 }
 
 bool use_more_bits(int layer_idx, int n_layer) {
-  return layer_idx < n_layer / 8 || layer_idx >= 7 * n_layer / 8 ||
-         (layer_idx - n_layer / 8) % 3 == 2;
+  return layer_idx < n_layer / 8 || layer_idx >= 7 * n_layer / 8 || (layer_idx - n_layer / 8) % 3 == 2;
 }
 
-DType choose_tensor_type(QuantMix mix, const ModelFacts& model, std::string_view name,
-                         std::span<const uint64_t> shape, DType source_type) {
+DType choose_tensor_type(QuantMix mix, const ModelFacts& model, std::string_view name, std::span<const uint64_t> shape,
+                         DType source_type) {
   GUFO_CHECK(!shape.empty());
   if (!allows_quantization(name, shape)) return source_type;
   return shape_fallback(mix_rule(mix, model, name, shape[0]), shape[0]);
 }
 
-DType choose_output_tensor_type(const OutputType& type, const ModelFacts& model,
-                                std::string_view name, std::span<const uint64_t> shape) {
+DType choose_output_tensor_type(const OutputType& type, const ModelFacts& model, std::string_view name,
+                                std::span<const uint64_t> shape) {
   if (type.mix) return choose_tensor_type(*type.mix, model, name, shape, DType::F32);
   // convert's rule (hf_convert.cpp choose_type): 1-D and norms stay F32.
   if (!allows_quantization(name, shape)) return DType::F32;

@@ -61,9 +61,9 @@ uint32_t output_file_type(const OutputType& type);  // general.file_type
 // The facts about the whole model the mix depends on.
 struct ModelFacts {
   uint32_t n_layer = 0;
-  uint32_t n_expert = 0;         // 0 or 1: dense
-  bool has_output = true;        // false: tied embeddings, token_embd is also the output
-  bool is_70b_class = false;     // llama.cpp's LLM_TYPE_70B (see is_70b_class below)
+  uint32_t n_expert = 0;      // 0 or 1: dense
+  bool has_output = true;     // false: tied embeddings, token_embd is also the output
+  bool is_70b_class = false;  // llama.cpp's LLM_TYPE_70B (see is_70b_class below)
 };
 
 // llama.cpp's model type test for LLM_TYPE_70B, for the architectures Gufo reads.
@@ -74,11 +74,11 @@ bool use_more_bits(int layer_idx, int n_layer);
 
 // The type tensor `name` of shape `shape` (ne0 first) gets under `mix`. Tensors llama.cpp
 // never quantizes keep `source_type`.
-DType choose_tensor_type(QuantMix mix, const ModelFacts& model, std::string_view name,
-                         std::span<const uint64_t> shape, DType source_type);
+DType choose_tensor_type(QuantMix mix, const ModelFacts& model, std::string_view name, std::span<const uint64_t> shape,
+                         DType source_type);
 
 // The type under `type` (a plain type or a mix) for a tensor whose source is F32.
-DType choose_output_tensor_type(const OutputType& type, const ModelFacts& model,
-                                std::string_view name, std::span<const uint64_t> shape);
+DType choose_output_tensor_type(const OutputType& type, const ModelFacts& model, std::string_view name,
+                                std::span<const uint64_t> shape);
 
 }  // namespace gufo::quantize

@@ -43,13 +43,11 @@ std::optional<uint64_t> as_u64(const json& value) {
   return std::nullopt;
 }
 
-Result<TensorView> parse_entry(const std::string& tensor_name, const json& entry,
-                               std::span<const std::byte> buffer, const std::string& where) {
-  if (!entry.is_object())
-    return Error{where + "expected an object with dtype, shape, data_offsets"};
+Result<TensorView> parse_entry(const std::string& tensor_name, const json& entry, std::span<const std::byte> buffer,
+                               const std::string& where) {
+  if (!entry.is_object()) return Error{where + "expected an object with dtype, shape, data_offsets"};
   const auto dtype_it = entry.find("dtype");
-  if (dtype_it == entry.end() || !dtype_it->is_string())
-    return Error{where + "dtype: expected a string"};
+  if (dtype_it == entry.end() || !dtype_it->is_string()) return Error{where + "dtype: expected a string"};
   TensorView view;
   view.name = tensor_name;
   GUFO_ASSIGN_OR_RETURN(view.dtype, dtype_from_safetensors(dtype_it->get<std::string>(), where));
@@ -68,8 +66,7 @@ Result<TensorView> parse_entry(const std::string& tensor_name, const json& entry
   uint64_t n_elements = 1;
   for (const json& extent_json : *shape_it) {
     const auto extent = as_u64(extent_json);
-    if (!extent)
-      return Error{where + "shape: expected non-negative integers, found " + shape_it->dump()};
+    if (!extent) return Error{where + "shape: expected non-negative integers, found " + shape_it->dump()};
     if (*extent != 0 && n_elements > std::numeric_limits<uint64_t>::max() / 8 / *extent) {
       return Error{where + "shape " + shape_it->dump() + " has too many elements"};
     }
@@ -78,8 +75,8 @@ Result<TensorView> parse_entry(const std::string& tensor_name, const json& entry
   }
 
   const auto offsets_it = entry.find("data_offsets");
-  if (offsets_it == entry.end() || !offsets_it->is_array() || offsets_it->size() != 2 ||
-      !as_u64((*offsets_it)[0]) || !as_u64((*offsets_it)[1])) {
+  if (offsets_it == entry.end() || !offsets_it->is_array() || offsets_it->size() != 2 || !as_u64((*offsets_it)[0]) ||
+      !as_u64((*offsets_it)[1])) {
     return Error{where + "data_offsets: expected [begin, end] of non-negative integers"};
   }
   const uint64_t begin = *as_u64((*offsets_it)[0]);
@@ -94,10 +91,9 @@ Result<TensorView> parse_entry(const std::string& tensor_name, const json& entry
   }
   const uint64_t element_bytes = dtype_info(view.dtype).block_bytes;
   if (end - begin != n_elements * element_bytes) {
-    return Error{where + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                 "] hold " + std::to_string(end - begin) + " bytes, but " +
-                 dtype_it->get<std::string>() + " of shape " + shape_it->dump() + " needs " +
-                 std::to_string(n_elements * element_bytes)};
+    return Error{where + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] hold " +
+                 std::to_string(end - begin) + " bytes, but " + dtype_it->get<std::string>() + " of shape " +
+                 shape_it->dump() + " needs " + std::to_string(n_elements * element_bytes)};
   }
   view.data = buffer.subspan(begin, end - begin);
   return view;
@@ -131,9 +127,9 @@ Result<std::vector<TensorView>> parse(std::span<const std::byte> bytes, const st
   uint64_t header_bytes = 0;
   std::memcpy(&header_bytes, bytes.data(), sizeof header_bytes);
   if (header_bytes > kMaxHeaderBytes || header_bytes > bytes.size() - 8) {
-    return Error{prefix + "header length " + std::to_string(header_bytes) +
-                 " is past the end of the file (" + std::to_string(bytes.size()) +
-                 " bytes) or above the " + std::to_string(kMaxHeaderBytes) + "-byte limit"};
+    return Error{prefix + "header length " + std::to_string(header_bytes) + " is past the end of the file (" +
+                 std::to_string(bytes.size()) + " bytes) or above the " + std::to_string(kMaxHeaderBytes) +
+                 "-byte limit"};
   }
   const auto* text = reinterpret_cast<const char*>(bytes.data() + 8);
   const std::string_view header(text, header_bytes);
@@ -159,8 +155,7 @@ Result<std::vector<TensorView>> parse(std::span<const std::byte> bytes, const st
   std::vector<TensorView> views;
   for (const auto& [key, entry] : root.items()) {
     if (key == "__metadata__") continue;  // free-form string map; nothing we need
-    GUFO_ASSIGN_OR_RETURN(TensorView view,
-                          parse_entry(key, entry, buffer, prefix + "tensor " + quote(key) + ": "));
+    GUFO_ASSIGN_OR_RETURN(TensorView view, parse_entry(key, entry, buffer, prefix + "tensor " + quote(key) + ": "));
     views.push_back(std::move(view));
   }
 
@@ -168,15 +163,13 @@ Result<std::vector<TensorView>> parse(std::span<const std::byte> bytes, const st
   // one tensor as another).
   std::vector<const TensorView*> by_offset;
   for (const TensorView& view : views) by_offset.push_back(&view);
-  std::sort(by_offset.begin(), by_offset.end(), [](const TensorView* a, const TensorView* b) {
-    return a->data.data() < b->data.data();
-  });
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const TensorView* a, const TensorView* b) { return a->data.data() < b->data.data(); });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const TensorView& before = *by_offset[i - 1];
     const TensorView& after = *by_offset[i];
     if (before.data.data() + before.data.size() > after.data.data()) {
-      return Error{prefix + "tensor " + quote(after.name) + ": data overlaps tensor " +
-                   quote(before.name)};
+      return Error{prefix + "tensor " + quote(after.name) + ": data overlaps tensor " + quote(before.name)};
     }
   }
   return views;
@@ -201,21 +194,18 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
     GUFO_ASSIGN_OR_RETURN(json index, read_json_file(index_path));
     const auto map_it = index.find("weight_map");
     if (map_it == index.end() || !map_it->is_object() || map_it->empty()) {
-      return Error{index_path.string() +
-                   ": weight_map: expected a non-empty object of tensor -> file"};
+      return Error{index_path.string() + ": weight_map: expected a non-empty object of tensor -> file"};
     }
     for (const auto& [tensor_name, shard] : map_it->items()) {
       if (!shard.is_string()) {
-        return Error{index_path.string() + ": weight_map[" + quote(tensor_name) +
-                     "]: expected a file name"};
+        return Error{index_path.string() + ": weight_map[" + quote(tensor_name) + "]: expected a file name"};
       }
       const std::string shard_name = shard.get<std::string>();
       // NOTE(safetensors): shards must sit in the folder itself; a path in the index could
       // otherwise point the converter at any file on the machine.
-      if (shard_name.empty() || shard_name.find('/') != std::string::npos || shard_name == "." ||
-          shard_name == "..") {
-        return Error{index_path.string() + ": weight_map[" + quote(tensor_name) +
-                     "]: " + quote(shard_name) + " is not a file name in the folder"};
+      if (shard_name.empty() || shard_name.find('/') != std::string::npos || shard_name == "." || shard_name == "..") {
+        return Error{index_path.string() + ": weight_map[" + quote(tensor_name) + "]: " + quote(shard_name) +
+                     " is not a file name in the folder"};
       }
       index_shards[shard_name].insert(tensor_name);
     }
@@ -232,8 +222,7 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
     GUFO_ASSIGN_OR_RETURN(std::vector<TensorView> views, parse(owned->bytes(), path));
     for (TensorView& view : views) {
       if (has_index && expected.count(view.name) == 0) {
-        return Error{path + ": tensor " + quote(view.name) + ": not listed for this shard in " +
-                     index_path.string()};
+        return Error{path + ": tensor " + quote(view.name) + ": not listed for this shard in " + index_path.string()};
       }
       const std::string view_name = view.name;
       if (!checkpoint.tensors_.emplace(view_name, std::move(view)).second) {
@@ -242,8 +231,8 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
     }
     for (const std::string& tensor_name : expected) {
       if (checkpoint.tensors_.count(tensor_name) == 0) {
-        return Error{index_path.string() + ": tensor " + quote(tensor_name) + ": listed in " +
-                     shard_name + " but not found there"};
+        return Error{index_path.string() + ": tensor " + quote(tensor_name) + ": listed in " + shard_name +
+                     " but not found there"};
       }
     }
     checkpoint.files_.push_back(std::move(owned));

@@ -23,8 +23,8 @@ std::string access_log_line(const std::string& remote_addr, const std::string& m
     for (const char c : text) out += static_cast<unsigned char>(c) < 0x20 || c == '"' || c == 0x7f ? '?' : c;
     return out;
   };
-  return fmt::format("gufo serve: {} \"{} {}\" {}{} {:.0f} ms\n", remote_addr.empty() ? "-" : remote_addr,
-                     safe(method), safe(path), status, tokens, ms);
+  return fmt::format("gufo serve: {} \"{} {}\" {}{} {:.0f} ms\n", remote_addr.empty() ? "-" : remote_addr, safe(method),
+                     safe(path), status, tokens, ms);
 }
 
 }  // namespace gufo::server

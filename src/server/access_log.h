@@ -13,9 +13,9 @@ namespace gufo::server {
 
 struct AccessRecord {
   std::chrono::steady_clock::time_point start{};
-  int64_t prompt_tokens = -1;      // -1: the request generated nothing
+  int64_t prompt_tokens = -1;  // -1: the request generated nothing
   int64_t completion_tokens = -1;
-  bool routed = false;             // set before routing, cleared by the logger
+  bool routed = false;  // set before routing, cleared by the logger
 };
 
 // NOTE(access-log): cpp-httplib serves a request, its streamed answer included, from first

@@ -93,8 +93,8 @@ void convert_message(const ordered_json& message, const std::string& path, order
       if (id == nullptr || !id->is_string()) return problem.fail(at + ".id", "must be a string");
       if (name == nullptr || !name->is_string()) return problem.fail(at + ".name", "must be a string");
       if (input == nullptr || !input->is_object()) return problem.fail(at + ".input", "must be an object");
-      tool_calls.push_back({{"id", *id}, {"type", "function"},
-                            {"function", {{"name", *name}, {"arguments", input->dump()}}}});
+      tool_calls.push_back(
+          {{"id", *id}, {"type", "function"}, {"function", {{"name", *name}, {"arguments", input->dump()}}}});
     } else if ((kind == "thinking" || kind == "redacted_thinking") && !user) {
       if (const ordered_json* body = json_member(block, "thinking"); body != nullptr && body->is_string()) {
         thinking += body->get<std::string>();
@@ -205,7 +205,8 @@ ParsedRequest parse_anthropic_request(const ordered_json& body, const RequestLim
     if (!functions.empty()) openai["tools"] = std::move(functions);
   }
   if (const ordered_json* choice = json_member(body, "tool_choice")) {
-    if (std::optional<ordered_json> converted = convert_tool_choice(*choice, problem)) openai["tool_choice"] = *converted;
+    if (std::optional<ordered_json> converted = convert_tool_choice(*choice, problem))
+      openai["tool_choice"] = *converted;
     // disable_parallel_tool_use: at most one tool_use block (the tool grammar allows one call).
     if (const ordered_json* single = json_member(*choice, "disable_parallel_tool_use")) {
       openai["parallel_tool_calls"] = single->is_boolean() ? ordered_json(!single->get<bool>()) : *single;

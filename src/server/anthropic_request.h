@@ -20,7 +20,6 @@
 namespace gufo::server {
 
 // count_only: /v1/messages/count_tokens (max_tokens is not required there).
-ParsedRequest parse_anthropic_request(const nlohmann::ordered_json& body, const RequestLimits& limits,
-                                      bool count_only);
+ParsedRequest parse_anthropic_request(const nlohmann::ordered_json& body, const RequestLimits& limits, bool count_only);
 
 }  // namespace gufo::server

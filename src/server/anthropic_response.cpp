@@ -49,14 +49,29 @@ ordered_json stop_sequence_json(const std::string& stop_reason, const std::strin
 ordered_json anthropic_error_body(const ApiError& error) {
   const char* type = "api_error";
   switch (error.status) {
-    case 400: type = "invalid_request_error"; break;
-    case 401: type = "authentication_error"; break;
-    case 403: type = "permission_error"; break;
-    case 404: type = "not_found_error"; break;
-    case 413: type = "request_too_large"; break;
-    case 429: type = "rate_limit_error"; break;
-    case 503: type = "overloaded_error"; break;
-    default: break;
+    case 400:
+      type = "invalid_request_error";
+      break;
+    case 401:
+      type = "authentication_error";
+      break;
+    case 403:
+      type = "permission_error";
+      break;
+    case 404:
+      type = "not_found_error";
+      break;
+    case 413:
+      type = "request_too_large";
+      break;
+    case 429:
+      type = "rate_limit_error";
+      break;
+    case 503:
+      type = "overloaded_error";
+      break;
+    default:
+      break;
   }
   return {{"type", "error"}, {"error", {{"type", type}, {"message", error.message}}}};
 }
@@ -66,10 +81,13 @@ std::string anthropic_stop_reason(engine::StopReason reason, const AnswerParts& 
   if (!usable_calls(answer, unused).empty()) return "tool_use";
   switch (reason) {
     case engine::StopReason::Length:
-    case engine::StopReason::ContextFull: return "max_tokens";
-    case engine::StopReason::StopString: return "stop_sequence";
+    case engine::StopReason::ContextFull:
+      return "max_tokens";
+    case engine::StopReason::StopString:
+      return "stop_sequence";
     case engine::StopReason::EndOfGeneration:
-    case engine::StopReason::Cancelled: break;
+    case engine::StopReason::Cancelled:
+      break;
   }
   return "end_turn";
 }
@@ -85,7 +103,8 @@ ordered_json content_blocks(const AnswerParts& answer) {
   const std::vector<const ToolCall*> calls = usable_calls(answer, text);
   if (!text.empty()) blocks.push_back({{"type", "text"}, {"text", text}});
   for (const ToolCall* call : calls) {
-    blocks.push_back({{"type", "tool_use"}, {"id", tool_use_id(*call)}, {"name", call->name}, {"input", tool_input(*call)}});
+    blocks.push_back(
+        {{"type", "tool_use"}, {"id", tool_use_id(*call)}, {"name", call->name}, {"input", tool_input(*call)}});
   }
   return blocks;
 }
@@ -136,9 +155,11 @@ std::string AnthropicEventStream::open(Block block) {
   std::string out = close();
   open_ = block;
   ++index_;
-  const ordered_json start = block == Block::Thinking ? ordered_json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}
-                                                      : ordered_json{{"type", "text"}, {"text", ""}};
-  return out + event("content_block_start", {{"type", "content_block_start"}, {"index", index_}, {"content_block", start}});
+  const ordered_json start = block == Block::Thinking
+                                 ? ordered_json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}
+                                 : ordered_json{{"type", "text"}, {"text", ""}};
+  return out +
+         event("content_block_start", {{"type", "content_block_start"}, {"index", index_}, {"content_block", start}});
 }
 
 std::string AnthropicEventStream::feed(const AnswerParts& parts) {
@@ -166,16 +187,18 @@ std::string AnthropicEventStream::feed_call(const ToolCallDelta& delta) {
     open_ = Block::ToolUse;
     ++index_;
     const ToolCall call{.id = delta.id, .name = delta.name, .arguments = ""};
-    out += event("content_block_start",
-                 {{"type", "content_block_start"},
-                  {"index", index_},
-                  {"content_block", {{"type", "tool_use"}, {"id", tool_use_id(call)}, {"name", call.name},
-                                     {"input", ordered_json::object()}}}});
+    out += event(
+        "content_block_start",
+        {{"type", "content_block_start"},
+         {"index", index_},
+         {"content_block",
+          {{"type", "tool_use"}, {"id", tool_use_id(call)}, {"name", call.name}, {"input", ordered_json::object()}}}});
   }
   if (open_ != Block::ToolUse || delta.arguments.empty()) return out;
-  return out + event("content_block_delta", {{"type", "content_block_delta"},
-                                             {"index", index_},
-                                             {"delta", {{"type", "input_json_delta"}, {"partial_json", delta.arguments}}}});
+  return out +
+         event("content_block_delta", {{"type", "content_block_delta"},
+                                       {"index", index_},
+                                       {"delta", {{"type", "input_json_delta"}, {"partial_json", delta.arguments}}}});
 }
 
 std::string AnthropicEventStream::finish(const AnswerParts& rest, const std::string& stop_reason,
@@ -185,20 +208,21 @@ std::string AnthropicEventStream::finish(const AnswerParts& rest, const std::str
   // The streamed calls' last pieces come before any text the calls grammar refused after them.
   std::string out = feed({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = rest.call_deltas});
   out += feed(text_part);
-  out += close();  // after feed: it may open the block it closes
+  out += close();                       // after feed: it may open the block it closes
   for (const ToolCall* call : calls) {  // whole calls: a block each, its input in one piece
     out += feed_call({.index = 0, .id = call->id, .name = call->name, .arguments = tool_input(*call).dump()});
     out += close();
   }
-  out += event("message_delta",
-               {{"type", "message_delta"},
-                {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stop_sequence_json(stop_reason, stop_sequence)}}},
-                // The whole usage: clients take input and cache counts from here too.
-                {"usage",
-                 {{"input_tokens", usage.input_tokens},
-                  {"output_tokens", usage.output_tokens},
-                  {"cache_creation_input_tokens", 0},
-                  {"cache_read_input_tokens", usage.cache_read_input_tokens}}}});
+  out += event(
+      "message_delta",
+      {{"type", "message_delta"},
+       {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stop_sequence_json(stop_reason, stop_sequence)}}},
+       // The whole usage: clients take input and cache counts from here too.
+       {"usage",
+        {{"input_tokens", usage.input_tokens},
+         {"output_tokens", usage.output_tokens},
+         {"cache_creation_input_tokens", 0},
+         {"cache_read_input_tokens", usage.cache_read_input_tokens}}}});
   out += event("message_stop", {{"type", "message_stop"}});
   return out;
 }

@@ -6,12 +6,12 @@
 #include <string>
 
 #include "server/access_log.h"
-#include "server/data_sink.h"
 #include "server/anthropic_request.h"
 #include "server/anthropic_response.h"
+#include "server/data_sink.h"
 #include "server/generation.h"
-#include "server/json_text.h"
 #include "server/http_server.h"
+#include "server/json_text.h"
 
 namespace gufo::server {
 
@@ -71,7 +71,8 @@ bool write_events(httplib::DataSink& sink, const GenerationPlan& plan, const eng
         return write_all(sink, stream.finish(rest, stop, ending.stop_sequence, ending.usage));
       });
   if (!error) return false;
-  if (!error->empty()) write_all(sink, "event: error\ndata: " + dump(anthropic_error_body(generation_failed(*error))) + "\n\n");
+  if (!error->empty())
+    write_all(sink, "event: error\ndata: " + dump(anthropic_error_body(generation_failed(*error))) + "\n\n");
   sink.done();
   return true;
 }

@@ -13,8 +13,8 @@ struct ApiError {
   int status = 400;
   std::string message;
   std::string type = "invalid_request_error";
-  std::string param;  // the request field at fault, if any
-  std::string code;   // a machine-readable reason, if any
+  std::string param;            // the request field at fault, if any
+  std::string code;             // a machine-readable reason, if any
   int retry_after_seconds = 0;  // > 0: sent as Retry-After (429, 503)
 
   nlohmann::ordered_json body() const {
@@ -26,8 +26,11 @@ struct ApiError {
 };
 
 inline ApiError bad_request(std::string message, std::string param = "", std::string code = "") {
-  return ApiError{.status = 400, .message = std::move(message), .type = "invalid_request_error",
-                  .param = std::move(param), .code = std::move(code)};
+  return ApiError{.status = 400,
+                  .message = std::move(message),
+                  .type = "invalid_request_error",
+                  .param = std::move(param),
+                  .code = std::move(code)};
 }
 
 }  // namespace gufo::server

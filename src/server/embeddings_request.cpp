@@ -16,15 +16,12 @@ std::variant<std::vector<int32_t>, ApiError> token_ids(const ordered_json& ids, 
   std::vector<int32_t> out;
   out.reserve(ids.size());
   for (const ordered_json& id : ids) {
-    if (!id.is_number_integer())
-      return bad_request(where + " mixes token ids with other values", "input");
-    const bool in_range = id.is_number_unsigned()
-                              ? id.get<uint64_t>() < static_cast<uint64_t>(n_vocab)
-                              : id.get<int64_t>() >= 0 && id.get<int64_t>() < n_vocab;
+    if (!id.is_number_integer()) return bad_request(where + " mixes token ids with other values", "input");
+    const bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() < static_cast<uint64_t>(n_vocab)
+                                                  : id.get<int64_t>() >= 0 && id.get<int64_t>() < n_vocab;
     if (!in_range) {
-      return bad_request(
-          where + " has token id " + id.dump() + "; the vocabulary has " + std::to_string(n_vocab),
-          "input");
+      return bad_request(where + " has token id " + id.dump() + "; the vocabulary has " + std::to_string(n_vocab),
+                         "input");
     }
     const auto value = id.get<int64_t>();
     out.push_back(static_cast<int32_t>(value));
@@ -37,14 +34,12 @@ std::variant<std::vector<EmbeddingInput>, ApiError> parse_inputs(const ordered_j
                                                                  const EmbeddingsLimits& limits) {
   std::vector<EmbeddingInput> inputs;
   if (input.is_string()) {
-    if (input.get_ref<const std::string&>().empty())
-      return bad_request("'input' is an empty string", "input");
+    if (input.get_ref<const std::string&>().empty()) return bad_request("'input' is an empty string", "input");
     inputs.emplace_back(input.get<std::string>());
     return inputs;
   }
   if (!input.is_array()) {
-    return bad_request("'input' must be a string, an array of strings, or an array of token ids",
-                       "input");
+    return bad_request("'input' must be a string, an array of strings, or an array of token ids", "input");
   }
   if (input.empty()) return bad_request("'input' is an empty array", "input");
   if (input.size() > limits.max_inputs) {
@@ -62,8 +57,7 @@ std::variant<std::vector<EmbeddingInput>, ApiError> parse_inputs(const ordered_j
     const ordered_json& item = input[i];
     const std::string where = "'input[" + std::to_string(i) + "]'";
     if (item.is_string()) {
-      if (item.get_ref<const std::string&>().empty())
-        return bad_request(where + " is an empty string", "input");
+      if (item.get_ref<const std::string&>().empty()) return bad_request(where + " is an empty string", "input");
       inputs.emplace_back(item.get<std::string>());
     } else if (item.is_array()) {
       auto ids = token_ids(item, limits.n_vocab, where);
@@ -85,8 +79,7 @@ std::variant<EmbeddingsRequest, ApiError> parse_embeddings_request(const ordered
   if (auto model = body.find("model"); model != body.end() && model->is_string())
     request.model = model->get<std::string>();
   const auto input = body.find("input");
-  if (input == body.end())
-    return bad_request("'input' is required", "input", "missing_required_parameter");
+  if (input == body.end()) return bad_request("'input' is required", "input", "missing_required_parameter");
   auto inputs = parse_inputs(*input, limits);
   if (auto* error = std::get_if<ApiError>(&inputs)) return std::move(*error);
   request.inputs = std::get<std::vector<EmbeddingInput>>(std::move(inputs));
@@ -98,11 +91,9 @@ std::variant<EmbeddingsRequest, ApiError> parse_embeddings_request(const ordered
     request.base64 = *format == "base64";
   }
   if (auto dims = body.find("dimensions"); dims != body.end() && !dims->is_null()) {
-    if (!dims->is_number_integer() || dims->get<int64_t>() < 1 ||
-        dims->get<int64_t>() > limits.n_embd) {
-      return bad_request(
-          "'dimensions' must be an integer from 1 to the model's " + std::to_string(limits.n_embd),
-          "dimensions");
+    if (!dims->is_number_integer() || dims->get<int64_t>() < 1 || dims->get<int64_t>() > limits.n_embd) {
+      return bad_request("'dimensions' must be an integer from 1 to the model's " + std::to_string(limits.n_embd),
+                         "dimensions");
     }
     request.dimensions = dims->get<int64_t>();
   }

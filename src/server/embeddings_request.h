@@ -33,7 +33,7 @@ struct EmbeddingsRequest {
   std::optional<int64_t> dimensions;  // keep the first N components, then normalize again
 };
 
-std::variant<EmbeddingsRequest, ApiError> parse_embeddings_request(
-    const nlohmann::ordered_json& body, const EmbeddingsLimits& limits);
+std::variant<EmbeddingsRequest, ApiError> parse_embeddings_request(const nlohmann::ordered_json& body,
+                                                                   const EmbeddingsLimits& limits);
 
 }  // namespace gufo::server

@@ -11,35 +11,28 @@ namespace gufo::server {
 
 using nlohmann::ordered_json;
 
-std::vector<float> unit_embedding(std::span<const float> pooled,
-                                  std::optional<int64_t> dimensions) {
-  const size_t n =
-      dimensions ? std::min(pooled.size(), static_cast<size_t>(*dimensions)) : pooled.size();
+std::vector<float> unit_embedding(std::span<const float> pooled, std::optional<int64_t> dimensions) {
+  const size_t n = dimensions ? std::min(pooled.size(), static_cast<size_t>(*dimensions)) : pooled.size();
   double sum = 0.0;
-  for (size_t i = 0; i < n; ++i)
-    sum += static_cast<double>(pooled[i]) * static_cast<double>(pooled[i]);
+  for (size_t i = 0; i < n; ++i) sum += static_cast<double>(pooled[i]) * static_cast<double>(pooled[i]);
   const double scale = sum > 0.0 ? 1.0 / std::sqrt(sum) : 0.0;
   std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i)
-    out[i] = static_cast<float>(static_cast<double>(pooled[i]) * scale);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(pooled[i]) * scale);
   return out;
 }
 
 std::string embedding_base64(std::span<const float> values) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::vector<unsigned char> bytes(values.size() * sizeof(float));
   for (size_t i = 0; i < values.size(); ++i) {
     uint32_t bits = std::bit_cast<uint32_t>(values[i]);
-    for (size_t b = 0; b < 4; ++b)
-      bytes[i * 4 + b] = static_cast<unsigned char>(bits >> (8 * b));  // little-endian
+    for (size_t b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<unsigned char>(bits >> (8 * b));  // little-endian
   }
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
   for (size_t i = 0; i < bytes.size(); i += 3) {
     const size_t left = bytes.size() - i;
-    const uint32_t chunk = (uint32_t{bytes[i]} << 16) |
-                           (left > 1 ? uint32_t{bytes[i + 1]} << 8 : 0) |
+    const uint32_t chunk = (uint32_t{bytes[i]} << 16) | (left > 1 ? uint32_t{bytes[i + 1]} << 8 : 0) |
                            (left > 2 ? uint32_t{bytes[i + 2]} : 0);
     out += kAlphabet[(chunk >> 18) & 63];
     out += kAlphabet[(chunk >> 12) & 63];
@@ -64,8 +57,7 @@ double shortest_double(float value) {
 
 }  // namespace
 
-ordered_json embeddings_json(const std::string& model,
-                             const std::vector<std::vector<float>>& vectors, bool base64,
+ordered_json embeddings_json(const std::string& model, const std::vector<std::vector<float>>& vectors, bool base64,
                              int64_t prompt_tokens) {
   ordered_json data = ordered_json::array();
   for (size_t i = 0; i < vectors.size(); ++i) {

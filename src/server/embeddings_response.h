@@ -22,8 +22,7 @@ std::vector<float> unit_embedding(std::span<const float> pooled, std::optional<i
 // RFC 4648 base64 of the vector's float32 values in little-endian byte order.
 std::string embedding_base64(std::span<const float> values);
 
-nlohmann::ordered_json embeddings_json(const std::string& model,
-                                       const std::vector<std::vector<float>>& vectors, bool base64,
-                                       int64_t prompt_tokens);
+nlohmann::ordered_json embeddings_json(const std::string& model, const std::vector<std::vector<float>>& vectors,
+                                       bool base64, int64_t prompt_tokens);
 
 }  // namespace gufo::server

@@ -20,7 +20,11 @@ uint64_t random_seed() {
 }
 
 ApiError unavailable(std::string message) {
-  return ApiError{.status = 503, .message = std::move(message), .type = "server_error", .param = "", .code = "",
+  return ApiError{.status = 503,
+                  .message = std::move(message),
+                  .type = "server_error",
+                  .param = "",
+                  .code = "",
                   .retry_after_seconds = 1};
 }
 
@@ -34,10 +38,13 @@ std::variant<std::vector<int32_t>, ApiError> render_prompt(const ServedModel& mo
     if (const Status depth = tmpl::check_json_depth(request.messages); !depth.ok()) {
       return bad_request("'messages': " + depth.error().message, "messages");
     }
-    engine::PromptInputs inputs{.messages = request.messages, .tools = request.tools,
-                                .enable_thinking = request.enable_thinking, .add_generation_prompt = true};
+    engine::PromptInputs inputs{.messages = request.messages,
+                                .tools = request.tools,
+                                .enable_thinking = request.enable_thinking,
+                                .add_generation_prompt = true};
     Result<std::vector<int32_t>> tokens = model.chat_prompt->tokens(inputs);
-    if (!tokens.ok()) return bad_request("the chat template failed on these messages: " + tokens.error().message, "messages");
+    if (!tokens.ok())
+      return bad_request("the chat template failed on these messages: " + tokens.error().message, "messages");
     return std::move(tokens).value();
   }
   std::vector<int32_t> prompt;
@@ -126,13 +133,18 @@ std::variant<engine::RequestHandle, ApiError> submit_plan(const ServedModel& mod
   return accepted_or_error(model.scheduler->submit(plan.prompt, plan.choices), plan.prompt_param);
 }
 
-std::variant<engine::RequestHandle, ApiError> accepted_or_error(engine::Submission submission, const std::string& param) {
+std::variant<engine::RequestHandle, ApiError> accepted_or_error(engine::Submission submission,
+                                                                const std::string& param) {
   switch (submission.status) {
     case engine::SubmitStatus::Accepted:
       return submission.handle;
     case engine::SubmitStatus::QueueFull:
-      return ApiError{.status = 429, .message = submission.message, .type = "rate_limit_error", .param = "",
-                      .code = "rate_limit_exceeded", .retry_after_seconds = 1};
+      return ApiError{.status = 429,
+                      .message = submission.message,
+                      .type = "rate_limit_error",
+                      .param = "",
+                      .code = "rate_limit_exceeded",
+                      .retry_after_seconds = 1};
     case engine::SubmitStatus::TooLong:
       return bad_request(submission.message, param, "context_length_exceeded");
     case engine::SubmitStatus::Invalid:

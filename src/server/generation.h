@@ -40,8 +40,8 @@ struct ServedModel {
   const tokenizer::Tokenizer* tokenizer = nullptr;
   const engine::ChatPrompt* chat_prompt = nullptr;  // null: the model has no chat template
   int64_t n_ctx = 0;
-  int32_t n_vocab = 0;  // logits per token (logit_bias keys must be below)
-  int64_t n_embd = 0;   // an embedding's width (before `dimensions`)
+  int32_t n_vocab = 0;                            // logits per token (logit_bias keys must be below)
+  int64_t n_embd = 0;                             // an embedding's width (before `dimensions`)
   model::Pooling pooling = model::Pooling::Mean;  // how /v1/embeddings pools (the GGUF's, or --pooling)
   ToolSyntax tool_syntax = ToolSyntax::Hermes;    // how its template writes tool calls (tool_syntax_of)
 };
@@ -74,7 +74,8 @@ std::variant<std::vector<int32_t>, ApiError> render_prompt(const ServedModel& mo
 // Submits the plan; a full queue is a 429 (retry_after set), a shutting-down engine a 503.
 std::variant<engine::RequestHandle, ApiError> submit_plan(const ServedModel& model, const GenerationPlan& plan);
 // The handle of an accepted submission, or its refusal as the API error (400s name `param`).
-std::variant<engine::RequestHandle, ApiError> accepted_or_error(engine::Submission submission, const std::string& param);
+std::variant<engine::RequestHandle, ApiError> accepted_or_error(engine::Submission submission,
+                                                                const std::string& param);
 
 // plan_generation + submit_plan: the plan (shared with the writer of the answer) and the
 // engine's handle for its events.
@@ -96,7 +97,8 @@ std::optional<std::string> pump_events(const engine::RequestHandle& handle, int3
 
 // The 500 of a generation that failed in the engine.
 inline ApiError generation_failed(const std::string& error) {
-  return ApiError{.status = 500, .message = "generation failed: " + error, .type = "server_error", .param = "", .code = ""};
+  return ApiError{
+      .status = 500, .message = "generation failed: " + error, .type = "server_error", .param = "", .code = ""};
 }
 
 // A one-choice generation read to its end: the text, and the final event (its stop reason
@@ -113,7 +115,7 @@ std::optional<CollectedAnswer> collect_answer(const engine::RequestHandle& handl
 struct AnswerParts {
   std::string reasoning;
   std::string content;
-  std::vector<ToolCall> tool_calls;       // whole calls (at the end)
+  std::vector<ToolCall> tool_calls;        // whole calls (at the end)
   std::vector<ToolCallDelta> call_deltas;  // or calls as they stream (AnswerSplitter's stream_calls)
 };
 
@@ -145,10 +147,10 @@ class AnswerSplitter {
   std::string held_;  // content from the first call opening (or what may start one) on
   std::optional<ToolCallStream> stream_;
   std::optional<grammar::Matcher> matcher_;  // the calls grammar over what stream_ was fed
-  size_t matched_ = 0;      // held_'s bytes up to here were accepted and fed to stream_
-  size_t complete_at_ = 0;  // the end of the longest accepted text that is whole calls
-  bool refused_ = false;    // the grammar refused held_'s byte at matched_: nothing more streams
-  int announced_ = 0;       // calls whose first delta went out
+  size_t matched_ = 0;                       // held_'s bytes up to here were accepted and fed to stream_
+  size_t complete_at_ = 0;                   // the end of the longest accepted text that is whole calls
+  bool refused_ = false;                     // the grammar refused held_'s byte at matched_: nothing more streams
+  int announced_ = 0;                        // calls whose first delta went out
   // The deltas of held_'s bytes past matched_ that the calls grammar accepts (none from a call
   // to a tool not callable on: then no more are streamed).
   std::vector<ToolCallDelta> stream_more();

@@ -24,7 +24,7 @@ constexpr size_t kMaxTextBytes = size_t{16} << 20;
 struct Cache {
   std::mutex mutex;
   std::list<std::string> order;  // most recently used first
-  size_t text_bytes = 0;          // of the keys held
+  size_t text_bytes = 0;         // of the keys held
   std::unordered_map<std::string, std::pair<std::shared_ptr<const grammar::Grammar>, std::list<std::string>::iterator>>
       entries;
 };

@@ -1,6 +1,6 @@
 // Compiled grammars by their text (GBNF, or a JSON Schema's compact JSON text), so that a
-// client sending the same `grammar`, schema or JSON mode with every request compiles it once. Bounded by count and by text size: the least
-// recently used goes first. Thread-safe. Tested through tests/functional/structured.test.mjs.
+// client sending the same `grammar`, schema or JSON mode with every request compiles it once. Bounded by count and by
+// text size: the least recently used goes first. Thread-safe. Tested through tests/functional/structured.test.mjs.
 #pragma once
 
 #include <cstdint>

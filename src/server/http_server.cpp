@@ -51,11 +51,17 @@ std::optional<std::string_view> bearer_token(std::string_view header) {
 
 // Metrics are labelled by route, never by the raw path a client sent (an unbounded set).
 std::string route_label(const httplib::Request& req) {
-  static constexpr std::string_view kRoutes[] = {"/", "/health",    "/ready",
-                                                 "/metrics",        "/v1/models",
-                                                 "/v1/chat/completions", "/v1/completions",
-                                                 "/v1/messages",    "/v1/messages/count_tokens",
-                                                 "/v1/responses",   "/v1/embeddings"};
+  static constexpr std::string_view kRoutes[] = {"/",
+                                                 "/health",
+                                                 "/ready",
+                                                 "/metrics",
+                                                 "/v1/models",
+                                                 "/v1/chat/completions",
+                                                 "/v1/completions",
+                                                 "/v1/messages",
+                                                 "/v1/messages/count_tokens",
+                                                 "/v1/responses",
+                                                 "/v1/embeddings"};
   for (const std::string_view route : kRoutes) {
     if (req.path == route) return std::string(route);
   }
@@ -69,14 +75,15 @@ std::string route_label(const httplib::Request& req) {
 // else (its icon is a data: URL) and not be framed by another site.
 std::string chat_page_policy() {
   const ChatPage& page = chat_page();
-  return "default-src 'none'; script-src 'sha256-" + std::string(page.script_sha256) + "'; " +
-         "style-src 'sha256-" + std::string(page.style_sha256) + "'; connect-src 'self'; img-src data:; " +
+  return "default-src 'none'; script-src 'sha256-" + std::string(page.script_sha256) + "'; " + "style-src 'sha256-" +
+         std::string(page.style_sha256) + "'; connect-src 'self'; img-src data:; " +
          "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 }
 
 }  // namespace
 
-HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+HttpServer::HttpServer(ServerOptions options)
+    : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
   const int threads = std::max(8, options_.http_threads);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(options_.max_body_bytes);
@@ -163,16 +170,18 @@ bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res,
                                       ? "no API key given (send 'Authorization: Bearer <key>' or 'x-api-key: <key>')"
                                   : key ? "incorrect API key"
                                         : "the Authorization header is not 'Bearer <key>'",
-                       .type = "invalid_request_error", .param = "", .code = "invalid_api_key"};
+                       .type = "invalid_request_error",
+                       .param = "",
+                       .code = "invalid_api_key"};
   res.set_header("WWW-Authenticate", "Bearer");
   reply_error(res, route, error, shape);
   return false;
 }
 
 std::optional<HttpServer::GenerationBody> HttpServer::read_generation_body(const httplib::Request& req,
-                                                                          httplib::Response& res,
-                                                                          const std::string& route, ErrorShape shape,
-                                                                          bool model_required) {
+                                                                           httplib::Response& res,
+                                                                           const std::string& route, ErrorShape shape,
+                                                                           bool model_required) {
   if (!authorized(req, res, route, shape)) return std::nullopt;
   const auto fail = [&](const ApiError& error) {
     reply_error(res, route, error, shape);
@@ -188,13 +197,17 @@ std::optional<HttpServer::GenerationBody> HttpServer::read_generation_body(const
   const auto named = body.json.is_object() ? body.json.find("model") : body.json.end();
   const bool has_name = named != body.json.end() && named->is_string();
   if (model_required && !has_name) {
-    return fail(bad_request("'model' is required (an id that GET /v1/models lists)", "model", "missing_required_parameter"));
+    return fail(
+        bad_request("'model' is required (an id that GET /v1/models lists)", "model", "missing_required_parameter"));
   }
   const std::string name = has_name ? named->get<std::string>() : "";
   if (!models_->offers(name)) return fail(model_not_found(name));
   Result<std::shared_ptr<const LoadedModel>> model = models_->acquire(name);
   if (!model.ok()) {
-    return fail(ApiError{.status = 500, .message = model.error().message, .type = "server_error", .param = "model",
+    return fail(ApiError{.status = 500,
+                         .message = model.error().message,
+                         .type = "server_error",
+                         .param = "model",
                          .code = "model_load_failed"});
   }
   body.holder = std::move(model).value();
@@ -204,24 +217,31 @@ std::optional<HttpServer::GenerationBody> HttpServer::read_generation_body(const
 
 HttpServer::ErrorShape HttpServer::shape_of(const httplib::Request& req) {
   return req.path == "/v1/messages" || req.path.starts_with("/v1/messages/") ? ErrorShape::Anthropic
-                                                                            : ErrorShape::OpenAI;
+                                                                             : ErrorShape::OpenAI;
 }
 
 ApiError HttpServer::model_not_found(const std::string& name) const {
   std::string names;
   for (const ModelRegistry::Status& model : models_->list()) names += (names.empty() ? "'" : ", '") + model.name + "'";
-  return ApiError{.status = 404, .message = "the model '" + name + "' does not exist; this server has " + names,
-                  .type = "invalid_request_error", .param = "model", .code = "model_not_found"};
+  return ApiError{.status = 404,
+                  .message = "the model '" + name + "' does not exist; this server has " + names,
+                  .type = "invalid_request_error",
+                  .param = "model",
+                  .code = "model_not_found"};
 }
 
 std::optional<ApiError> HttpServer::refuse_generation() const {
   if (stopping_.load()) {
-    return ApiError{.status = 503, .message = "the server is shutting down", .type = "server_error", .param = "",
-                    .code = ""};
+    return ApiError{
+        .status = 503, .message = "the server is shutting down", .type = "server_error", .param = "", .code = ""};
   }
   if (!ready_.load(std::memory_order_acquire)) {
-    return ApiError{.status = 503, .message = "the model is still loading", .type = "server_error", .param = "",
-                    .code = "", .retry_after_seconds = 1};
+    return ApiError{.status = 503,
+                    .message = "the model is still loading",
+                    .type = "server_error",
+                    .param = "",
+                    .code = "",
+                    .retry_after_seconds = 1};
   }
   return std::nullopt;
 }
@@ -234,8 +254,7 @@ void HttpServer::reply_error(httplib::Response& res, const std::string& route, c
 
 void HttpServer::routes() {
   // The chat page: static, so it needs no API key (the API requests it makes carry one).
-  const auto chat_page_route = [this, policy = chat_page_policy()](const httplib::Request&,
-                                                                    httplib::Response& res) {
+  const auto chat_page_route = [this, policy = chat_page_policy()](const httplib::Request&, httplib::Response& res) {
     res.set_header("Content-Security-Policy", policy);
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Content-Type-Options", "nosniff");

@@ -1,6 +1,6 @@
 // `gufo serve`'s HTTP side (cpp-httplib): the OpenAI routes (POST /v1/chat/completions,
-// POST /v1/completions, POST /v1/responses, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}), Anthropic's Messages API
-// (POST /v1/messages, POST /v1/messages/count_tokens), GET /health (the process answers), GET /ready (the
+// POST /v1/completions, POST /v1/responses, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}), Anthropic's
+// Messages API (POST /v1/messages, POST /v1/messages/count_tokens), GET /health (the process answers), GET /ready (the
 // model is loaded and the engine takes requests), GET /metrics (Prometheus) and GET / (the chat page,
 // server/chat_page.h; also /index.html). Requests are
 // checked (server/openai_request.h), rendered with the model's chat template, and handed to
@@ -36,12 +36,12 @@ namespace gufo::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                       // 0: any free port
-  std::string api_key;                   // non-empty: /v1 routes need "Authorization: Bearer <key>"
+  int port = 8080;      // 0: any free port
+  std::string api_key;  // non-empty: /v1 routes need "Authorization: Bearer <key>"
   size_t max_body_bytes = size_t{8} << 20;
-  int http_threads = 64;                 // connections served at once (streams hold one each)
-  bool separate_reasoning = true;        // chat: <think> blocks go to reasoning_content (server/reasoning.h)
-  bool access_log = true;                // a line per request on stderr (server/access_log.h)
+  int http_threads = 64;           // connections served at once (streams hold one each)
+  bool separate_reasoning = true;  // chat: <think> blocks go to reasoning_content (server/reasoning.h)
+  bool access_log = true;          // a line per request on stderr (server/access_log.h)
 };
 
 class HttpServer {
@@ -75,7 +75,7 @@ class HttpServer {
   // responses_routes.cpp.
   void completion(const httplib::Request& req, httplib::Response& res, bool chat);
   void anthropic_messages(const httplib::Request& req, httplib::Response& res, bool count_only);
-  void responses(const httplib::Request& req, httplib::Response& res);  // responses_routes.cpp
+  void responses(const httplib::Request& req, httplib::Response& res);   // responses_routes.cpp
   void embeddings(const httplib::Request& req, httplib::Response& res);  // embeddings_routes.cpp
 
   // The first steps of every generation route: the API key, a 503 while loading or

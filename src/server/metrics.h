@@ -38,6 +38,7 @@ struct ModelStats {
   engine::EngineStats stats;
 };
 
-std::string render_metrics(std::span<const ModelStats> models, const std::map<std::pair<std::string, int>, uint64_t>& http);
+std::string render_metrics(std::span<const ModelStats> models,
+                           const std::map<std::pair<std::string, int>, uint64_t>& http);
 
 }  // namespace gufo::server

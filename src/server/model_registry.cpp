@@ -51,7 +51,8 @@ std::vector<ModelRegistry::Status> ModelRegistry::list() const {
   std::lock_guard lock(mutex_);
   std::vector<Status> out;
   for (const Slot& slot : slots_) {
-    out.push_back({.name = slot.source.name, .loaded = slot.model != nullptr,
+    out.push_back({.name = slot.source.name,
+                   .loaded = slot.model != nullptr,
                    .n_ctx = slot.model ? slot.model->served().n_ctx : 0});
   }
   return out;

@@ -92,7 +92,7 @@ class ModelRegistry {
   };
   Slot* find(const std::string& name);
   const Slot* find(const std::string& name) const;
-  size_t make_room(const Slot& for_slot);  // mutex held; returns the other models still loaded
+  size_t make_room(const Slot& for_slot);                           // mutex held; returns the other models still loaded
   LoadRoom room_for(const Slot& slot, size_t others_loaded) const;  // mutex held
 
   Loader loader_;

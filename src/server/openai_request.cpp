@@ -185,9 +185,9 @@ void parse_stop(Fields& fields, const RequestLimits& limits, CompletionRequest& 
     out.stop.push_back(stop->get<std::string>());
   } else if (stop->is_array()) {
     if (stop->size() > limits.max_stop) {
-      return fields.fail("'stop' holds " + std::to_string(stop->size()) + " strings; the limit is " +
-                             std::to_string(limits.max_stop),
-                         "stop");
+      return fields.fail(
+          "'stop' holds " + std::to_string(stop->size()) + " strings; the limit is " + std::to_string(limits.max_stop),
+          "stop");
     }
     for (const ordered_json& s : *stop) {
       if (!s.is_string()) return fields.fail("'stop' must be a string or an array of strings", "stop", "invalid_type");
@@ -207,7 +207,8 @@ void parse_stop(Fields& fields, const RequestLimits& limits, CompletionRequest& 
 void parse_logit_bias(Fields& fields, const RequestLimits& limits, CompletionRequest& out) {
   const ordered_json* bias = fields.get("logit_bias");
   if (bias == nullptr || fields.failed()) return;
-  if (!bias->is_object()) return fields.fail("'logit_bias' must be an object of token ids to numbers", "logit_bias", "invalid_type");
+  if (!bias->is_object())
+    return fields.fail("'logit_bias' must be an object of token ids to numbers", "logit_bias", "invalid_type");
   if (bias->size() > limits.max_logit_bias) {
     return fields.fail("'logit_bias' holds " + std::to_string(bias->size()) + " entries; the limit is " +
                            std::to_string(limits.max_logit_bias),
@@ -247,8 +248,8 @@ void parse_tool(Fields& fields, const ordered_json& tool, const std::string& at,
   const auto parameters = function->find("parameters");
   Result<ordered_json> schema = tool_parameters_schema(parameters == function->end() ? nullptr : &*parameters);
   if (schema.ok() && compile) {
-    const Result<std::shared_ptr<const grammar::Grammar>> compiled =
-        compiled_grammar(schema->dump(-1, ' ', false, ordered_json::error_handler_t::replace), GrammarSyntax::JsonSchema);
+    const Result<std::shared_ptr<const grammar::Grammar>> compiled = compiled_grammar(
+        schema->dump(-1, ' ', false, ordered_json::error_handler_t::replace), GrammarSyntax::JsonSchema);
     if (!compiled.ok()) schema = compiled.error();
   }
   if (!schema.ok()) return fields.fail("'" + param + "': " + schema.error().message, param);
@@ -263,11 +264,15 @@ void parse_tool_choice(Fields& fields, CompletionRequest& out) {
   using Mode = ToolChoice::Mode;
   if (choice->is_string()) {
     const std::string mode = choice->get<std::string>();
-    if (mode == "auto") out.tool_choice.mode = Mode::Auto;
-    else if (mode == "none") out.tool_choice.mode = Mode::None;
-    else if (mode == "required") out.tool_choice.mode = Mode::Required;
-    else return fields.fail("'tool_choice' must be 'auto', 'none', 'required' or a function, not '" + mode + "'",
-                            "tool_choice");
+    if (mode == "auto")
+      out.tool_choice.mode = Mode::Auto;
+    else if (mode == "none")
+      out.tool_choice.mode = Mode::None;
+    else if (mode == "required")
+      out.tool_choice.mode = Mode::Required;
+    else
+      return fields.fail("'tool_choice' must be 'auto', 'none', 'required' or a function, not '" + mode + "'",
+                         "tool_choice");
     return;
   }
   const ordered_json* name = json_member(json_member(choice, "function"), "name");
@@ -289,9 +294,9 @@ void parse_tools(Fields& fields, const RequestLimits& limits, CompletionRequest&
   if (tools != nullptr && !fields.failed()) {
     if (!tools->is_array()) return fields.fail("'tools' must be an array", "tools", "invalid_type");
     if (tools->size() > limits.max_tools) {
-      return fields.fail("'tools' holds " + std::to_string(tools->size()) + " tools; the limit is " +
-                             std::to_string(limits.max_tools),
-                         "tools");
+      return fields.fail(
+          "'tools' holds " + std::to_string(tools->size()) + " tools; the limit is " + std::to_string(limits.max_tools),
+          "tools");
     }
     for (size_t i = 0; i < tools->size() && !fields.failed(); ++i) {
       parse_tool(fields, (*tools)[i], "tools[" + std::to_string(i) + "]", out.tool_choice.mode != Mode::None, out);
@@ -354,8 +359,8 @@ void use_schema(Fields& fields, CompletionRequest& out, const ordered_json& sche
 void parse_json_schema_format(Fields& fields, CompletionRequest& out, const ordered_json& format) {
   const auto spec = format.find("json_schema");
   if (spec == format.end() || !spec->is_object()) {
-    return fields.fail("'response_format.json_schema' must be an object with the 'schema'", "response_format.json_schema",
-                       "invalid_type");
+    return fields.fail("'response_format.json_schema' must be an object with the 'schema'",
+                       "response_format.json_schema", "invalid_type");
   }
   if (const auto name = spec->find("name"); name != spec->end() && !name->is_string()) {
     return fields.fail("'response_format.json_schema.name' must be a string", "response_format.json_schema.name",

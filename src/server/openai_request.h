@@ -26,7 +26,7 @@ struct RequestLimits {
   size_t max_stop_length = 256;
   int32_t max_top_logprobs = 20;
   size_t max_logit_bias = 1024;
-  int32_t n_vocab = 0;  // logit_bias keys must be below it
+  int32_t n_vocab = 0;     // logit_bias keys must be below it
   size_t max_tools = 128;  // OpenAI's limit
 };
 
@@ -42,34 +42,34 @@ struct ToolChoice {
 struct CompletionRequest {
   bool chat = true;
   std::string model;
-  nlohmann::ordered_json messages;               // chat: normalized (text parts joined)
-  std::optional<nlohmann::ordered_json> tools;   // chat: passed to the template (not with tool_choice none)
-  std::vector<std::string> callable_tools;       // chat: names a returned tool call may have
+  nlohmann::ordered_json messages;                      // chat: normalized (text parts joined)
+  std::optional<nlohmann::ordered_json> tools;          // chat: passed to the template (not with tool_choice none)
+  std::vector<std::string> callable_tools;              // chat: names a returned tool call may have
   std::vector<nlohmann::ordered_json> tool_parameters;  // chat: the schema of each callable tool's arguments
   ToolChoice tool_choice;
-  bool parallel_tool_calls = true;               // false: at most one call per answer
-  ToolSyntax tool_syntax = ToolSyntax::Hermes;   // chat: the model's (set from its template when planned)
-  std::optional<bool> enable_thinking;           // chat_template_kwargs.enable_thinking
-  std::optional<bool> separate_reasoning;        // chat: reasoning_format (none: false); unset: the server's
-  std::string prompt;                            // completions
+  bool parallel_tool_calls = true;              // false: at most one call per answer
+  ToolSyntax tool_syntax = ToolSyntax::Hermes;  // chat: the model's (set from its template when planned)
+  std::optional<bool> enable_thinking;          // chat_template_kwargs.enable_thinking
+  std::optional<bool> separate_reasoning;       // chat: reasoning_format (none: false); unset: the server's
+  std::string prompt;                           // completions
   std::optional<int32_t> max_tokens;
   // Beyond what the context leaves, max_tokens is shortened rather than refused: clients of
   // Anthropic's API and of the Responses API send a generous bound (32000) by habit.
   bool max_tokens_is_bound = false;
   int32_t n = 1;
   bool stream = false;
-  bool include_usage = false;                    // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
   engine::SamplerParams sampler;
   bool seeded = false;
   std::vector<std::string> stop;
   bool logprobs = false;
   int32_t top_logprobs = 0;
-  bool echo = false;                             // completions: not supported when true
+  bool echo = false;  // completions: not supported when true
   // The answer's constraint: GBNF (response_format json_object's, or llama.cpp's 'grammar') or
   // a JSON Schema's text (response_format json_schema, or llama.cpp's 'json_schema').
   std::optional<std::string> grammar;
   GrammarSyntax grammar_syntax = GrammarSyntax::Gbnf;
-  std::string grammar_param;                     // the field it came from, for errors
+  std::string grammar_param;  // the field it came from, for errors
 };
 
 using ParsedRequest = std::variant<CompletionRequest, ApiError>;

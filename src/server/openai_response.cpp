@@ -44,7 +44,8 @@ ordered_json usage_json(int32_t prompt_tokens, int32_t completion_tokens, int32_
           {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
-ordered_json chat_logprobs_json(const tokenizer::Tokenizer& tokenizer, const std::vector<engine::TokenLogprob>& logprobs) {
+ordered_json chat_logprobs_json(const tokenizer::Tokenizer& tokenizer,
+                                const std::vector<engine::TokenLogprob>& logprobs) {
   ordered_json content = ordered_json::array();
   for (const engine::TokenLogprob& lp : logprobs) {
     const std::string text = token_text(tokenizer, lp.token);
@@ -75,8 +76,8 @@ ordered_json completion_logprobs_json(const tokenizer::Tokenizer& tokenizer,
     offsets.push_back(offset);
     offset += text.size();
   }
-  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
-          {"text_offset", offsets}};
+  return {
+      {"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};
 }
 
 ordered_json completion_json(const ResponseHeader& header, bool chat, const std::vector<ChoiceState>& choices,
@@ -94,7 +95,8 @@ ordered_json completion_json(const ResponseHeader& header, bool chat, const std:
         if (c.text.empty()) choice["message"]["content"] = nullptr;
         ordered_json calls = ordered_json::array();
         for (const ToolCall& call : c.tool_calls) {
-          calls.push_back({{"id", call.id}, {"type", "function"},
+          calls.push_back({{"id", call.id},
+                           {"type", "function"},
                            {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
         }
         choice["message"]["tool_calls"] = calls;
@@ -116,8 +118,9 @@ ordered_json completion_json(const ResponseHeader& header, bool chat, const std:
 }
 
 ordered_json chunk_json(const ResponseHeader& header, bool chat, int32_t choice, const std::string& text,
-                        const std::string& reasoning, const std::vector<engine::TokenLogprob>* logprobs, const std::string& finish_reason, bool first,
-                        bool with_usage_field, const tokenizer::Tokenizer& tokenizer, size_t text_offset) {
+                        const std::string& reasoning, const std::vector<engine::TokenLogprob>* logprobs,
+                        const std::string& finish_reason, bool first, bool with_usage_field,
+                        const tokenizer::Tokenizer& tokenizer, size_t text_offset) {
   ordered_json c{{"index", choice}};
   if (chat) {
     ordered_json delta = ordered_json::object();
@@ -147,11 +150,14 @@ ordered_json tool_call_deltas_chunk_json(const ResponseHeader& header, int32_t c
     if (d.id.empty()) {
       pieces.push_back({{"index", d.index}, {"function", {{"arguments", d.arguments}}}});
     } else {
-      pieces.push_back({{"index", d.index}, {"id", d.id}, {"type", "function"},
+      pieces.push_back({{"index", d.index},
+                        {"id", d.id},
+                        {"type", "function"},
                         {"function", {{"name", d.name}, {"arguments", d.arguments}}}});
     }
   }
-  ordered_json c{{"index", choice}, {"delta", {{"tool_calls", pieces}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  ordered_json c{
+      {"index", choice}, {"delta", {{"tool_calls", pieces}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   ordered_json chunk{{"id", header.id},
                      {"object", "chat.completion.chunk"},
                      {"created", header.created},
@@ -165,7 +171,8 @@ ordered_json tool_calls_chunk_json(const ResponseHeader& header, int32_t choice,
                                    bool with_usage_field) {
   std::vector<ToolCallDelta> deltas;
   for (size_t i = 0; i < calls.size(); ++i) {
-    deltas.push_back({.index = static_cast<int>(i), .id = calls[i].id, .name = calls[i].name, .arguments = calls[i].arguments});
+    deltas.push_back(
+        {.index = static_cast<int>(i), .id = calls[i].id, .name = calls[i].name, .arguments = calls[i].arguments});
   }
   return tool_call_deltas_chunk_json(header, choice, deltas, with_usage_field);
 }

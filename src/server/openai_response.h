@@ -22,7 +22,7 @@ namespace gufo::server {
 // One choice as it accumulates.
 struct ChoiceState {
   std::string text;
-  std::string reasoning;              // chat: the thoughts split off the text (server/reasoning.h)
+  std::string reasoning;             // chat: the thoughts split off the text (server/reasoning.h)
   std::vector<ToolCall> tool_calls;  // chat with tools: parsed out of the text
   std::vector<engine::TokenLogprob> logprobs;
   std::string finish_reason;  // empty while running
@@ -31,7 +31,7 @@ struct ChoiceState {
 };
 
 struct ResponseHeader {
-  std::string id;       // chatcmpl-... / cmpl-...
+  std::string id;  // chatcmpl-... / cmpl-...
   std::string model;
   int64_t created = 0;  // Unix seconds
 };
@@ -44,21 +44,20 @@ nlohmann::ordered_json usage_json(int32_t prompt_tokens, int32_t completion_toke
 nlohmann::ordered_json chat_logprobs_json(const tokenizer::Tokenizer& tokenizer,
                                           const std::vector<engine::TokenLogprob>& logprobs);
 nlohmann::ordered_json completion_logprobs_json(const tokenizer::Tokenizer& tokenizer,
-                                                const std::vector<engine::TokenLogprob>& logprobs,
-                                                size_t text_offset);
+                                                const std::vector<engine::TokenLogprob>& logprobs, size_t text_offset);
 
 // The whole response of a non-streaming request.
 nlohmann::ordered_json completion_json(const ResponseHeader& header, bool chat, const std::vector<ChoiceState>& choices,
-                                       bool with_logprobs, const tokenizer::Tokenizer& tokenizer, int32_t prompt_tokens);
+                                       bool with_logprobs, const tokenizer::Tokenizer& tokenizer,
+                                       int32_t prompt_tokens);
 
 // One streaming chunk for one choice: a text delta (with its log-probabilities, and in chat
 // a reasoning delta beside it), or the final one with finish_reason. `first` adds the
 // assistant role (chat).
 nlohmann::ordered_json chunk_json(const ResponseHeader& header, bool chat, int32_t choice, const std::string& text,
-                                  const std::string& reasoning,
-                                  const std::vector<engine::TokenLogprob>* logprobs, const std::string& finish_reason,
-                                  bool first, bool with_usage_field, const tokenizer::Tokenizer& tokenizer,
-                                  size_t text_offset);
+                                  const std::string& reasoning, const std::vector<engine::TokenLogprob>* logprobs,
+                                  const std::string& finish_reason, bool first, bool with_usage_field,
+                                  const tokenizer::Tokenizer& tokenizer, size_t text_offset);
 // A streaming chunk that carries pieces of a choice's tool calls: a call's first piece with
 // its index, id, type and name, later ones with its index and more of its arguments.
 nlohmann::ordered_json tool_call_deltas_chunk_json(const ResponseHeader& header, int32_t choice,

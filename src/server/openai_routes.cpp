@@ -79,7 +79,8 @@ bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const eng
       }
       offsets[static_cast<size_t>(choice)] += parts.content.size();
     }
-    return parts.call_deltas.empty() || send(tool_call_deltas_chunk_json(header, choice, parts.call_deltas, r.include_usage));
+    return parts.call_deltas.empty() ||
+           send(tool_call_deltas_chunk_json(header, choice, parts.call_deltas, r.include_usage));
   };
   if (r.chat) {
     for (int32_t i = 0; i < r.n; ++i) {
@@ -98,7 +99,8 @@ bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const eng
         std::string finish = finish_reason_name(event.reason);
         AnswerParts rest = splitter.finish();
         if (!send_delta(event.choice, rest, nullptr)) return false;
-        if (!rest.tool_calls.empty() && !send(tool_calls_chunk_json(header, event.choice, rest.tool_calls, r.include_usage))) {
+        if (!rest.tool_calls.empty() &&
+            !send(tool_calls_chunk_json(header, event.choice, rest.tool_calls, r.include_usage))) {
           return false;
         }
         if ((!rest.tool_calls.empty() || splitter.calls_complete()) && finish == "stop") finish = "tool_calls";
@@ -137,8 +139,8 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
   const auto [plan, handle] = std::get<StartedGeneration>(std::move(started));
 
   current_access_record().prompt_tokens = static_cast<int64_t>(plan->prompt.size());
-  const ResponseHeader header{.id = new_response_id(chat), .model = model->name,
-                              .created = static_cast<int64_t>(std::time(nullptr))};
+  const ResponseHeader header{
+      .id = new_response_id(chat), .model = model->name, .created = static_cast<int64_t>(std::time(nullptr))};
   const tokenizer::Tokenizer* tokenizer = model->tokenizer;
   counters_.count(route, 200);
   res.status = 200;

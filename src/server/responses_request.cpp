@@ -13,7 +13,8 @@ using nlohmann::ordered_json;
 namespace {
 
 // A message's content: a string, or parts of type input_text / output_text (joined).
-std::optional<std::string> content_text(const ordered_json& content, const std::string& path, std::optional<ApiError>& error) {
+std::optional<std::string> content_text(const ordered_json& content, const std::string& path,
+                                        std::optional<ApiError>& error) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
     error = bad_request("'" + path + "' must be a string or an array of content parts", path, "invalid_type");
@@ -79,8 +80,8 @@ std::optional<ordered_json> input_messages(const ordered_json& input, std::optio
         error = bad_request("'" + at + "' needs string 'call_id', 'name' and 'arguments'", at, "invalid_type");
         return std::nullopt;
       }
-      const ordered_json call{{"id", *call_id}, {"type", "function"},
-                              {"function", {{"name", *name}, {"arguments", *arguments}}}};
+      const ordered_json call{
+          {"id", *call_id}, {"type", "function"}, {"function", {{"name", *name}, {"arguments", *arguments}}}};
       if (messages.empty() || messages.back()["role"] != "assistant" || !messages.back().contains("tool_calls")) {
         messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", ordered_json::array()}});
       }
@@ -143,7 +144,8 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
 
   ordered_json chat{{"messages", ordered_json::array()}};
   if (const ordered_json* instructions = json_member(body, "instructions")) {
-    if (!instructions->is_string()) return bad_request("'instructions' must be a string", "instructions", "invalid_type");
+    if (!instructions->is_string())
+      return bad_request("'instructions' must be a string", "instructions", "invalid_type");
     out.instructions = instructions->get<std::string>();
     chat["messages"].push_back({{"role", "system"}, {"content", *out.instructions}});
   }
@@ -159,7 +161,8 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
   if (const ordered_json* choice = json_member(body, "tool_choice")) {
     // {"type": "function", "name": ...} is flat here; chat's names it inside "function".
     const ordered_json* name = json_member(*choice, "name");
-    chat["tool_choice"] = name != nullptr ? ordered_json{{"type", "function"}, {"function", {{"name", *name}}}} : *choice;
+    chat["tool_choice"] =
+        name != nullptr ? ordered_json{{"type", "function"}, {"function", {{"name", *name}}}} : *choice;
   }
   if (const ordered_json* max = json_member(body, "max_output_tokens")) chat["max_tokens"] = *max;
   // text.format is the Responses API's response_format ({type: text | json_object | json_schema}).
@@ -178,7 +181,8 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(const ordered_j
     if (const ordered_json* value = json_member(body, key)) chat[key] = *value;
   }
   if (const ordered_json* id = json_member(body, "previous_response_id")) {
-    if (!id->is_string()) return bad_request("'previous_response_id' must be a string", "previous_response_id", "invalid_type");
+    if (!id->is_string())
+      return bad_request("'previous_response_id' must be a string", "previous_response_id", "invalid_type");
     out.previous_response_id = id->get<std::string>();
   }
   if (const ordered_json* store = json_member(body, "store")) {

@@ -19,7 +19,7 @@
 namespace gufo::server {
 
 struct ResponsesRequest {
-  CompletionRequest request;          // messages: the stored conversation + this input
+  CompletionRequest request;              // messages: the stored conversation + this input
   nlohmann::ordered_json input_messages;  // this request's input alone, as chat messages
   std::string previous_response_id;
   bool store = true;

@@ -31,8 +31,8 @@ ordered_json message_item(const std::string& id, const std::string& text, const 
 }
 
 ordered_json function_call_item(const ToolCall& call, const std::string& id, const char* status) {
-  return {{"type", "function_call"}, {"id", id},           {"call_id", call.id},
-          {"name", call.name},       {"arguments", call.arguments}, {"status", status}};
+  return {{"type", "function_call"},     {"id", id},        {"call_id", call.id}, {"name", call.name},
+          {"arguments", call.arguments}, {"status", status}};
 }
 
 }  // namespace
@@ -43,7 +43,8 @@ ordered_json output_items(const AnswerParts& answer) {
   if (!answer.content.empty() || answer.tool_calls.empty()) {
     items.push_back(message_item(random_id("msg_"), answer.content, "completed"));
   }
-  for (const ToolCall& call : answer.tool_calls) items.push_back(function_call_item(call, random_id("fc_"), "completed"));
+  for (const ToolCall& call : answer.tool_calls)
+    items.push_back(function_call_item(call, random_id("fc_"), "completed"));
   return items;
 }
 
@@ -59,12 +60,14 @@ ordered_json response_json(const ResponseMeta& meta, const ordered_json& output,
           {"created_at", meta.created_at},
           {"status", status},
           {"error", nullptr},
-          {"incomplete_details", incomplete && !in_progress ? ordered_json{{"reason", "max_output_tokens"}} : ordered_json()},
+          {"incomplete_details",
+           incomplete && !in_progress ? ordered_json{{"reason", "max_output_tokens"}} : ordered_json()},
           {"instructions", meta.instructions},
           {"model", meta.model},
           {"output", output},
           {"parallel_tool_calls", true},
-          {"previous_response_id", meta.previous_response_id.empty() ? ordered_json() : ordered_json(meta.previous_response_id)},
+          {"previous_response_id",
+           meta.previous_response_id.empty() ? ordered_json() : ordered_json(meta.previous_response_id)},
           {"tools", ordered_json::array()},
           {"metadata", ordered_json::object()},
           {"usage",
@@ -81,8 +84,8 @@ ordered_json assistant_message(const AnswerParts& answer) {
   if (!answer.tool_calls.empty()) {
     ordered_json calls = ordered_json::array();
     for (const ToolCall& call : answer.tool_calls) {
-      calls.push_back({{"id", call.id}, {"type", "function"},
-                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      calls.push_back(
+          {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
     }
     message["tool_calls"] = std::move(calls);
   }
@@ -108,14 +111,17 @@ std::string ResponsesEventStream::close(const char* call_status) {
   std::string out;
   ordered_json item;
   if (open_ == Item::FunctionCall) {
-    out += event("response.function_call_arguments.done",
-                 {{"item_id", item_id_}, {"output_index", index}, {"name", call_.name}, {"arguments", call_.arguments}});
+    out +=
+        event("response.function_call_arguments.done",
+              {{"item_id", item_id_}, {"output_index", index}, {"name", call_.name}, {"arguments", call_.arguments}});
     item = function_call_item(call_, item_id_, call_status);
   } else if (open_ == Item::Reasoning) {
     out += event("response.reasoning_text.done",
                  {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0}, {"text", text_}});
-    out += event("response.content_part.done", {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0},
-                                                 {"part", {{"type", "reasoning_text"}, {"text", text_}}}});
+    out += event("response.content_part.done", {{"item_id", item_id_},
+                                                {"output_index", index},
+                                                {"content_index", 0},
+                                                {"part", {{"type", "reasoning_text"}, {"text", text_}}}});
     item = reasoning_item(item_id_, text_);
   } else {
     out += event("response.output_text.done",
@@ -145,11 +151,14 @@ std::string ResponsesEventStream::open(Item item) {
     ordered_json added = reasoning_item(item_id_, "");
     added["content"] = ordered_json::array();
     out += event("response.output_item.added", {{"output_index", index}, {"item", added}});
-    out += event("response.content_part.added", {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0},
-                                                  {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
+    out += event("response.content_part.added", {{"item_id", item_id_},
+                                                 {"output_index", index},
+                                                 {"content_index", 0},
+                                                 {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
   } else {
     item_id_ = random_id("msg_");
-    out += event("response.output_item.added", {{"output_index", index}, {"item", message_item(item_id_, "", "in_progress")}});
+    out += event("response.output_item.added",
+                 {{"output_index", index}, {"item", message_item(item_id_, "", "in_progress")}});
     out += event("response.content_part.added",
                  {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0}, {"part", text_part("")}});
   }
@@ -161,14 +170,18 @@ std::string ResponsesEventStream::feed(const AnswerParts& parts) {
   if (!parts.reasoning.empty()) {
     out += open(Item::Reasoning);
     text_ += parts.reasoning;
-    out += event("response.reasoning_text.delta", {{"item_id", item_id_}, {"output_index", static_cast<int64_t>(output_.size())},
-                                                   {"content_index", 0}, {"delta", parts.reasoning}});
+    out += event("response.reasoning_text.delta", {{"item_id", item_id_},
+                                                   {"output_index", static_cast<int64_t>(output_.size())},
+                                                   {"content_index", 0},
+                                                   {"delta", parts.reasoning}});
   }
   if (!parts.content.empty()) {
     out += open(Item::Message);
     text_ += parts.content;
-    out += event("response.output_text.delta", {{"item_id", item_id_}, {"output_index", static_cast<int64_t>(output_.size())},
-                                                {"content_index", 0}, {"delta", parts.content}});
+    out += event("response.output_text.delta", {{"item_id", item_id_},
+                                                {"output_index", static_cast<int64_t>(output_.size())},
+                                                {"content_index", 0},
+                                                {"delta", parts.content}});
   }
   for (const ToolCallDelta& delta : parts.call_deltas) out += feed_call(delta);
   return out;
@@ -183,8 +196,9 @@ std::string ResponsesEventStream::feed_call(const ToolCallDelta& delta) {
   }
   if (open_ != Item::FunctionCall || delta.arguments.empty()) return out;
   call_.arguments += delta.arguments;
-  out += event("response.function_call_arguments.delta",
-               {{"item_id", item_id_}, {"output_index", static_cast<int64_t>(output_.size())}, {"delta", delta.arguments}});
+  out += event(
+      "response.function_call_arguments.delta",
+      {{"item_id", item_id_}, {"output_index", static_cast<int64_t>(output_.size())}, {"delta", delta.arguments}});
   return out;
 }
 

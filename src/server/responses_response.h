@@ -39,8 +39,8 @@ nlohmann::ordered_json output_items(const AnswerParts& answer);
 // max_output_tokens or a full context: "incomplete"; anything else: "completed".
 bool response_incomplete(engine::StopReason reason);
 
-nlohmann::ordered_json response_json(const ResponseMeta& meta, const nlohmann::ordered_json& output,
-                                     bool incomplete, const ResponseUsage& usage, bool in_progress = false);
+nlohmann::ordered_json response_json(const ResponseMeta& meta, const nlohmann::ordered_json& output, bool incomplete,
+                                     const ResponseUsage& usage, bool in_progress = false);
 
 // The answer as the chat messages a follow-up's template reads (content, reasoning_content,
 // tool_calls with their call ids): what previous_response_id brings back.

@@ -39,8 +39,8 @@ struct Ending {
 
 void record_ending(const engine::RequestEvent& done, Ending& ending) {
   ending.incomplete = response_incomplete(done.reason);
-  ending.usage = {.input_tokens = done.prompt_tokens, .cached_tokens = done.cached_tokens,
-                  .output_tokens = done.completion_tokens};
+  ending.usage = {
+      .input_tokens = done.prompt_tokens, .cached_tokens = done.cached_tokens, .output_tokens = done.completion_tokens};
   current_access_record().completion_tokens = done.completion_tokens;
 }
 
@@ -128,11 +128,14 @@ void HttpServer::responses(const httplib::Request& req, httplib::Response& res) 
                               "previous_response_id", "previous_response_not_found"));
     }
   }
-  auto parsed = parse_responses_request(body, previous ? &*previous : nullptr, RequestLimits{.n_vocab = model->n_vocab});
+  auto parsed =
+      parse_responses_request(body, previous ? &*previous : nullptr, RequestLimits{.n_vocab = model->n_vocab});
   if (std::holds_alternative<ApiError>(parsed)) return fail(std::get<ApiError>(parsed));
   ResponsesRequest& request = std::get<ResponsesRequest>(parsed);
   auto job = std::make_shared<ResponseJob>();
-  job->meta = {.id = random_id("resp_"), .model = model->name, .created_at = static_cast<int64_t>(std::time(nullptr)),
+  job->meta = {.id = random_id("resp_"),
+               .model = model->name,
+               .created_at = static_cast<int64_t>(std::time(nullptr)),
                .previous_response_id = request.previous_response_id,
                .instructions = request.instructions ? ordered_json(*request.instructions) : ordered_json()};
   job->conversation = previous ? std::move(*previous) : ordered_json::array();
@@ -154,8 +157,8 @@ void HttpServer::responses(const httplib::Request& req, httplib::Response& res) 
     return;
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream",
-                                   [job](size_t, httplib::DataSink& sink) { return write_response_events(sink, *job); });
+  res.set_chunked_content_provider(
+      "text/event-stream", [job](size_t, httplib::DataSink& sink) { return write_response_events(sink, *job); });
 }
 
 }  // namespace gufo::server

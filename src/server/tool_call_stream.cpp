@@ -52,11 +52,21 @@ std::vector<ToolCallDelta> ToolCallStream::feed(std::string_view text) {
   bool more = true;
   while (more && at < text.size()) {
     switch (state_) {
-      case State::Opening: more = opening(text, at); break;
-      case State::Head: more = head(text, at); break;
-      case State::Arguments: more = arguments(text, at, out); break;
-      case State::Closing: more = closing(text, at); break;
-      case State::Broken: more = false; break;
+      case State::Opening:
+        more = opening(text, at);
+        break;
+      case State::Head:
+        more = head(text, at);
+        break;
+      case State::Arguments:
+        more = arguments(text, at, out);
+        break;
+      case State::Closing:
+        more = closing(text, at);
+        break;
+      case State::Broken:
+        more = false;
+        break;
     }
   }
   return out;
@@ -142,7 +152,8 @@ bool ToolCallStream::arguments(std::string_view text, size_t& at, std::vector<To
     if ((c == '}' || c == ']') && --depth_ == 0) state_ = State::Closing;
   }
   if (!piece.empty()) {
-    if (out.empty() || out.back().index != calls_ - 1) out.push_back({.index = calls_ - 1, .id = "", .name = "", .arguments = ""});
+    if (out.empty() || out.back().index != calls_ - 1)
+      out.push_back({.index = calls_ - 1, .id = "", .name = "", .arguments = ""});
     out.back().arguments += piece;
   }
   return state_ != State::Broken;

@@ -93,14 +93,16 @@ ParsedAnswer parse_tool_calls(std::string_view text, std::span<const std::string
     const size_t body = open + kOpen.size();
     const size_t close = text.find(kClose, body);
     // An unterminated block (cut by max_tokens) is parsed up to the end.
-    const std::string_view json_text = text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
+    const std::string_view json_text =
+        text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
     // ordered_json: the arguments go back with their members in the order the model wrote them.
     const nlohmann::ordered_json call = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
     const size_t end = close == std::string_view::npos ? text.size() : close + kClose.size();
     if (call.is_object() && call.contains("name") && is_callable(call["name"], callable) &&
         (!call.contains("arguments") || call["arguments"].is_object() || call["arguments"].is_string())) {
       content += text.substr(at, open - at);
-      out.tool_calls.push_back({random_id("call_"), call["name"].get<std::string>(), arguments_text(call, "arguments")});
+      out.tool_calls.push_back(
+          {random_id("call_"), call["name"].get<std::string>(), arguments_text(call, "arguments")});
     } else {
       content += text.substr(at, end - at);
     }

@@ -37,7 +37,7 @@ ToolSyntax tool_syntax_of(std::string_view template_source);
 std::string_view tool_call_open(ToolSyntax syntax);
 
 struct ToolCall {
-  std::string id;         // call_<random>
+  std::string id;  // call_<random>
   std::string name;
   std::string arguments;  // JSON text of an object
 };

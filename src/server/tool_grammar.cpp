@@ -17,13 +17,18 @@ using nlohmann::ordered_json;
 
 namespace {
 
-std::string compact(const ordered_json& value) { return value.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
+std::string compact(const ordered_json& value) {
+  return value.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
 
 const char* form_name(ToolCallForm form) {
   switch (form) {
-    case ToolCallForm::Calls: return "calls";
-    case ToolCallForm::AfterText: return "after_text";
-    case ToolCallForm::OrAnswer: return "or_answer";
+    case ToolCallForm::Calls:
+      return "calls";
+    case ToolCallForm::AfterText:
+      return "after_text";
+    case ToolCallForm::OrAnswer:
+      return "or_answer";
   }
   return "calls";
 }
@@ -39,8 +44,9 @@ Result<std::string> glue_gbnf(const std::string& form, bool parallel, const orde
   std::string names;
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string name = compact(tools[i][0]);  // a JSON string, quoted as the parser reads it
-    names += std::string(i ? " | " : "") + grammar::gbnf_literal(name + (llama3 ? ", \"parameters\": " : ", \"arguments\": ")) +
-             " tool-" + std::to_string(i);
+    names += std::string(i ? " | " : "") +
+             grammar::gbnf_literal(name + (llama3 ? ", \"parameters\": " : ", \"arguments\": ")) + " tool-" +
+             std::to_string(i);
   }
   const std::string_view open = tool_call_open(syntax);
   std::string text = "call ::= " + grammar::gbnf_literal(open) + " call-body\n";
@@ -104,7 +110,8 @@ Result<grammar::Grammar> compile_tool_grammar(const std::string& key_text) {
   std::vector<grammar::LinkedPart> parts;
   for (size_t i = 0; i < key["tools"].size(); ++i) {
     const ordered_json& tool = key["tools"][i];
-    Result<std::shared_ptr<const grammar::Grammar>> arguments = compiled_grammar(compact(tool[1]), GrammarSyntax::JsonSchema);
+    Result<std::shared_ptr<const grammar::Grammar>> arguments =
+        compiled_grammar(compact(tool[1]), GrammarSyntax::JsonSchema);
     if (!arguments.ok()) return Error{"tool '" + tool[0].get<std::string>() + "': " + arguments.error().message};
     parts.push_back({"tool-" + std::to_string(i), std::move(arguments).value()});
   }
@@ -122,11 +129,12 @@ Result<std::optional<ToolConstraint>> tool_constraint(const CompletionRequest& r
   if (!request.chat || !request.tools || request.callable_tools.empty()) return std::optional<ToolConstraint>();
   using Mode = ToolChoice::Mode;
   const bool forced = request.tool_choice.mode == Mode::Required || request.tool_choice.mode == Mode::Named;
-  const ToolCallForm form = forced ? ToolCallForm::Calls
+  const ToolCallForm form = forced            ? ToolCallForm::Calls
                             : request.grammar ? ToolCallForm::OrAnswer
                                               : ToolCallForm::AfterText;
   ToolConstraint out;
-  GUFO_ASSIGN_OR_RETURN(out.calls, compiled_grammar(tool_grammar_key(ToolCallForm::Calls, request), GrammarSyntax::ToolCalls));
+  GUFO_ASSIGN_OR_RETURN(out.calls,
+                        compiled_grammar(tool_grammar_key(ToolCallForm::Calls, request), GrammarSyntax::ToolCalls));
   out.answer = out.calls;
   if (form != ToolCallForm::Calls) {
     GUFO_ASSIGN_OR_RETURN(out.answer, compiled_grammar(tool_grammar_key(form, request), GrammarSyntax::ToolCalls));

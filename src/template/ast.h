@@ -44,12 +44,12 @@ struct Expr {
 };
 
 enum class StmtKind {
-  Text,      // text
-  Output,    // {{ expr }}
-  If,        // branches (cond, body)...; else_body
-  For,       // targets in expr [if filter]: body; else_body
-  Set,       // target = expr, or {% set target %}body{% endset %} (expr null)
-  Macro,     // name(params = defaults): body
+  Text,    // text
+  Output,  // {{ expr }}
+  If,      // branches (cond, body)...; else_body
+  For,     // targets in expr [if filter]: body; else_body
+  Set,     // target = expr, or {% set target %}body{% endset %} (expr null)
+  Macro,   // name(params = defaults): body
   Break,
   Continue,
 };
@@ -66,15 +66,15 @@ struct Branch {
 struct Stmt {
   StmtKind kind = StmtKind::Text;
   int line = 0;
-  std::string text;               // Text; Macro name
-  ExprPtr expr;                   // Output, For (iterable), Set (value)
-  ExprPtr target;                 // Set: Name, Tuple of Names, or Attr; For: Name or Tuple
-  ExprPtr filter;                 // For: the "if" condition
-  std::vector<Branch> branches;   // If
-  Body body;                      // For, Set (block), Macro
-  Body else_body;                 // For, If
-  std::vector<std::string> params;     // Macro
-  std::vector<ExprPtr> defaults;       // Macro: one per param, null when none
+  std::string text;                 // Text; Macro name
+  ExprPtr expr;                     // Output, For (iterable), Set (value)
+  ExprPtr target;                   // Set: Name, Tuple of Names, or Attr; For: Name or Tuple
+  ExprPtr filter;                   // For: the "if" condition
+  std::vector<Branch> branches;     // If
+  Body body;                        // For, Set (block), Macro
+  Body else_body;                   // For, If
+  std::vector<std::string> params;  // Macro
+  std::vector<ExprPtr> defaults;    // Macro: one per param, null when none
 };
 
 }  // namespace gufo::tmpl

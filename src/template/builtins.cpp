@@ -72,12 +72,10 @@ bool is_upper_text(const std::string& s) {
 }
 
 const char* const kTestNames[] = {
-    "defined", "undefined", "none",     "string",  "number",      "integer", "float",
-    "mapping", "iterable",  "sequence", "boolean", "true",        "false",   "odd",
-    "even",    "divisibleby", "equalto", "eq",     "==",          "ne",      "!=",
-    "lt",      "<",         "le",       "<=",      "gt",          ">",       "ge",
-    ">=",      "in",        "callable", "lower",   "upper",       "sameas",  "escaped",
-    "filter",  "test"};
+    "defined",  "undefined", "none",  "string", "number",  "integer",     "float",   "mapping", "iterable", "sequence",
+    "boolean",  "true",      "false", "odd",    "even",    "divisibleby", "equalto", "eq",      "==",       "ne",
+    "!=",       "lt",        "<",     "le",     "<=",      "gt",          ">",       "ge",      ">=",       "in",
+    "callable", "lower",     "upper", "sameas", "escaped", "filter",      "test"};
 
 }  // namespace
 
@@ -124,8 +122,8 @@ Result<bool> apply_test(const std::string& name, const Value& v, const CallArgs&
     GUFO_ASSIGN_OR_RETURN(const Value* arg, test_argument(name, args));
     return !v.equals(*arg);
   }
-  if (name == "lt" || name == "<" || name == "le" || name == "<=" || name == "gt" || name == ">" ||
-      name == "ge" || name == ">=") {
+  if (name == "lt" || name == "<" || name == "le" || name == "<=" || name == "gt" || name == ">" || name == "ge" ||
+      name == ">=") {
     GUFO_ASSIGN_OR_RETURN(const Value* arg, test_argument(name, args));
     GUFO_ASSIGN_OR_RETURN(int cmp, compare_values(v, *arg));
     if (name == "lt" || name == "<") return cmp < 0;
@@ -149,12 +147,9 @@ Result<bool> apply_test(const std::string& name, const Value& v, const CallArgs&
 
 namespace {
 
-bool is_py_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+bool is_py_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
-Result<std::string> string_argument(const CallArgs& args, size_t index, const char* name,
-                                    const std::string& method) {
+Result<std::string> string_argument(const CallArgs& args, size_t index, const char* name, const std::string& method) {
   const Value* v = args.get(index, name);
   if (v == nullptr) return Error{method + "() missing argument '" + name + "'"};
   if (!v->is_string()) return Error{method + "() argument '" + name + "' must be a string, not " + v->type_name()};
@@ -229,8 +224,7 @@ Result<Value> split_method(const std::string& text, const CallArgs& args) {
   return Value::array(std::move(parts));
 }
 
-Result<Value> replace_text(const std::string& text, const std::string& from, const std::string& to,
-                           int64_t count) {
+Result<Value> replace_text(const std::string& text, const std::string& from, const std::string& to, int64_t count) {
   std::string out;
   if (from.empty()) {
     // Python inserts `to` around every code point.
@@ -351,9 +345,12 @@ Result<Value> dict_method(const Value& object, const std::string& name, const Ca
   if (name == "items" || name == "keys" || name == "values") {
     std::vector<Value> out;
     for (const auto& [key, value] : fields.entries()) {
-      if (name == "items") out.push_back(Value::array({Value::string(key), value}));
-      else if (name == "keys") out.push_back(Value::string(key));
-      else out.push_back(value);
+      if (name == "items")
+        out.push_back(Value::array({Value::string(key), value}));
+      else if (name == "keys")
+        out.push_back(Value::string(key));
+      else
+        out.push_back(value);
     }
     return Value::array(std::move(out));
   }

@@ -15,8 +15,8 @@
 namespace gufo::tmpl {
 
 // NOTE(template): limits on untrusted templates and messages; real chat templates stay far below.
-constexpr size_t kMaxStringBytes = size_t{64} << 20;   // also the output cap
-constexpr size_t kMaxListItems = size_t{1} << 20;      // range() and list growth
+constexpr size_t kMaxStringBytes = size_t{64} << 20;  // also the output cap
+constexpr size_t kMaxListItems = size_t{1} << 20;     // range() and list growth
 
 // Byte ranges of each code point of `text` (invalid bytes count as one each).
 std::vector<std::string_view> split_code_points(const std::string& text);

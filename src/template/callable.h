@@ -49,9 +49,9 @@ using BuiltinFunction = std::function<Result<Value>(const CallArgs&)>;
 
 struct Callable {
   std::string name;
-  BuiltinFunction builtin;         // set for built-in globals
-  const Stmt* macro = nullptr;     // set for {% macro %}; owned by the parsed template
-  std::weak_ptr<Scope> closure;    // the scope the macro was defined in (weak: no cycles)
+  BuiltinFunction builtin;       // set for built-in globals
+  const Stmt* macro = nullptr;   // set for {% macro %}; owned by the parsed template
+  std::weak_ptr<Scope> closure;  // the scope the macro was defined in (weak: no cycles)
 };
 
 }  // namespace gufo::tmpl

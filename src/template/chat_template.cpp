@@ -19,8 +19,7 @@ Result<ChatTemplate> ChatTemplate::parse(std::string source) {
   return result;
 }
 
-Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& variables,
-                                         const RenderLimits& limits) const {
+Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& variables, const RenderLimits& limits) const {
   if (!variables.is_object()) return Error{"chat template: variables must be a JSON object"};
   auto globals = std::make_shared<Scope>();
   add_global_functions(*globals);

@@ -21,7 +21,7 @@ struct Stmt;
 
 struct ChatInputs {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // passed as given
-  std::optional<nlohmann::ordered_json> tools;  // a JSON array, or unset (undefined)
+  std::optional<nlohmann::ordered_json> tools;                        // a JSON array, or unset (undefined)
   bool add_generation_prompt = true;
   std::optional<bool> enable_thinking;  // unset: the variable is left undefined
   std::string bos_token;
@@ -35,8 +35,7 @@ class ChatTemplate {
   static Result<ChatTemplate> parse(std::string source);
 
   // Renders any template variables (a JSON object) to text, within `limits`.
-  Result<std::string> render(const nlohmann::ordered_json& variables,
-                             const RenderLimits& limits = {}) const;
+  Result<std::string> render(const nlohmann::ordered_json& variables, const RenderLimits& limits = {}) const;
 
   const std::string& source() const { return source_; }
 

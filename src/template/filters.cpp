@@ -54,9 +54,7 @@ std::string trim_text(const std::string& s, const Value* chars) {
     return s.substr(begin, end - begin);
   }
   size_t begin = 0, end = s.size();
-  auto strip = [&](char c) {
-    return chars->as_string().find(c) != std::string::npos;
-  };
+  auto strip = [&](char c) { return chars->as_string().find(c) != std::string::npos; };
   while (begin < end && strip(s[begin])) ++begin;
   while (end > begin && strip(s[end - 1])) --end;
   return s.substr(begin, end - begin);
@@ -81,8 +79,7 @@ Value attribute_of(const Value& item, const std::string& path) {
       const Value* found = current.fields().find(part);
       current = found != nullptr ? *found : Value();
     } else if (current.is_array() && !part.empty() &&
-               std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-               part.size() < 10) {
+               std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) && part.size() < 10) {
       const size_t index = std::stoul(part);
       current = index < current.items().size() ? current.items()[index] : Value();
     } else {
@@ -159,9 +156,12 @@ Result<Value> indent_filter(const Value& v, const CallArgs& args) {
   const Value* width = args.get(0, "width");
   std::string pad = "    ";
   if (width != nullptr) {
-    if (width->is_string()) pad = width->as_string();
-    else if (width->is_int()) pad = std::string(static_cast<size_t>(std::clamp<int64_t>(width->as_int(), 0, 256)), ' ');
-    else return Error{"indent: width must be an integer or a string"};
+    if (width->is_string())
+      pad = width->as_string();
+    else if (width->is_int())
+      pad = std::string(static_cast<size_t>(std::clamp<int64_t>(width->as_int(), 0, 256)), ' ');
+    else
+      return Error{"indent: width must be an integer or a string"};
   }
   GUFO_ASSIGN_OR_RETURN(bool first, bool_argument(args, 1, "first", false));
   GUFO_ASSIGN_OR_RETURN(bool blank, bool_argument(args, 2, "blank", false));
@@ -317,10 +317,14 @@ Result<Value> round_filter(const Value& v, const CallArgs& args) {
   const double x = v.as_number() * scale;
   double r = 0;
   // NOTE(template): Python's round() (which Jinja2's 'common' uses) rounds halves to even.
-  if (method == "common") r = precision == 0 ? std::nearbyint(x) : std::round(x);
-  else if (method == "ceil") r = std::ceil(x);
-  else if (method == "floor") r = std::floor(x);
-  else return Error{"round: method must be 'common', 'ceil' or 'floor'"};
+  if (method == "common")
+    r = precision == 0 ? std::nearbyint(x) : std::round(x);
+  else if (method == "ceil")
+    r = std::ceil(x);
+  else if (method == "floor")
+    r = std::floor(x);
+  else
+    return Error{"round: method must be 'common', 'ceil' or 'floor'"};
   return Value::floating(r / scale);
 }
 
@@ -328,12 +332,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

@@ -45,8 +45,8 @@ class Interpreter {
 
   Status step(int line) {
     if (++steps_ > limits_.max_steps) {
-      return line_error(line, "template ran more than " + std::to_string(limits_.max_steps) +
-                                  " steps (an endless loop?)");
+      return line_error(line,
+                        "template ran more than " + std::to_string(limits_.max_steps) + " steps (an endless loop?)");
     }
     if (depth_ > limits_.max_depth) {
       return line_error(line, "nesting or recursion deeper than " + std::to_string(limits_.max_depth));
@@ -120,8 +120,8 @@ class Interpreter {
                                          std::to_string(target.children.size()) + " names");
     }
     if (value.items().size() != target.children.size()) {
-      return line_error(target.line, "expected " + std::to_string(target.children.size()) +
-                                         " values to unpack, got " + std::to_string(value.items().size()));
+      return line_error(target.line, "expected " + std::to_string(target.children.size()) + " values to unpack, got " +
+                                         std::to_string(value.items().size()));
     }
     for (size_t i = 0; i < target.children.size(); ++i) {
       scope.vars[target.children[i]->name] = value.items()[i];
@@ -143,8 +143,8 @@ class Interpreter {
     if (target.kind == ExprKind::Attr) {
       GUFO_ASSIGN_OR_RETURN(Value object, eval(*target.children[0], scope));
       if (!object.is_namespace()) {
-        return line_error(stmt.line, "cannot set attribute '" + target.name + "' of a " +
-                                         object.type_name() + " (only of a namespace())");
+        return line_error(stmt.line, "cannot set attribute '" + target.name + "' of a " + object.type_name() +
+                                         " (only of a namespace())");
       }
       GUFO_RETURN_IF_ERROR(check_storable(value, stmt.line));
       GUFO_ASSIGN_OR_RETURN(value, checked_depth(std::move(value), stmt.line));
@@ -165,7 +165,8 @@ class Interpreter {
       }
       case Kind::String: {
         std::vector<Value> chars;
-        for (std::string_view cp : split_code_points(value.as_string())) chars.push_back(Value::string(std::string(cp)));
+        for (std::string_view cp : split_code_points(value.as_string()))
+          chars.push_back(Value::string(std::string(cp)));
         return chars;
       }
       case Kind::Undefined:
@@ -369,7 +370,8 @@ class Interpreter {
       if (!part) continue;
       GUFO_ASSIGN_OR_RETURN(Value v, eval(*part, scope));
       if (v.is_none() || v.is_undefined()) continue;
-      if (!v.is_int()) return line_error(expr.line, std::string("slice indices must be integers, not ") + v.type_name());
+      if (!v.is_int())
+        return line_error(expr.line, std::string("slice indices must be integers, not ") + v.type_name());
       parts[k] = v.as_int();
     }
     return at_line(slice_value(object, parts[0], parts[1], parts[2]), expr.line);
@@ -495,8 +497,7 @@ class Interpreter {
 
 }  // namespace
 
-Result<std::string> render_body(const Body& body, std::shared_ptr<Scope> globals,
-                                const RenderLimits& limits) {
+Result<std::string> render_body(const Body& body, std::shared_ptr<Scope> globals, const RenderLimits& limits) {
   Interpreter interpreter(limits);
   return interpreter.render(body, globals);
 }

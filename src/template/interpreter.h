@@ -19,12 +19,11 @@ namespace gufo::tmpl {
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;
   int64_t max_steps = 5'000'000;  // expression evaluations and statements, in all
-  int max_depth = 600;             // nested evaluation (expressions, statements, macro calls)
+  int max_depth = 600;            // nested evaluation (expressions, statements, macro calls)
   int max_macro_depth = 128;
 };
 
 // Renders `body` with `globals` (template variables and global functions) as the outer scope.
-Result<std::string> render_body(const Body& body, std::shared_ptr<Scope> globals,
-                                const RenderLimits& limits = {});
+Result<std::string> render_body(const Body& body, std::shared_ptr<Scope> globals, const RenderLimits& limits = {});
 
 }  // namespace gufo::tmpl

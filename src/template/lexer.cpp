@@ -21,13 +21,9 @@ struct Source {
   }
 };
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_word_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool is_word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_word(char c) { return is_word_start(c) || is_digit(c); }
 
 Error error_at(int line, const std::string& message) {
@@ -67,8 +63,7 @@ Source strip_blocks(const Source& in) {
 }
 
 // /{%(-?)\s*(?:end)?generation\s*(-?)%}(\s*)/ at `i`: the match length, or 0.
-size_t match_generation(const std::string& s, size_t i, bool& lstrip, bool& rstrip,
-                        size_t& after_begin) {
+size_t match_generation(const std::string& s, size_t i, bool& lstrip, bool& rstrip, size_t& after_begin) {
   if (s.compare(i, 2, "{%") != 0) return 0;
   size_t j = i + 2;
   lstrip = j < s.size() && s[j] == '-';
@@ -253,8 +248,8 @@ class Lexer {
       if (is_digit(c)) {
         size_t end = pos_;
         while (end < s_.size() && is_digit(s_[end])) ++end;
-        const bool after_dot = !tokens_.empty() && tokens_.back().kind == TokenKind::Operator &&
-                               tokens_.back().text == ".";
+        const bool after_dot =
+            !tokens_.empty() && tokens_.back().kind == TokenKind::Operator && tokens_.back().text == ".";
         TokenKind kind = TokenKind::Integer;
         if (!after_dot && end + 1 < s_.size() && s_[end] == '.' && is_digit(s_[end + 1])) {
           ++end;
@@ -321,15 +316,33 @@ class Lexer {
       const char e = s_[i + 1];
       i += 2;
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
         case 'x':
         case 'u': {
           const size_t n = e == 'x' ? 2 : 4;
@@ -337,8 +350,10 @@ class Lexer {
           uint32_t cp = 0;
           for (size_t k = 0; k < n; ++k) {
             const char h = s_[i + k];
-            int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+            int d = (h >= '0' && h <= '9')   ? h - '0'
+                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                             : -1;
             if (d < 0) return error_at(line, "bad \\" + std::string(1, e) + " escape");
             cp = cp * 16 + static_cast<uint32_t>(d);
           }

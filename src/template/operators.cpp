@@ -22,15 +22,12 @@ Error unsupported(const std::string& op, const Value& lhs, const Value& rhs) {
   if (lhs.is_undefined() || rhs.is_undefined()) {
     return Error{"'" + op + "' on an undefined value"};
   }
-  return Error{"unsupported operand types for " + op + ": '" + lhs.type_name() + "' and '" +
-               rhs.type_name() + "'"};
+  return Error{"unsupported operand types for " + op + ": '" + lhs.type_name() + "' and '" + rhs.type_name() + "'"};
 }
 
 Error overflow(const std::string& op) { return Error{"integer overflow in '" + op + "'"}; }
 
-Result<Value> float_result(double d) {
-  return Value::floating(d);
-}
+Result<Value> float_result(double d) { return Value::floating(d); }
 
 Result<Value> repeat_string(const std::string& text, int64_t count) {
   if (count <= 0 || text.empty()) return Value::string("");

@@ -16,7 +16,7 @@ namespace gufo::tmpl {
 Result<Value> binary_op(const std::string& op, const Value& lhs, const Value& rhs);
 Result<Value> unary_op(const std::string& op, const Value& operand);
 // Python slicing (negative indices and steps) of a list or string (by code point).
-Result<Value> slice_value(const Value& object, std::optional<int64_t> start,
-                          std::optional<int64_t> stop, std::optional<int64_t> step);
+Result<Value> slice_value(const Value& object, std::optional<int64_t> start, std::optional<int64_t> stop,
+                          std::optional<int64_t> step);
 
 }  // namespace gufo::tmpl

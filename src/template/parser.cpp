@@ -42,17 +42,27 @@ class Parser {
   }
   static std::string describe(const Token& t) {
     switch (t.kind) {
-      case TokenKind::Text: return "text";
-      case TokenKind::BlockOpen: return "'{%'";
-      case TokenKind::BlockClose: return "'%}'";
-      case TokenKind::VarOpen: return "'{{'";
-      case TokenKind::VarClose: return "'}}'";
-      case TokenKind::Name: return "'" + t.text + "'";
-      case TokenKind::String: return "a string";
+      case TokenKind::Text:
+        return "text";
+      case TokenKind::BlockOpen:
+        return "'{%'";
+      case TokenKind::BlockClose:
+        return "'%}'";
+      case TokenKind::VarOpen:
+        return "'{{'";
+      case TokenKind::VarClose:
+        return "'}}'";
+      case TokenKind::Name:
+        return "'" + t.text + "'";
+      case TokenKind::String:
+        return "a string";
       case TokenKind::Integer:
-      case TokenKind::Float: return "number " + t.text;
-      case TokenKind::Operator: return "'" + t.text + "'";
-      case TokenKind::End: return "the end of the template";
+      case TokenKind::Float:
+        return "number " + t.text;
+      case TokenKind::Operator:
+        return "'" + t.text + "'";
+      case TokenKind::End:
+        return "the end of the template";
     }
     return "?";
   }
@@ -144,9 +154,8 @@ class Parser {
   }
 
   static bool is_end_tag(const std::string& name) {
-    return name == "endif" || name == "elif" || name == "else" || name == "endfor" ||
-           name == "endset" || name == "endmacro" || name == "endraw" || name == "endcall" ||
-           name == "endfilter";
+    return name == "endif" || name == "elif" || name == "else" || name == "endfor" || name == "endset" ||
+           name == "endmacro" || name == "endraw" || name == "endcall" || name == "endfilter";
   }
   static std::string join(std::initializer_list<const char*> names) {
     std::string out;
@@ -376,8 +385,7 @@ class Parser {
       std::string op;
       const Token& t = peek();
       if (t.kind == TokenKind::Operator &&
-          (t.text == "==" || t.text == "!=" || t.text == "<" || t.text == "<=" || t.text == ">" ||
-           t.text == ">=")) {
+          (t.text == "==" || t.text == "!=" || t.text == "<" || t.text == "<=" || t.text == ">" || t.text == ">=")) {
         op = t.text;
         next();
       } else if (is_name("in")) {
@@ -459,9 +467,12 @@ class Parser {
     switch (t.kind) {
       case TokenKind::Name: {
         auto e = make(ExprKind::Literal, t.line);
-        if (t.text == "true" || t.text == "True") e->literal = Value::boolean(true);
-        else if (t.text == "false" || t.text == "False") e->literal = Value::boolean(false);
-        else if (t.text == "none" || t.text == "None") e->literal = Value::none();
+        if (t.text == "true" || t.text == "True")
+          e->literal = Value::boolean(true);
+        else if (t.text == "false" || t.text == "False")
+          e->literal = Value::boolean(false);
+        else if (t.text == "none" || t.text == "None")
+          e->literal = Value::none();
         else {
           e->kind = ExprKind::Name;
           e->name = t.text;
@@ -675,11 +686,11 @@ class Parser {
   bool test_argument_follows() const {
     const Token& t = peek();
     if (t.kind == TokenKind::Name) {
-      return t.text != "else" && t.text != "or" && t.text != "and" && t.text != "if" &&
-             t.text != "is" && t.text != "in" && t.text != "not";
+      return t.text != "else" && t.text != "or" && t.text != "and" && t.text != "if" && t.text != "is" &&
+             t.text != "in" && t.text != "not";
     }
-    return t.kind == TokenKind::String || t.kind == TokenKind::Integer || t.kind == TokenKind::Float ||
-           is_op("[") || is_op("{");
+    return t.kind == TokenKind::String || t.kind == TokenKind::Integer || t.kind == TokenKind::Float || is_op("[") ||
+           is_op("{");
   }
 
   const std::vector<Token>& tokens_;

@@ -12,8 +12,8 @@ namespace gufo::tmpl {
 
 inline bool is_unicode_space(uint32_t cp) {
   if (cp <= 32) return cp == 32 || (cp >= 9 && cp <= 13);
-  return cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
-         cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000 || cp == 0xFEFF;
+  return cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000 || cp == 0xFEFF;
 }
 
 // The byte length of the whitespace code point that starts at text[i], or 0.

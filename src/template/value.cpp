@@ -217,16 +217,26 @@ bool Value::equals(const Value& other) const {
 
 const char* Value::type_name() const {
   switch (kind_) {
-    case Kind::Undefined: return "undefined";
-    case Kind::None: return "NoneType";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::String: return "str";
-    case Kind::Array: return "list";
-    case Kind::Object: return "dict";
-    case Kind::Namespace: return "Namespace";
-    case Kind::Callable: return "function";
+    case Kind::Undefined:
+      return "undefined";
+    case Kind::None:
+      return "NoneType";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Int:
+      return "int";
+    case Kind::Float:
+      return "float";
+    case Kind::String:
+      return "str";
+    case Kind::Array:
+      return "list";
+    case Kind::Object:
+      return "dict";
+    case Kind::Namespace:
+      return "Namespace";
+    case Kind::Callable:
+      return "function";
   }
   return "?";
 }
@@ -254,8 +264,8 @@ std::string format_float(double d) {
     } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
       out += digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
     } else {
-      out += digits.substr(0, static_cast<size_t>(exponent) + 1) + "." +
-             digits.substr(static_cast<size_t>(exponent) + 1);
+      out +=
+          digits.substr(0, static_cast<size_t>(exponent) + 1) + "." + digits.substr(static_cast<size_t>(exponent) + 1);
     }
     return out;
   }
@@ -297,14 +307,29 @@ void append_json_string(const std::string& text, bool ensure_ascii, std::string&
   for (size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     char buf[16];
     if (c < 0x20) {
@@ -334,15 +359,12 @@ void append_json_string(const std::string& text, bool ensure_ascii, std::string&
 
 }  // namespace
 
-bool to_json_text(const Value& value, const JsonOptions& options, std::string& out,
-                  std::string& error, int depth) {
+bool to_json_text(const Value& value, const JsonOptions& options, std::string& out, std::string& error, int depth) {
   if (depth > 512) {
     error = "tojson: nesting deeper than 512";
     return false;
   }
-  const std::string item_sep = options.has_separators ? options.item_separator
-                               : options.indent >= 0  ? ","
-                                                      : ", ";
+  const std::string item_sep = options.has_separators ? options.item_separator : options.indent >= 0 ? "," : ", ";
   const std::string& key_sep = options.key_separator;
   auto newline = [&](int level) {
     if (options.indent < 0) return;
@@ -362,9 +384,12 @@ bool to_json_text(const Value& value, const JsonOptions& options, std::string& o
       return true;
     case Kind::Float: {
       const double d = value.as_number();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d < 0 ? "-Infinity" : "Infinity";
-      else out += format_float(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d < 0 ? "-Infinity" : "Infinity";
+      else
+        out += format_float(d);
       return true;
     }
     case Kind::String:

@@ -117,8 +117,7 @@ struct JsonOptions {
 };
 // Python json.dumps layout (", " and ": " separators, ensure_ascii=False by default).
 // Fails (false, `error` set) on callables and on nesting deeper than 512.
-bool to_json_text(const Value& value, const JsonOptions& options, std::string& out,
-                  std::string& error, int depth = 0);
+bool to_json_text(const Value& value, const JsonOptions& options, std::string& out, std::string& error, int depth = 0);
 
 // Python float repr (shortest round-trip, "1.0" for integral values, "inf", "nan").
 std::string format_float(double d);

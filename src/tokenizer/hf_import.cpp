@@ -64,8 +64,7 @@ const json* find_split_regex(const json& pre) {
     const auto it = pre["pattern"].find("Regex");
     return it != pre["pattern"].end() && it->is_string() ? &*it : nullptr;
   }
-  if (string_field(pre, "type") == "Sequence" && pre.contains("pretokenizers") &&
-      pre["pretokenizers"].is_array()) {
+  if (string_field(pre, "type") == "Sequence" && pre.contains("pretokenizers") && pre["pretokenizers"].is_array()) {
     for (const json& child : pre["pretokenizers"]) {
       if (const json* found = find_split_regex(child)) return found;
     }
@@ -87,20 +86,19 @@ std::string token_content(const json& config, const char* key) {
 // Whether tokenizer.json's post-processor puts `bos` before a single sequence.
 bool post_processor_adds(const json& post, const std::string& bos) {
   if (!post.is_object() || bos.empty()) return false;
-  if (string_field(post, "type") == "Sequence" && post.contains("processors") &&
-      post["processors"].is_array()) {
+  if (string_field(post, "type") == "Sequence" && post.contains("processors") && post["processors"].is_array()) {
     for (const json& child : post["processors"]) {
       if (post_processor_adds(child, bos)) return true;
     }
     return false;
   }
-  if (string_field(post, "type") != "TemplateProcessing" || !post.contains("single") ||
-      !post["single"].is_array() || post["single"].empty()) {
+  if (string_field(post, "type") != "TemplateProcessing" || !post.contains("single") || !post["single"].is_array() ||
+      post["single"].empty()) {
     return false;
   }
   const json& first = post["single"][0];
-  return first.is_object() && first.contains("SpecialToken") &&
-         first["SpecialToken"].is_object() && string_field(first["SpecialToken"], "id") == bos;
+  return first.is_object() && first.contains("SpecialToken") && first["SpecialToken"].is_object() &&
+         string_field(first["SpecialToken"], "id") == bos;
 }
 
 }  // namespace
@@ -124,10 +122,9 @@ Result<gguf::Writer> import_hf_tokenizer(const std::string& hf_dir) {
   std::vector<bool> filled;
   const auto place = [&](const std::string& text, const json& id_json, int32_t type,
                          const std::string& where) -> Status {
-    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 ||
-        id_json.get<int64_t>() >= kMaxTokenId) {
-      return Error{tok_name + ": " + where + ": id must be an integer in 0.." +
-                   std::to_string(kMaxTokenId - 1) + ", found " + id_json.dump()};
+    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 || id_json.get<int64_t>() >= kMaxTokenId) {
+      return Error{tok_name + ": " + where + ": id must be an integer in 0.." + std::to_string(kMaxTokenId - 1) +
+                   ", found " + id_json.dump()};
     }
     const auto id = static_cast<size_t>(id_json.get<int64_t>());
     if (id >= spec.tokens.size()) {
@@ -141,24 +138,19 @@ Result<gguf::Writer> import_hf_tokenizer(const std::string& hf_dir) {
     return ok_status();
   };
   for (const auto& [text, id] : model["vocab"].items()) {
-    GUFO_RETURN_IF_ERROR(place(text, id, static_cast<int32_t>(TokenType::Normal),
-                               "model.vocab['" + text + "']"));
+    GUFO_RETURN_IF_ERROR(place(text, id, static_cast<int32_t>(TokenType::Normal), "model.vocab['" + text + "']"));
   }
   if (tok.contains("added_tokens")) {
     if (!tok["added_tokens"].is_array()) return Error{tok_name + ": added_tokens: expected an array"};
     for (size_t i = 0; i < tok["added_tokens"].size(); ++i) {
       const json& added = tok["added_tokens"][i];
       const std::string where = "added_tokens[" + std::to_string(i) + "]";
-      if (!added.is_object() || !added.contains("content") || !added["content"].is_string() ||
-          !added.contains("id")) {
+      if (!added.is_object() || !added.contains("content") || !added["content"].is_string() || !added.contains("id")) {
         return Error{tok_name + ": " + where + ": expected an object with content and id"};
       }
-      const bool special = added.contains("special") && added["special"].is_boolean() &&
-                           added["special"].get<bool>();
+      const bool special = added.contains("special") && added["special"].is_boolean() && added["special"].get<bool>();
       GUFO_RETURN_IF_ERROR(place(added["content"].get<std::string>(), added["id"],
-                                 static_cast<int32_t>(special ? TokenType::Control
-                                                              : TokenType::UserDefined),
-                                 where));
+                                 static_cast<int32_t>(special ? TokenType::Control : TokenType::UserDefined), where));
     }
   }
   // Ids nobody uses get a placeholder, as convert_hf_to_gguf.py writes ("[PAD<id>]").
@@ -173,12 +165,10 @@ Result<gguf::Writer> import_hf_tokenizer(const std::string& hf_dir) {
       const json& merge = model["merges"][i];
       if (merge.is_string()) {
         spec.merges.push_back(merge.get<std::string>());
-      } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
-                 merge[1].is_string()) {
+      } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
         spec.merges.push_back(merge[0].get<std::string>() + " " + merge[1].get<std::string>());
       } else {
-        return Error{tok_name + ": model.merges[" + std::to_string(i) +
-                     "]: expected \"a b\" or [\"a\", \"b\"]"};
+        return Error{tok_name + ": model.merges[" + std::to_string(i) + "]: expected \"a b\" or [\"a\", \"b\"]"};
       }
     }
   }
@@ -205,8 +195,8 @@ Result<gguf::Writer> import_hf_tokenizer(const std::string& hf_dir) {
                  " (supported: none, or NFC with the qwen2 pre-tokenizer)"};
   }
   if (nfc != (spec.pre == "qwen2")) {
-    return Error{tok_name + ": normalizer: the " + spec.pre + " pre-tokenizer " +
-                 (nfc ? "does not take" : "needs") + " an NFC normalizer"};
+    return Error{tok_name + ": normalizer: the " + spec.pre + " pre-tokenizer " + (nfc ? "does not take" : "needs") +
+                 " an NFC normalizer"};
   }
 
   const auto find_id = [&](const std::string& text) -> int64_t {
@@ -230,8 +220,7 @@ Result<gguf::Writer> import_hf_tokenizer(const std::string& hf_dir) {
   if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean()) {
     spec.add_bos = config["add_bos_token"].get<bool>();
   } else {
-    spec.add_bos = post_processor_adds(field(tok, "post_processor"),
-                                       token_content(config, "bos_token"));
+    spec.add_bos = post_processor_adds(field(tok, "post_processor"), token_content(config, "bos_token"));
   }
 
   // Validate before writing, so a bad import fails here and not when the GGUF is loaded.
@@ -240,8 +229,7 @@ Result<gguf::Writer> import_hf_tokenizer(const std::string& hf_dir) {
   gguf::Writer writer;
   // NOTE(hf): general.architecture comes from config.json's model_type; a folder without
   // config.json gets no architecture key (the file is a tokenizer, not a model).
-  if (model_config.is_object() && model_config.contains("model_type") &&
-      model_config["model_type"].is_string()) {
+  if (model_config.is_object() && model_config.contains("model_type") && model_config["model_type"].is_string()) {
     writer.set("general.architecture", gguf::Value::string(model_config["model_type"].get<std::string>()));
   }
   writer.set("general.type", gguf::Value::string("vocab"));
@@ -252,7 +240,8 @@ Result<gguf::Writer> import_hf_tokenizer(const std::string& hf_dir) {
   writer.set("tokenizer.ggml.merges", gguf::Value::array(gguf::Array(spec.merges)));
   if (spec.bos_id >= 0) writer.set("tokenizer.ggml.bos_token_id", gguf::Value::u32(static_cast<uint32_t>(spec.bos_id)));
   if (spec.eos_id >= 0) writer.set("tokenizer.ggml.eos_token_id", gguf::Value::u32(static_cast<uint32_t>(spec.eos_id)));
-  if (spec.pad_id >= 0) writer.set("tokenizer.ggml.padding_token_id", gguf::Value::u32(static_cast<uint32_t>(spec.pad_id)));
+  if (spec.pad_id >= 0)
+    writer.set("tokenizer.ggml.padding_token_id", gguf::Value::u32(static_cast<uint32_t>(spec.pad_id)));
   writer.set("tokenizer.ggml.add_bos_token", gguf::Value::boolean(spec.add_bos));
   if (config.contains("chat_template") && config["chat_template"].is_string()) {
     writer.set("tokenizer.chat_template", gguf::Value::string(config["chat_template"].get<std::string>()));

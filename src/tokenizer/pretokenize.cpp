@@ -14,9 +14,7 @@ Result<PreTokenizer> pre_tokenizer_from_name(std::string_view name) {
                "' (supported: qwen2, llama-bpe)"};
 }
 
-std::string_view pre_tokenizer_name(PreTokenizer pre) {
-  return pre == PreTokenizer::Qwen2 ? "qwen2" : "llama-bpe";
-}
+std::string_view pre_tokenizer_name(PreTokenizer pre) { return pre == PreTokenizer::Qwen2 ? "qwen2" : "llama-bpe"; }
 
 namespace {
 
@@ -46,8 +44,7 @@ size_t match_at(const std::vector<Char>& chars, size_t i, size_t max_digits) {
   // [^\r\n\p{L}\p{N}]?\p{L}+
   {
     size_t k = i;
-    if (!is_letter(cp(k)) && !is_newline(cp(k)) && !is_number(cp(k)) && in_range(k + 1) &&
-        is_letter(cp(k + 1))) {
+    if (!is_letter(cp(k)) && !is_newline(cp(k)) && !is_number(cp(k)) && in_range(k + 1) && is_letter(cp(k + 1))) {
       ++k;
     }
     if (in_range(k) && is_letter(cp(k))) {

@@ -13,8 +13,8 @@ namespace gufo::tokenizer {
 
 // NOTE(pretok): the two patterns, as in the models' tokenizer.json (llama.cpp names them by
 // tokenizer.ggml.pre). They differ only in how digits group:
-//  qwen2:     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-//  llama-bpe: the same with \p{N}{1,3} for \p{N}.
+//  qwen2:     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|
+//  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ llama-bpe: the same with \p{N}{1,3} for \p{N}.
 enum class PreTokenizer { Qwen2, Llama3 };
 
 // The enum for a tokenizer.ggml.pre name; an error names the unsupported value.

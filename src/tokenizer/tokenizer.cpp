@@ -19,9 +19,8 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
     }
   }
   // Longest first, so "<|im_start|>" wins over a shorter token that is its prefix.
-  std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
-    return vocab_.tokens[a].size() > vocab_.tokens[b].size();
-  });
+  std::stable_sort(special_ids_.begin(), special_ids_.end(),
+                   [&](int32_t a, int32_t b) { return vocab_.tokens[a].size() > vocab_.tokens[b].size(); });
 }
 
 Result<Tokenizer> Tokenizer::load(const gguf::File& file) {
@@ -99,9 +98,7 @@ void Tokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& out) 
     int32_t rank;
     int left;
     int32_t left_id, right_id;
-    bool operator>(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : left > o.left;
-    }
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   const auto push_pair = [&](int left) {
@@ -131,8 +128,8 @@ void Tokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& out) 
 
 Result<std::string> Tokenizer::token_bytes(int32_t id) const {
   if (id < 0 || id >= vocab_.n_vocab()) {
-    return Error{"token id " + std::to_string(id) + " is out of range (n_vocab " +
-                 std::to_string(vocab_.n_vocab()) + ")"};
+    return Error{"token id " + std::to_string(id) + " is out of range (n_vocab " + std::to_string(vocab_.n_vocab()) +
+                 ")"};
   }
   const std::string& text = vocab_.tokens[id];
   if (vocab_.types[id] != TokenType::Normal) return text;

@@ -39,7 +39,7 @@ class Tokenizer {
   void encode_plain(std::string_view text, std::vector<int32_t>& out) const;
 
   Vocab vocab_;
-  std::vector<int32_t> special_ids_;  // control and user-defined tokens, longest text first
+  std::vector<int32_t> special_ids_;            // control and user-defined tokens, longest text first
   std::array<bool, 256> special_first_byte_{};  // bytes some special token starts with
 };
 

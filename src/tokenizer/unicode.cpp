@@ -95,8 +95,7 @@ std::string nfc(std::string_view text) {
   if (U_FAILURE(status)) return std::string(text);
   std::string out(static_cast<size_t>(n_norm) * 3 + 1, '\0');
   int32_t n_out = 0;
-  u_strToUTF8(out.data(), static_cast<int32_t>(out.size()), &n_out, normalized.data(), n_norm,
-              &status);
+  u_strToUTF8(out.data(), static_cast<int32_t>(out.size()), &n_out, normalized.data(), n_norm, &status);
   if (U_FAILURE(status)) return std::string(text);
   out.resize(static_cast<size_t>(n_out));
   return out;
@@ -150,9 +149,12 @@ size_t complete_utf8_prefix(std::string_view bytes) {
     const auto b = static_cast<uint8_t>(bytes[n - back]);
     if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
     size_t need = 1;
-    if ((b & 0xE0) == 0xC0) need = 2;
-    else if ((b & 0xF0) == 0xE0) need = 3;
-    else if ((b & 0xF8) == 0xF0) need = 4;
+    if ((b & 0xE0) == 0xC0)
+      need = 2;
+    else if ((b & 0xF0) == 0xE0)
+      need = 3;
+    else if ((b & 0xF8) == 0xF0)
+      need = 4;
     return need > back ? n - back : n;
   }
   return n;

@@ -26,8 +26,7 @@ bool is_byte_mapped(std::string_view text) {
 Result<Vocab> build_vocab(const VocabSpec& spec, const std::string& name) {
   const std::string prefix = name + ": ";
   if (spec.model != "gpt2") {
-    return Error{prefix + "tokenizer.ggml.model: expected 'gpt2' (byte-level BPE), found '" +
-                 spec.model + "'"};
+    return Error{prefix + "tokenizer.ggml.model: expected 'gpt2' (byte-level BPE), found '" + spec.model + "'"};
   }
   Vocab vocab;
   auto pre = pre_tokenizer_from_name(spec.pre);
@@ -35,8 +34,8 @@ Result<Vocab> build_vocab(const VocabSpec& spec, const std::string& name) {
   vocab.pre = *pre;
   const size_t n = spec.tokens.size();
   if (n == 0 || n > kMaxVocab) {
-    return Error{prefix + "tokenizer.ggml.tokens: expected 1.." + std::to_string(kMaxVocab) +
-                 " tokens, found " + std::to_string(n)};
+    return Error{prefix + "tokenizer.ggml.tokens: expected 1.." + std::to_string(kMaxVocab) + " tokens, found " +
+                 std::to_string(n)};
   }
   if (!spec.types.empty() && spec.types.size() != n) {
     return Error{prefix + "tokenizer.ggml.token_type: has " + std::to_string(spec.types.size()) +
@@ -70,8 +69,8 @@ Result<Vocab> build_vocab(const VocabSpec& spec, const std::string& name) {
     append_utf8(mapped, byte_to_codepoint(static_cast<uint8_t>(b)));
     const auto it = vocab.token_ids.find(mapped);
     if (it == vocab.token_ids.end() || vocab.types[it->second] != TokenType::Normal) {
-      return Error{prefix + "tokenizer.ggml.tokens: no normal token for byte " + std::to_string(b) +
-                   " ('" + mapped + "'); byte-level BPE needs all 256"};
+      return Error{prefix + "tokenizer.ggml.tokens: no normal token for byte " + std::to_string(b) + " ('" + mapped +
+                   "'); byte-level BPE needs all 256"};
     }
     vocab.byte_token[b] = it->second;
   }
@@ -102,8 +101,8 @@ Result<Vocab> build_vocab(const VocabSpec& spec, const std::string& name) {
   const auto check_id = [&](int64_t id, const char* key, int32_t& out) -> Status {
     if (id < 0) return ok_status();
     if (id >= static_cast<int64_t>(n)) {
-      return Error{prefix + key + ": id " + std::to_string(id) + " is out of range (n_vocab " +
-                   std::to_string(n) + ")"};
+      return Error{prefix + key + ": id " + std::to_string(id) + " is out of range (n_vocab " + std::to_string(n) +
+                   ")"};
     }
     out = static_cast<int32_t>(id);
     return ok_status();

@@ -48,8 +48,7 @@ struct Vocab {
 
   int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
   static uint64_t pair_key(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-           static_cast<uint32_t>(right);
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   }
 };
 

@@ -48,8 +48,7 @@ void check_file(const File& file, std::span<const std::byte> bytes) {
       fail("tensor data outside the input", tensor.name);
     }
     if (tensor.n_bytes != 0) {
-      sink = sink + static_cast<unsigned>(tensor.data[0]) +
-             static_cast<unsigned>(tensor.data[tensor.n_bytes - 1]);
+      sink = sink + static_cast<unsigned>(tensor.data[0]) + static_cast<unsigned>(tensor.data[tensor.n_bytes - 1]);
     }
   }
   (void)sink;
@@ -76,8 +75,7 @@ void check_round_trip(const File& file) {
   for (size_t i = 0; i < file.metadata().size(); ++i) {
     const auto& before = file.metadata()[i];
     const auto& after = reread->metadata()[i];
-    if (before.key != after.key || !(before.value == after.value))
-      fail("metadata changed", before.key);
+    if (before.key != after.key || !(before.value == after.value)) fail("metadata changed", before.key);
   }
   if (reread->tensors().size() != file.tensors().size()) fail("tensor count changed", "");
   for (size_t i = 0; i < file.tensors().size(); ++i) {

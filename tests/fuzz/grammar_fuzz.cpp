@@ -14,8 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t split = input.find('\0');
   const std::string_view text = input.substr(0, split);
   const std::string_view rest = split == std::string_view::npos ? std::string_view() : input.substr(split + 1);
-  auto parsed = gufo::grammar::parse_gbnf(text, {.max_bytes = 1 << 16, .max_symbols = 1 << 16, .max_nesting = 64,
-                                                 .max_repeat = 256});
+  auto parsed = gufo::grammar::parse_gbnf(
+      text, {.max_bytes = 1 << 16, .max_symbols = 1 << 16, .max_nesting = 64, .max_repeat = 256});
   if (!parsed.ok()) return 0;
   gufo::grammar::Matcher matcher(std::make_shared<const gufo::grammar::Grammar>(std::move(parsed).value()));
   for (const char c : rest.substr(0, 256)) {

@@ -4,11 +4,11 @@
 // decode(encode(x)) == x (for Qwen, which normalizes: a fixed point), and streaming decode ==
 // one-shot decode.
 // Run: tests/fuzz/run_fuzz.sh SECONDS (asan preset).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,8 +25,7 @@ using gufo::tokenizer::Tokenizer;
 using gufo::tokenizer::TokenType;
 
 [[noreturn]] void fail(const char* what, std::string_view input) {
-  std::fprintf(stderr, "tokenizer_fuzz: invariant broken: %s (input of %zu bytes)\n", what,
-               input.size());
+  std::fprintf(stderr, "tokenizer_fuzz: invariant broken: %s (input of %zu bytes)\n", what, input.size());
   std::abort();
 }
 

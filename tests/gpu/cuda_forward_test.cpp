@@ -38,7 +38,8 @@ std::unique_ptr<backend::Backend> cuda_backend() {
 
 // A backend made with `variable`=0 in the environment (a switch of cuda_backend.cpp), and one
 // made without it.
-std::pair<std::unique_ptr<backend::Backend>, std::unique_ptr<backend::Backend>> backends_off_and_on(const char* variable) {
+std::pair<std::unique_ptr<backend::Backend>, std::unique_ptr<backend::Backend>> backends_off_and_on(
+    const char* variable) {
   setenv(variable, "0", 1);
   auto off = cuda_backend();
   unsetenv(variable);
@@ -60,7 +61,8 @@ std::vector<int32_t> some_tokens(int n, int32_t n_vocab, uint32_t seed) {
 // Runs `tokens` of sequence `seq` from `start` in one forward; logits for every row.
 std::vector<float> run_rows(const engine::Model& model, backend::Backend& backend, backend::KvCache& cache,
                             const backend::Batch& batch) {
-  auto graph = model.build_graph({.n_tokens = batch.n_tokens(), .n_outputs = static_cast<int64_t>(batch.output_rows.size())});
+  auto graph =
+      model.build_graph({.n_tokens = batch.n_tokens(), .n_outputs = static_cast<int64_t>(batch.output_rows.size())});
   EXPECT_TRUE(graph.ok());
   std::vector<float> logits(batch.output_rows.size() * static_cast<size_t>(model.hparams().n_vocab));
   const Status s = backend.forward(*graph, batch, cache, {.logits = logits, .argmax = {}});
@@ -73,7 +75,6 @@ backend::Batch rows_of(const std::vector<int32_t>& tokens, int32_t start, int32_
   std::fill(b.seq_ids.begin(), b.seq_ids.end(), seq);
   return b;
 }
-
 
 // A shipped model loaded on CUDA and on the CPU backend (the oracle).
 struct ShippedOnBoth {
@@ -132,8 +133,11 @@ TEST_P(CudaForwardTiny, EveryNodeMatchesTheCpuByName) {
   std::map<std::string, std::vector<float>> seen;
   const auto run = [&](const engine::Model& m, backend::Backend& b, bool record) {
     auto graph = m.build_graph({.n_tokens = 9, .n_outputs = 9});
-    auto cache = b.create_kv_cache({.n_layer = m.hparams().n_layer, .n_embd_kv = m.hparams().n_embd_kv(), .n_ctx = 16,
-                                    .n_seq = 1, .type = DType::F32});
+    auto cache = b.create_kv_cache({.n_layer = m.hparams().n_layer,
+                                    .n_embd_kv = m.hparams().n_embd_kv(),
+                                    .n_ctx = 16,
+                                    .n_seq = 1,
+                                    .type = DType::F32});
     ASSERT_TRUE(graph.ok() && cache.ok());
     int compared = 0;
     const backend::NodeTap tap = [&](const model::Node& node, std::span<const float> values) {
@@ -223,8 +227,13 @@ TEST_P(CudaForwardShipped, TheSameBitsInAnyBatch) {
   const engine::Model& m = **model;
   const int32_t n_vocab = static_cast<int32_t>(m.hparams().n_vocab);
   const std::vector<int32_t> tokens = some_tokens(40, n_vocab, 7);
-  const backend::KvCacheSpec spec{.n_layer = m.hparams().n_layer, .n_embd_kv = m.hparams().n_embd_kv(), .n_ctx = 512,
-                                  .n_seq = 4, .type = DType::F16, .block_size = 16, .n_blocks = 0};
+  const backend::KvCacheSpec spec{.n_layer = m.hparams().n_layer,
+                                  .n_embd_kv = m.hparams().n_embd_kv(),
+                                  .n_ctx = 512,
+                                  .n_seq = 4,
+                                  .type = DType::F16,
+                                  .block_size = 16,
+                                  .n_blocks = 0};
   auto cache = cuda->create_kv_cache(spec);
   ASSERT_TRUE(cache.ok());
   const auto last_row = [&](const std::vector<float>& logits) {
@@ -238,7 +247,8 @@ TEST_P(CudaForwardShipped, TheSameBitsInAnyBatch) {
   EXPECT_EQ(got, want) << "token by token";
   // Sequence 2: chunks of 5, each batched with a decode row of sequence 3 and padding.
   for (int32_t start = 0; start < 40; start += 5) {
-    backend::Batch b = rows_of(std::vector<int32_t>(tokens.begin() + start, tokens.begin() + start + 5), start, 2, false);
+    backend::Batch b =
+        rows_of(std::vector<int32_t>(tokens.begin() + start, tokens.begin() + start + 5), start, 2, false);
     const backend::Batch other = rows_of({tokens[start / 5]}, start / 5, 3, false);
     b.tokens.insert(b.tokens.begin(), other.tokens[0]);
     b.positions.insert(b.positions.begin(), other.positions[0]);
@@ -252,7 +262,8 @@ TEST_P(CudaForwardShipped, TheSameBitsInAnyBatch) {
   // by evaluating the same tokens: a prefix computed by decoding, then the rest as a batch.
   (*cache)->truncate(3, 0);
   for (int32_t i = 0; i < 8; ++i) run_rows(m, *cuda, **cache, rows_of({tokens[i]}, i, 3, false));
-  got = last_row(run_rows(m, *cuda, **cache, rows_of(std::vector<int32_t>(tokens.begin() + 8, tokens.end()), 8, 3, false)));
+  got = last_row(
+      run_rows(m, *cuda, **cache, rows_of(std::vector<int32_t>(tokens.begin() + 8, tokens.end()), 8, 3, false)));
   EXPECT_EQ(got, want) << "decoded prefix, batched rest";
 }
 
@@ -305,12 +316,13 @@ TEST_P(CudaForwardShipped, EmbeddingHiddenStatesMatchTheCpuAndKeepTheirBits) {
     auto graph = m.build_graph({.n_tokens = rows, .n_outputs = rows, .output = model::GraphOutput::Hidden});
     EXPECT_TRUE(graph.ok());
     std::vector<float> values(static_cast<size_t>(rows * hp.n_embd));
-    const Status s = b.forward(*graph, backend::Batch::sequence(part, start, true), cache, {.logits = values, .argmax = {}});
+    const Status s =
+        b.forward(*graph, backend::Batch::sequence(part, start, true), cache, {.logits = values, .argmax = {}});
     EXPECT_TRUE(s.ok()) << s.error().message;
     return values;
   };
-  const backend::KvCacheSpec spec{.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .n_ctx = 64, .n_seq = 1,
-                                  .type = DType::F16};
+  const backend::KvCacheSpec spec{
+      .n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .n_ctx = 64, .n_seq = 1, .type = DType::F16};
   auto cuda_cache = cuda->create_kv_cache(spec);
   auto cpu_cache = cpu.create_kv_cache(spec);
   ASSERT_TRUE(cuda_cache.ok() && cpu_cache.ok());
@@ -394,7 +406,8 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaForwardShipped,
                          ::testing::Values("gufo-tiny-q8_0.gguf", "gufo-tiny-q4_k_m.gguf", "gufo-tiny-moe-q8_0.gguf"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
-                           std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+                           std::replace_if(
+                               name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
                            return name;
                          });
 
@@ -413,8 +426,8 @@ TEST(CudaForward, BadInputIsAnErrorValue) {
   auto out = session->eval(bad, false);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message.find("outside the vocabulary"), std::string::npos);
-  auto cache = cuda->create_kv_cache({.n_layer = (*model)->hparams().n_layer,
-                                      .n_embd_kv = (*model)->hparams().n_embd_kv(), .n_ctx = 16});
+  auto cache = cuda->create_kv_cache(
+      {.n_layer = (*model)->hparams().n_layer, .n_embd_kv = (*model)->hparams().n_embd_kv(), .n_ctx = 16});
   ASSERT_TRUE(cache.ok());
   run_rows(**model, *cuda, **cache, rows_of({1, 2}, 0, 0, false));  // positions 0 and 1 filled
   auto graph = (*model)->build_graph({.n_tokens = 1, .n_outputs = 1});

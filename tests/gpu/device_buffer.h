@@ -26,9 +26,9 @@ inline bool have_device(std::string* why) {
 }
 
 // Skips the calling test when no CUDA device is usable.
-#define GUFO_REQUIRE_GPU()                                                            \
-  do {                                                                                \
-    std::string gufo_why_;                                                            \
+#define GUFO_REQUIRE_GPU()                                                                           \
+  do {                                                                                               \
+    std::string gufo_why_;                                                                           \
     if (!::gufo::gpu_test::have_device(&gufo_why_)) GTEST_SKIP() << "no CUDA device: " << gufo_why_; \
   } while (0)
 

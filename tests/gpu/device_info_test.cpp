@@ -54,8 +54,7 @@ TEST(CudaDeviceInfo, ListsEveryDevice) {
     EXPECT_GT(device.multiprocessor_count, 0);
     // "dddd:bb:dd.f"
     unsigned domain = 0, bus = 0, slot = 0, function = 0;
-    EXPECT_EQ(
-        std::sscanf(device.pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &slot, &function), 4)
+    EXPECT_EQ(std::sscanf(device.pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &slot, &function), 4)
         << device.pci_bus_id;
     // "GPU-" + 8-4-4-4-12 hex digits
     ASSERT_EQ(device.uuid.size(), 40u) << device.uuid;

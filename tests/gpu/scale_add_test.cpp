@@ -49,8 +49,7 @@ std::vector<float> random_input(size_t n, uint32_t seed) {
                             -1e-40f,
                             std::numeric_limits<float>::max(),
                             1.0f / 3.0f};
-  for (size_t special_idx = 0; special_idx < std::size(specials) && special_idx < n;
-       ++special_idx) {
+  for (size_t special_idx = 0; special_idx < std::size(specials) && special_idx < n; ++special_idx) {
     x[(special_idx * 7919) % n] = specials[special_idx];  // NOTE(test): a prime spreads them
   }
   return x;
@@ -89,20 +88,17 @@ TEST_F(ScaleAddGpu, MatchesCpuReferenceBitForBit) {
     ASSERT_NE(y_dev.get(), nullptr);
     std::vector<float> y_host(y_dev.size(), sentinel);
     ASSERT_EQ(gpu::copy_to_device(x_dev.get(), x.data(), x.size() * sizeof(float)), gpu::success);
-    ASSERT_EQ(gpu::copy_to_device(y_dev.get(), y_host.data(), y_host.size() * sizeof(float)),
-              gpu::success);
+    ASSERT_EQ(gpu::copy_to_device(y_dev.get(), y_host.data(), y_host.size() * sizeof(float)), gpu::success);
 
     const Status status = cuda::scale_add_f32(x_dev.get(), y_dev.get() + guard, n, a, b);
     ASSERT_TRUE(status.ok()) << status.error().message;
     ASSERT_EQ(gpu::device_synchronize(), gpu::success);
-    ASSERT_EQ(gpu::copy_to_host(y_host.data(), y_dev.get(), y_host.size() * sizeof(float)),
-              gpu::success);
+    ASSERT_EQ(gpu::copy_to_host(y_host.data(), y_dev.get(), y_host.size() * sizeof(float)), gpu::success);
 
     int64_t mismatches = 0;
     for (int64_t idx = 0; idx < n; ++idx) {
       if (!same_float(expected[idx], y_host[guard + idx]) && mismatches++ < 5) {
-        ADD_FAILURE() << "y[" << idx << "]: x=" << x[idx] << " cpu=" << expected[idx]
-                      << " gpu=" << y_host[guard + idx];
+        ADD_FAILURE() << "y[" << idx << "]: x=" << x[idx] << " cpu=" << expected[idx] << " gpu=" << y_host[guard + idx];
       }
     }
     EXPECT_EQ(mismatches, 0);
@@ -135,12 +131,10 @@ TEST_F(ScaleAddGpu, RejectsHostPointers) {
   ASSERT_NE(dev.get(), nullptr);
   const Status x_host = cuda::scale_add_f32(host.data(), dev.get(), 16, 1.0f, 0.0f);
   ASSERT_FALSE(x_host.ok());
-  EXPECT_EQ(x_host.error().message,
-            "scale_add_f32(n=16): x is not device memory (a host pointer?)");
+  EXPECT_EQ(x_host.error().message, "scale_add_f32(n=16): x is not device memory (a host pointer?)");
   const Status y_host = cuda::scale_add_f32(dev.get(), host.data(), 16, 1.0f, 0.0f);
   ASSERT_FALSE(y_host.ok());
-  EXPECT_EQ(y_host.error().message,
-            "scale_add_f32(n=16): y is not device memory (a host pointer?)");
+  EXPECT_EQ(y_host.error().message, "scale_add_f32(n=16): y is not device memory (a host pointer?)");
 }
 
 // These checks happen before the launcher touches the device, so they run everywhere.
@@ -181,8 +175,8 @@ TEST(ScaleAddCpuReference, RejectsBadArguments) {
   ASSERT_FALSE(mismatch.ok());
   EXPECT_EQ(mismatch.error().message, "scale_add_f32: x has 4 elements but y has 3");
   float buffer[8] = {};
-  const Status overlap = cpu::scale_add_f32(std::span<const float>(buffer, 4),
-                                            std::span<float>(buffer + 2, 4), 1.0f, 0.0f);
+  const Status overlap =
+      cpu::scale_add_f32(std::span<const float>(buffer, 4), std::span<float>(buffer + 2, 4), 1.0f, 0.0f);
   ASSERT_FALSE(overlap.ok());
   EXPECT_EQ(overlap.error().message, "scale_add_f32(n=4): x and y partly overlap");
 }

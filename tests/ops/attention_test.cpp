@@ -34,12 +34,21 @@ struct Cache {
   std::unique_ptr<DeviceBuffer<int32_t>> dtables;
 
   cpu::KvView host_view(int32_t seq) {
-    return {.type = f16 ? DType::F16 : DType::F32, .k = k.data(), .v = v.data(), .n_embd_kv = n_embd_kv,
-            .blocks = tables.data() + seq * table_stride, .block_shift = kBlockShift};
+    return {.type = f16 ? DType::F16 : DType::F32,
+            .k = k.data(),
+            .v = v.data(),
+            .n_embd_kv = n_embd_kv,
+            .blocks = tables.data() + seq * table_stride,
+            .block_shift = kBlockShift};
   }
   cuda::KvLayer device_layer() const {
-    return {.k = dk->get(), .v = dv->get(), .f16 = f16, .n_embd_kv = n_embd_kv, .block_shift = kBlockShift,
-            .tables = dtables->get(), .table_stride = table_stride};
+    return {.k = dk->get(),
+            .v = dv->get(),
+            .f16 = f16,
+            .n_embd_kv = n_embd_kv,
+            .block_shift = kBlockShift,
+            .tables = dtables->get(),
+            .table_stride = table_stride};
   }
 };
 
@@ -96,8 +105,8 @@ std::vector<float> gpu_attention(Cache& cache, const Rows& rows, const cuda::Att
   const auto call = [&](const std::vector<float>& q_values, DeviceBuffer<int32_t>& tickets) {
     DeviceBuffer<float> dq(q_values), out(q_values.size());
     DeviceBuffer<std::byte> scratch(std::max<size_t>(cuda::attention_scratch_bytes(shape, n, max_position), 1));
-    const Status s = cuda::attention(cache.device_layer(), batch, shape, dq.get(), width, max_position,
-                                     scratch.get(), tickets.get(), out.get(), width, nullptr);
+    const Status s = cuda::attention(cache.device_layer(), batch, shape, dq.get(), width, max_position, scratch.get(),
+                                     tickets.get(), out.get(), width, nullptr);
     EXPECT_TRUE(s.ok()) << s.error().message;
     return out.download();
   };
@@ -119,7 +128,9 @@ struct Layout {
 };
 
 cuda::AttentionShape shape_of(const Layout& l) {
-  return {.n_head = l.n_head, .n_head_kv = l.n_head_kv, .head_dim = l.head_dim,
+  return {.n_head = l.n_head,
+          .n_head_kv = l.n_head_kv,
+          .head_dim = l.head_dim,
           .scale = 1.0f / std::sqrt(static_cast<float>(l.head_dim))};
 }
 

@@ -31,8 +31,8 @@ TEST(CudaFused, AddRmsNormGivesTheSeparateKernelsBits) {
   enum class Quant { None, Q8_0, Q8K };
   // 70 and 1030 are not float4 widths: the scalar paths, narrow and wide. 1024 to 8192: a row
   // held in registers (2560: a last pass of half the threads); 9216: too wide for that.
-  for (const Case c : {Case{1, 4096}, Case{3, 2048}, Case{8, 5120}, Case{7, 512}, Case{2, 64}, Case{5, 1024}, Case{1, 96},
-                       Case{3, 70}, Case{2, 1030}, Case{2, 2560}, Case{1, 8192}, Case{2, 9216}}) {
+  for (const Case c : {Case{1, 4096}, Case{3, 2048}, Case{8, 5120}, Case{7, 512}, Case{2, 64}, Case{5, 1024},
+                       Case{1, 96}, Case{3, 70}, Case{2, 1030}, Case{2, 2560}, Case{1, 8192}, Case{2, 9216}}) {
     for (Quant quant : {Quant::None, Quant::Q8_0, Quant::Q8K}) {
       if ((quant == Quant::Q8K && c.cols % 256 != 0) || (quant == Quant::Q8_0 && c.cols % 32 != 0)) continue;
       for (bool with_add : {true, false}) {
@@ -58,7 +58,8 @@ TEST(CudaFused, AddRmsNormGivesTheSeparateKernelsBits) {
                                        1e-6f, out2.get(), quant != Quant::None ? &q2.acts : nullptr, nullptr)
                         .ok());
         const std::string what = "rows=" + std::to_string(c.rows) + " cols=" + std::to_string(c.cols) +
-                                 " quant=" + std::to_string(static_cast<int>(quant)) + " add=" + std::to_string(with_add);
+                                 " quant=" + std::to_string(static_cast<int>(quant)) +
+                                 " add=" + std::to_string(with_add);
         if (with_add) {
           EXPECT_EQ(compare(sum2.download(), sum1.download()).mismatches, 0u) << what;
         }
@@ -97,7 +98,8 @@ TEST(CudaFused, SwigluQuantGivesTheSeparateKernelsBits) {
         ASSERT_TRUE(cuda::swiglu(dg.get(), du.get(), static_cast<int64_t>(n), out1.get(), nullptr).ok());
         ASSERT_TRUE(cuda::quantize_acts(out1.get(), cols, q1.acts, nullptr).ok());
         ASSERT_TRUE(cuda::swiglu_quant(dg.get(), du.get(), rows, cols, out2.get(), q2.acts, nullptr).ok());
-        const std::string what = "rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " q8k=" + std::to_string(q8k);
+        const std::string what =
+            "rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " q8k=" + std::to_string(q8k);
         EXPECT_EQ(compare(out2.download(), out1.download()).mismatches, 0u) << what;
         EXPECT_TRUE(q2.memory.download() == q1.memory.download()) << what;
         ++cases;
@@ -128,8 +130,13 @@ struct Pool {
     return t;
   }
   cuda::KvLayer layer() {
-    return {.k = k.get(), .v = v.get(), .f16 = f16, .n_embd_kv = width, .block_shift = kShift,
-            .tables = tables.get(), .table_stride = kStride};
+    return {.k = k.get(),
+            .v = v.get(),
+            .f16 = f16,
+            .n_embd_kv = width,
+            .block_shift = kShift,
+            .tables = tables.get(),
+            .table_stride = kStride};
   }
 };
 
@@ -166,18 +173,32 @@ TEST(CudaFused, QkNormRopeGivesTheSeparateKernelsBits) {
           const float* fp = factors ? dff.get() : nullptr;
           ASSERT_TRUE(cuda::rms_norm(dq.get(), rows, q_cols, dwq.get(), head_dim, 1e-6f, qn1.get(), nullptr).ok());
           ASSERT_TRUE(cuda::rms_norm(dk.get(), rows, k_cols, dwk.get(), head_dim, 1e-6f, kn1.get(), nullptr).ok());
-          ASSERT_TRUE(cuda::rope(qn1.get(), qo1.get(), rows, q_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
-          ASSERT_TRUE(cuda::rope(kn1.get(), ko1.get(), rows, k_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
+          ASSERT_TRUE(
+              cuda::rope(qn1.get(), qo1.get(), rows, q_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
+          ASSERT_TRUE(
+              cuda::rope(kn1.get(), ko1.get(), rows, k_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
           const cuda::BatchRows batch{.positions = dpos.get(), .seq_ids = dseqs.get(), .n_rows = rows};
           if (store) {
             ASSERT_TRUE(cuda::kv_store(separate.layer(), batch, ko1.get(), k_cols, dv.get(), k_cols, nullptr).ok());
           }
-          ASSERT_TRUE(cuda::qk_norm_rope({.q = dq.get(), .k = dk.get(), .rows = rows, .n_head = n_head,
-                                          .n_head_kv = n_head_kv, .head_dim = head_dim, .q_norm = dwq.get(),
-                                          .k_norm = dwk.get(), .eps = 1e-6f, .positions = dpos.get(), .theta = 1e6f,
-                                          .freq_factors = fp, .q_normed = qn2.get(), .k_normed = kn2.get(),
-                                          .q_out = qo2.get(), .k_out = ko2.get(),
-                                          .kv = store ? fused.layer() : cuda::KvLayer{}, .seq_ids = dseqs.get(),
+          ASSERT_TRUE(cuda::qk_norm_rope({.q = dq.get(),
+                                          .k = dk.get(),
+                                          .rows = rows,
+                                          .n_head = n_head,
+                                          .n_head_kv = n_head_kv,
+                                          .head_dim = head_dim,
+                                          .q_norm = dwq.get(),
+                                          .k_norm = dwk.get(),
+                                          .eps = 1e-6f,
+                                          .positions = dpos.get(),
+                                          .theta = 1e6f,
+                                          .freq_factors = fp,
+                                          .q_normed = qn2.get(),
+                                          .k_normed = kn2.get(),
+                                          .q_out = qo2.get(),
+                                          .k_out = ko2.get(),
+                                          .kv = store ? fused.layer() : cuda::KvLayer{},
+                                          .seq_ids = dseqs.get(),
                                           .v = store ? dv.get() : nullptr},
                                          nullptr)
                           .ok());

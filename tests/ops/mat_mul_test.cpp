@@ -55,8 +55,10 @@ std::vector<float> gpu_product(const model::Weight& w, const std::vector<float>&
   DeviceBuffer<int32_t> d_active(experts != nullptr ? experts->active : std::vector<int32_t>{});
   cuda::ExpertRows routing;
   if (experts != nullptr) {
-    routing = {.offsets = d_offsets.get(), .x_rows = d_rows.get(),
-               .n_expert = static_cast<int64_t>(experts->offsets.size()) - 1, .max_rows = experts->max_rows};
+    routing = {.offsets = d_offsets.get(),
+               .x_rows = d_rows.get(),
+               .n_expert = static_cast<int64_t>(experts->offsets.size()) - 1,
+               .max_rows = experts->max_rows};
     if (!experts->active.empty()) {
       routing.active = d_active.get();
       routing.grid_experts = static_cast<int64_t>(experts->active.size());
@@ -107,10 +109,10 @@ TEST(CudaMatMul, QuantizedTypesGiveTheCpuBitsInEveryTiling) {
   // m covers each tiling and its edges (8 | 9, 32 | 33), n odd and past a tile, k several blocks;
   // the decode matmul's two-round sets (one or two rows, k >= 4096 for the K-quants) whole
   // and with a partial last set (k = 6400: 25 super-blocks).
-  const Shape shapes[] = {{1, 16, 256},    {1, 4096, 1024}, {2, 17, 512},    {7, 33, 256},  {8, 64, 768},
-                          {9, 100, 256},   {31, 48, 512},   {32, 1, 256},    {33, 65, 256}, {64, 128, 512},
-                          {100, 77, 1024}, {256, 256, 256}, {5, 1000, 2048}, {1, 40, 4096}, {2, 24, 6400},
-                          {1, 9, 12288}};
+  const Shape shapes[] = {{1, 16, 256},    {1, 4096, 1024}, {2, 17, 512},    {7, 33, 256},
+                          {8, 64, 768},    {9, 100, 256},   {31, 48, 512},   {32, 1, 256},
+                          {33, 65, 256},   {64, 128, 512},  {100, 77, 1024}, {256, 256, 256},
+                          {5, 1000, 2048}, {1, 40, 4096},   {2, 24, 6400},   {1, 9, 12288}};
   for (DType type : kQuantTypes) {
     for (const Shape& s : shapes) {
       SCOPED_TRACE(std::string(dtype_name(type)) + " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
@@ -245,8 +247,7 @@ TEST(CudaMatMul, PartsGiveEachWeightsCpuBits) {
   const auto check = [&](const std::vector<DType>& types, int64_t k, int64_t m) {
     const int64_t rows[] = {40, 8, 17};
     std::vector<HostWeight> host;
-    for (size_t i = 0; i < types.size(); ++i)
-      host.push_back(random_weight(types[i], rows[i], k, rng));
+    for (size_t i = 0; i < types.size(); ++i) host.push_back(random_weight(types[i], rows[i], k, rng));
     const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng);
     cuda::DeviceWeights weights;
     std::vector<std::unique_ptr<DeviceBuffer<float>>> outs;
@@ -263,12 +264,10 @@ TEST(CudaMatMul, PartsGiveEachWeightsCpuBits) {
     DeviceBuffer<std::byte> scratch(cuda::quant_acts_bytes(m, k, q8k));
     const cuda::QuantActs acts = cuda::quant_acts_at(scratch.get(), m, k, q8k);
     ASSERT_TRUE(cuda::quantize_acts(dx.get(), k, acts, nullptr).ok());
-    const Status s =
-        cuda::mat_mul_q_parts(parts.data(), static_cast<int>(parts.size()), acts, nullptr, nullptr);
+    const Status s = cuda::mat_mul_q_parts(parts.data(), static_cast<int>(parts.size()), acts, nullptr, nullptr);
     ASSERT_TRUE(s.ok()) << s.error().message;
     for (size_t i = 0; i < host.size(); ++i) {
-      EXPECT_EQ(compare(outs[i]->download(), cpu_product(pool, host[i].weight, x, m)).mismatches,
-                0u)
+      EXPECT_EQ(compare(outs[i]->download(), cpu_product(pool, host[i].weight, x, m)).mismatches, 0u)
           << dtype_name(types[i]) << " part " << i << " k=" << k << " m=" << m;
       ++cases;
     }
@@ -332,8 +331,9 @@ TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
         const int64_t n = 77;
         const HostWeight w = random_weight(type, n, k, rng);
         const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng);
-        EXPECT_EQ(compare(gpu_product(w.weight, x, m, nullptr, Path::MatVec), cpu_product(pool, w.weight, x, m)).mismatches,
-                  0u)
+        EXPECT_EQ(
+            compare(gpu_product(w.weight, x, m, nullptr, Path::MatVec), cpu_product(pool, w.weight, x, m)).mismatches,
+            0u)
             << dtype_name(type) << " k=" << k << " m=" << m;
         ++cases;
       }
@@ -346,7 +346,8 @@ TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
     const std::vector<float> x = random_floats(static_cast<size_t>(3 * k), rng);
     const std::vector<int32_t> offsets = {0, 2, 2, 5}, x_rows = {0, 2, 0, 1, 2};
     const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = 3, .active = {}};
-    EXPECT_EQ(compare(gpu_product(w.weight, x, 3, &experts, Path::MatVec), cpu_expert_products(pool, w.weight, x, offsets, x_rows))
+    EXPECT_EQ(compare(gpu_product(w.weight, x, 3, &experts, Path::MatVec),
+                      cpu_expert_products(pool, w.weight, x, offsets, x_rows))
                   .mismatches,
               0u)
         << dtype_name(type) << " experts";

@@ -76,7 +76,8 @@ TEST(CudaMoe, RoutingMatchesRouteTokenAndGroupsSlotsByExpert) {
     // A row routed alone (one launch for routing and plan) gets the bits it got in the batch.
     {
       const int64_t row = c.rows - 1;
-      DeviceBuffer<float> one(std::vector<float>(logits.begin() + row * c.n_expert, logits.begin() + (row + 1) * c.n_expert));
+      DeviceBuffer<float> one(
+          std::vector<float>(logits.begin() + row * c.n_expert, logits.begin() + (row + 1) * c.n_expert));
       DeviceBuffer<std::byte> one_memory(cuda::moe_routing_bytes(1, c.n_expert, c.n_used));
       const cuda::MoeRouting alone = cuda::moe_routing_at(one_memory.get(), 1, c.n_expert, c.n_used);
       ASSERT_TRUE(cuda::moe_route(one.get(), 1, c.n_expert, c.n_used, c.normalize, alone, nullptr).ok());

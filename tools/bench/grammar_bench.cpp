@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,8 +23,8 @@
 #include "grammar/gbnf.h"
 #include "grammar/json_gbnf.h"
 #include "grammar/json_schema.h"
-#include "grammar/trigger.h"
 #include "grammar/token_matcher.h"
+#include "grammar/trigger.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -72,9 +72,8 @@ void BM_JsonAnswer(benchmark::State& state, std::vector<int32_t> tokens, bool wa
   }
   state.counters["tokens"] = static_cast<double>(tokens.size());
   if (warm) state.counters["states"] = static_cast<double>(shared->n_states());
-  state.counters["per_token"] = benchmark::Counter(static_cast<double>(tokens.size()),
-                                                   benchmark::Counter::kIsIterationInvariantRate |
-                                                       benchmark::Counter::kInvert);
+  state.counters["per_token"] = benchmark::Counter(
+      static_cast<double>(tokens.size()), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // Each token's mask over a whole answer under `grammar`, timed one by one: the median and the
@@ -111,16 +110,27 @@ nlohmann::ordered_json wide_schema(int n) {
   for (int i = 0; i < n; ++i) {
     const std::string name = "field_" + std::to_string(i);
     switch (i % 6) {
-      case 0: properties[name] = {{"type", "string"}, {"maxLength", 40}}; break;
-      case 1: properties[name] = {{"type", "integer"}, {"minimum", 0}, {"maximum", 1000}}; break;
-      case 2: properties[name] = {{"enum", {"red", "green", "blue"}}}; break;
-      case 3: properties[name] = {{"type", "string"}, {"format", "date"}}; break;
-      case 4: properties[name] = {{"type", "array"}, {"items", {{"type", "string"}}}, {"maxItems", 5}}; break;
+      case 0:
+        properties[name] = {{"type", "string"}, {"maxLength", 40}};
+        break;
+      case 1:
+        properties[name] = {{"type", "integer"}, {"minimum", 0}, {"maximum", 1000}};
+        break;
+      case 2:
+        properties[name] = {{"enum", {"red", "green", "blue"}}};
+        break;
+      case 3:
+        properties[name] = {{"type", "string"}, {"format", "date"}};
+        break;
+      case 4:
+        properties[name] = {{"type", "array"}, {"items", {{"type", "string"}}}, {"maxItems", 5}};
+        break;
       default:
-        properties[name] = {{"type", "object"},
-                            {"properties", {{"id", {{"type", "integer"}}}, {"tag", {{"type", "string"}, {"pattern", "^[a-z]+$"}}}}},
-                            {"required", {"id", "tag"}},
-                            {"additionalProperties", false}};
+        properties[name] = {
+            {"type", "object"},
+            {"properties", {{"id", {{"type", "integer"}}}, {"tag", {{"type", "string"}, {"pattern", "^[a-z]+$"}}}}},
+            {"required", {"id", "tag"}},
+            {"additionalProperties", false}};
     }
     required.push_back(name);
   }
@@ -166,18 +176,20 @@ int main(int argc, char** argv) {
   }
   g_trie = gufo::engine::vocabulary_trie(*tokenizer, gufo::engine::end_of_generation_tokens(tokenizer->vocab()));
   g_byte_token = tokenizer->vocab().byte_token;
-  g_json = std::make_shared<const gufo::grammar::Grammar>(gufo::grammar::parse_gbnf(gufo::grammar::kJsonObjectGbnf).value());
+  g_json =
+      std::make_shared<const gufo::grammar::Grammar>(gufo::grammar::parse_gbnf(gufo::grammar::kJsonObjectGbnf).value());
   benchmark::RegisterBenchmark("json_mask/start", BM_JsonMask, std::string());
   benchmark::RegisterBenchmark("json_mask/after_key", BM_JsonMask, std::string(R"({"name": )"));
   benchmark::RegisterBenchmark("json_mask/in_string", BM_JsonMask, std::string(R"({"name": "Ada Love)"));
   benchmark::RegisterBenchmark("json_mask/in_number", BM_JsonMask, std::string(R"({"a": {"b": [1, 2.5)"));
-  const std::string answer =
-      R"({"name": "Ada Lovelace", "born": 1815, "fields": ["mathematics", "computing"], )"
-      R"("notes": {"first program": true, "machine": "Analytical Engine", "ratio": -2.5e-3}})";
+  const std::string answer = R"({"name": "Ada Lovelace", "born": 1815, "fields": ["mathematics", "computing"], )"
+                             R"("notes": {"first program": true, "machine": "Analytical Engine", "ratio": -2.5e-3}})";
   benchmark::RegisterBenchmark("json_answer/cold", BM_JsonAnswer, tokenizer->encode(answer, false), false);
   benchmark::RegisterBenchmark("json_answer/warm", BM_JsonAnswer, tokenizer->encode(answer, false), true);
   benchmark::RegisterBenchmark("compile/json_object", BM_CompileJsonGrammar);
-  benchmark::RegisterBenchmark("compile/json_schema_properties", BM_CompileWideSchema)->Arg(50)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("compile/json_schema_properties", BM_CompileWideSchema)
+      ->Arg(50)
+      ->Unit(benchmark::kMicrosecond);
   // A nested schema (an order with its customer, items and a status enum) and an answer to it.
   const auto nested = nlohmann::ordered_json::parse(R"({
     "type": "object", "additionalProperties": false, "required": ["id", "customer", "items", "status"],
@@ -201,8 +213,10 @@ int main(int argc, char** argv) {
       R"({"id": "123e4567-e89b-12d3-a456-426614174000", "customer": {"name": "Ada Lovelace", )"
       R"("email": "ada@example.com"}, "items": [{"sku": "ABC-1234", "quantity": 2, "price": 19.99}, )"
       R"({"sku": "XYZ-0001", "quantity": 1, "price": 5}], "status": "shipped"})";
-  benchmark::RegisterBenchmark("schema_answer/cold", BM_AnswerPercentiles, g_schema, tokenizer->encode(order, false), false);
-  benchmark::RegisterBenchmark("schema_answer/warm", BM_AnswerPercentiles, g_schema, tokenizer->encode(order, false), true);
+  benchmark::RegisterBenchmark("schema_answer/cold", BM_AnswerPercentiles, g_schema, tokenizer->encode(order, false),
+                               false);
+  benchmark::RegisterBenchmark("schema_answer/warm", BM_AnswerPercentiles, g_schema, tokenizer->encode(order, false),
+                               true);
   // tool_choice auto: free text that may not contain the tool-call opening.
   auto free_rules = gufo::grammar::text_until_trigger_gbnf("free", "<tool_call>", "call");
   auto free_grammar = gufo::grammar::parse_gbnf("root ::= free-0\ncall ::= \"{}\"\n" + free_rules.value());
@@ -214,8 +228,10 @@ int main(int argc, char** argv) {
   const std::string prose =
       "The weather in Paris is mild today, with a light breeze from the west and a high of 18 degrees. "
       "I can look up tomorrow's forecast if you like; just say which city.";
-  benchmark::RegisterBenchmark("free_text_answer/cold", BM_AnswerPercentiles, g_free, tokenizer->encode(prose, false), false);
-  benchmark::RegisterBenchmark("free_text_answer/warm", BM_AnswerPercentiles, g_free, tokenizer->encode(prose, false), true);
+  benchmark::RegisterBenchmark("free_text_answer/cold", BM_AnswerPercentiles, g_free, tokenizer->encode(prose, false),
+                               false);
+  benchmark::RegisterBenchmark("free_text_answer/warm", BM_AnswerPercentiles, g_free, tokenizer->encode(prose, false),
+                               true);
   benchmark::RunSpecifiedBenchmarks();
   return 0;
 }

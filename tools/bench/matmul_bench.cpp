@@ -2,8 +2,8 @@
 // dot) against mat_mul_fast (SIMD dots, quantized activations) for every weight type, at the
 // decode shape (1 x 4096 times 4096 x 4096) and prefill shapes (64 and 512 rows), on 2 threads.
 // Usage: matmul_bench [--benchmark_filter=...]; reports GFLOP/s (2 * rows * k * n_out per call).
-#include <cstdlib>
 #include <benchmark/benchmark.h>
+#include <cstdlib>
 
 #include <cstdint>
 #include <cstring>
@@ -45,8 +45,7 @@ BenchWeight make_weight(DType type) {
     std::vector<float> row(kK);
     for (int64_t n = 0; n < kNOut; ++n) {
       for (float& v : row) v = normal(rng);
-      (void)gufo::quant::quantize_row(type, row.data(), kK, w.bytes.data() + n * row_bytes,
-                                      row_bytes);
+      (void)gufo::quant::quantize_row(type, row.data(), kK, w.bytes.data() + n * row_bytes, row_bytes);
     }
   } else {
     std::uniform_int_distribution<int> byte_dist(0, 255);
@@ -81,26 +80,23 @@ void bench_mat_mul(benchmark::State& state, DType type, bool fast) {
   for (float& v : x) v = normal(rng);
   std::vector<float> out(static_cast<size_t>(rows * kNOut));
   for (auto _ : state) {
-    const gufo::Status s =
-        fast ? gufo::cpu::mat_mul_fast(pool, x.data(), rows, kK, w.weight, out.data())
-             : gufo::cpu::mat_mul(pool, x.data(), rows, kK, w.weight, out.data());
+    const gufo::Status s = fast ? gufo::cpu::mat_mul_fast(pool, x.data(), rows, kK, w.weight, out.data())
+                                : gufo::cpu::mat_mul(pool, x.data(), rows, kK, w.weight, out.data());
     if (!s.ok()) {
       state.SkipWithError(s.error().message.c_str());
       break;
     }
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2.0 * static_cast<double>(rows * kK * kNOut) * static_cast<double>(state.iterations()) / 1e9,
-      benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(rows * kK * kNOut) * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
 }
 
 const int registered = [] {
-  for (DType type :
-       {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (bool fast : {false, true}) {
-      const std::string name =
-          std::string(fast ? "fast/" : "reference/") + std::string(gufo::dtype_name(type));
+      const std::string name = std::string(fast ? "fast/" : "reference/") + std::string(gufo::dtype_name(type));
       benchmark::RegisterBenchmark(name.c_str(), bench_mat_mul, type, fast)
           ->Arg(1)
           ->Arg(8)

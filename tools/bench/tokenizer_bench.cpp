@@ -36,8 +36,7 @@ void bench_encode(benchmark::State& state, const Model& model, const std::string
 }
 
 int usage(const char* message) {
-  std::fprintf(stderr, "tokenizer_bench: %s\nusage: tokenizer_bench --text TEXT.txt NAME=M.gguf...\n",
-               message);
+  std::fprintf(stderr, "tokenizer_bench: %s\nusage: tokenizer_bench --text TEXT.txt NAME=M.gguf...\n", message);
   return 2;
 }
 

@@ -193,14 +193,12 @@ std::vector<CorpusFile> bad_corpus() {
   }
   {
     RawFile f = baseline();
-    f.kvs.push_back(
-        {"test.values", kTypeArray, Bytes().u32(kTypeU32).u64(uint64_t{1} << 61).u32(1)});
+    f.kvs.push_back({"test.values", kTypeArray, Bytes().u32(kTypeU32).u64(uint64_t{1} << 61).u32(1)});
     add_file("array_count_huge", f, "array of 2305843009213693952 uint32");
   }
   {
     RawFile f = baseline();
-    f.kvs.push_back({"tokenizer.ggml.tokens", kTypeArray,
-                     Bytes().u32(kTypeString).u64(1000).str("a").str("b")});
+    f.kvs.push_back({"tokenizer.ggml.tokens", kTypeArray, Bytes().u32(kTypeString).u64(1000).str("a").str("b")});
     add_file("string_array_past_end", f, "array of 1000 string");
   }
   {
@@ -208,8 +206,8 @@ std::vector<CorpusFile> bad_corpus() {
     f.tensors.clear();
     f.data_bytes = 0;
     f.alignment = 1;
-    f.kvs.push_back({"tokenizer.ggml.tokens", kTypeArray,
-                     Bytes().u32(kTypeString).u64(3).str("a").str("b").u64(50).raw("cc")});
+    f.kvs.push_back(
+        {"tokenizer.ggml.tokens", kTypeArray, Bytes().u32(kTypeString).u64(3).str("a").str("b").u64(50).raw("cc")});
     add_file("string_in_array_past_end", f, "length 50 runs past the end of the file");
   }
   {
@@ -243,8 +241,7 @@ std::vector<CorpusFile> bad_corpus() {
   {
     RawFile f = baseline();
     f.kvs.push_back({"general.architecture", kTypeString, string_value("again")});
-    add_file("duplicate_key", f,
-             "duplicate key 'general.architecture' (metadata entries #0 and #2");
+    add_file("duplicate_key", f, "duplicate key 'general.architecture' (metadata entries #0 and #2");
   }
   {
     RawFile f = baseline();
@@ -334,8 +331,7 @@ std::vector<CorpusFile> bad_corpus() {
   {
     RawFile f = baseline();
     f.tensors[0].ne = {uint64_t{1} << 32, uint64_t{1} << 32};
-    add_file("element_count_overflow", f,
-             "shape [4294967296, 4294967296] has more than INT64_MAX elements");
+    add_file("element_count_overflow", f, "shape [4294967296, 4294967296] has more than INT64_MAX elements");
   }
   {
     RawFile f = baseline();
@@ -365,8 +361,7 @@ std::vector<CorpusFile> bad_corpus() {
     RawFile f = baseline();
     f.tensors[0].offset = 8;
     f.data_bytes = 96;
-    add_file("tensor_offset_unaligned", f,
-             "tensor 'w': offset 8 is not a multiple of the alignment (32)");
+    add_file("tensor_offset_unaligned", f, "tensor 'w': offset 8 is not a multiple of the alignment (32)");
   }
   {
     RawFile f = baseline();
@@ -389,8 +384,7 @@ std::vector<CorpusFile> bad_corpus() {
     f.data_bytes = 0;
     f.alignment = 1;  // no padding either: the file ends right after the tensor infos
     std::vector<std::byte> bytes = f.serialize();
-    add("data_section_missing", std::move(bytes),
-        "truncated file: the data section starts at offset");
+    add("data_section_missing", std::move(bytes), "truncated file: the data section starts at offset");
   }
   return cases;
 }

@@ -43,12 +43,10 @@ Result<std::vector<CorpusFile>> good_corpus() {
     writer.set("tiny.embedding_length", Value::u32(16));
     writer.set("tiny.attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
     writer.set("tokenizer.ggml.model", Value::string("gpt2"));
-    writer.set(
-        "tokenizer.ggml.tokens",
-        Value::array(Array(std::vector<std::string>{"!", "\"", "#", "hello", " world", "\n",
-                                                    "<|end|>", "\xc3\xa9t\xc3\xa9", "x", "y"})));
-    writer.set("tokenizer.ggml.token_type",
-               Value::array(Array(std::vector<int32_t>{1, 1, 1, 1, 1, 1, 3, 1, 1, 1})));
+    writer.set("tokenizer.ggml.tokens",
+               Value::array(Array(std::vector<std::string>{"!", "\"", "#", "hello", " world", "\n", "<|end|>",
+                                                           "\xc3\xa9t\xc3\xa9", "x", "y"})));
+    writer.set("tokenizer.ggml.token_type", Value::array(Array(std::vector<int32_t>{1, 1, 1, 1, 1, 1, 3, 1, 1, 1})));
     writer.add_tensor({"token_embd.weight", DType::F32, {16, 4}, embed, {}});
     writer.add_tensor({"output_norm.weight", DType::F16, {16}, norm, {}});
     writer.add_tensor({"blk.0.ffn_down.weight", DType::Q8_0, {64, 2}, proj, {}});

@@ -47,12 +47,10 @@ int write_sample(const std::string& path) {
   writer.set("sample.f64", Value::f64(-2.5));
   writer.set("sample.strings", Value::array(Array(std::vector<std::string>{"<s>", "</s>", "a"})));
   writer.set("sample.floats", Value::array(Array(std::vector<float>{0.5f, -1.0f, 3.25f})));
-  writer.set("sample.nested",
-             Value::array(Array(std::vector<Array>{Array(std::vector<int32_t>{1, 2, 3}),
-                                                   Array(std::vector<std::string>{"x"})})));
+  writer.set("sample.nested", Value::array(Array(std::vector<Array>{Array(std::vector<int32_t>{1, 2, 3}),
+                                                                    Array(std::vector<std::string>{"x"})})));
 
-  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
-                         DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
   constexpr uint64_t n_cols = 512;  // a multiple of every block size
   constexpr uint64_t n_rows = 8;
   std::vector<std::vector<std::byte>> storage;
@@ -63,8 +61,8 @@ int write_sample(const std::string& path) {
     const uint64_t row_bytes = gufo::dtype_row_bytes(gufo::dtype_info(type), n_cols);
     std::vector<std::byte> bytes(row_bytes * n_rows);
     for (uint64_t row = 0; row < n_rows; ++row) {
-      gufo::Status status = gufo::quant::quantize_row(
-          type, weights.data() + row * n_cols, n_cols, bytes.data() + row * row_bytes, row_bytes);
+      gufo::Status status = gufo::quant::quantize_row(type, weights.data() + row * n_cols, n_cols,
+                                                      bytes.data() + row * row_bytes, row_bytes);
       if (!status.ok()) {
         std::fprintf(stderr, "sample_gguf: %s\n", status.error().message.c_str());
         return 1;

@@ -31,14 +31,14 @@ constexpr int64_t kBatchAttentionMinRows = 8;
 
 // Prefill attention for the rows of one sequence (rows: batch row indices, ascending).
 void attend_sequence_rows(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const AttentionShape& shape,
-                          const backend::Batch& batch, int32_t seq, const std::vector<int64_t>& rows,
-                          const float* q, float* out, int64_t row_stride) {
+                          const backend::Batch& batch, int32_t seq, const std::vector<int64_t>& rows, const float* q,
+                          float* out, int64_t row_stride) {
   // Work items are (KV head, slice of rows); slices interleave rows so that each holds
   // early and late positions alike (causal rows cost their position).
   const int64_t n_rows = static_cast<int64_t>(rows.size());
-  const int64_t slices = std::max<int64_t>(
-      1, std::min<int64_t>(n_rows / kBatchAttentionMinRows,
-                           (2 * pool.n_threads() + shape.n_head_kv - 1) / shape.n_head_kv));
+  const int64_t slices =
+      std::max<int64_t>(1, std::min<int64_t>(n_rows / kBatchAttentionMinRows,
+                                             (2 * pool.n_threads() + shape.n_head_kv - 1) / shape.n_head_kv));
   const KvView view = cache.view(seq, layer);
   pool.parallel_for(shape.n_head_kv * slices, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> head_kv;
@@ -56,8 +56,11 @@ void attend_sequence_rows(ThreadPool& pool, CpuKvCache& cache, int32_t layer, co
       }
       const int32_t last = *std::max_element(slice_positions.begin(), slice_positions.end());
       scratch.resize(static_cast<size_t>(attention_rows_scratch_floats(last)));
-      const AttentionRows attention_rows{.q = q, .out = out, .row_stride = row_stride,
-                                         .row_index = slice_rows.data(), .positions = slice_positions.data(),
+      const AttentionRows attention_rows{.q = q,
+                                         .out = out,
+                                         .row_stride = row_stride,
+                                         .row_index = slice_rows.data(),
+                                         .positions = slice_positions.data(),
                                          .n_rows = static_cast<int64_t>(slice_rows.size())};
       attend_rows_avx2(view, shape, attention_rows, kv_head, head_kv, scratch.data());
     }
@@ -83,8 +86,7 @@ void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Attent
   }
   std::vector<int64_t> single_rows;
   for (size_t s = 0; s < seqs.size(); ++s) {
-    if (attend_avx2_available() &&
-        static_cast<int64_t>(rows_of[s].size()) >= kBatchAttentionMinRows) {
+    if (attend_avx2_available() && static_cast<int64_t>(rows_of[s].size()) >= kBatchAttentionMinRows) {
       attend_sequence_rows(pool, cache, layer, shape, batch, seqs[s], rows_of[s], q, out, row_stride);
     } else {
       single_rows.insert(single_rows.end(), rows_of[s].begin(), rows_of[s].end());
@@ -123,12 +125,12 @@ CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
 backend::Capabilities CpuBackend::capabilities() const {
   const fast::DotKernels& kernels = fast::best_dot_kernels(fast::detected_cpu_features());
-  return {.backend = "CPU",
-          .threads = pool_.n_threads(),
-          .device = "cpu (" + std::string(kernels.name) + " kernels, " + std::to_string(pool_.n_threads()) +
-                    " threads)",
-          .batch_invariant = true,
-          .device_memory = false};
+  return {
+      .backend = "CPU",
+      .threads = pool_.n_threads(),
+      .device = "cpu (" + std::string(kernels.name) + " kernels, " + std::to_string(pool_.n_threads()) + " threads)",
+      .batch_invariant = true,
+      .device_memory = false};
 }
 
 backend::MemoryInfo CpuBackend::memory() const {
@@ -158,9 +160,8 @@ Result<std::unique_ptr<backend::KvCache>> CpuBackend::create_kv_cache(const back
   return std::unique_ptr<backend::KvCache>(std::make_unique<CpuKvCache>(spec));
 }
 
-Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batch,
-                           backend::KvCache& cache_base, const backend::ForwardOutputs& outputs,
-                           const backend::NodeTap* tap) {
+Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache_base,
+                           const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) {
   auto& cache = static_cast<CpuKvCache&>(cache_base);
   GUFO_RETURN_IF_ERROR(backend::validate_batch(graph, batch, cache.spec()));
   GUFO_RETURN_IF_ERROR(backend::validate_outputs(graph, outputs));
@@ -212,8 +213,8 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         break;
       }
       case model::Op::MatMul:
-        GUFO_RETURN_IF_ERROR(mat_mul_fast(pool_, input(values, node, 0), node.rows, src_node(0).cols,
-                                          *src_node(1).weight, out.data()));
+        GUFO_RETURN_IF_ERROR(
+            mat_mul_fast(pool_, input(values, node, 0), node.rows, src_node(0).cols, *src_node(1).weight, out.data()));
         break;
       case model::Op::Add: {
         const model::Node& b = src_node(1);
@@ -242,8 +243,8 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
         pool_.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
           std::copy(x + begin * node.cols, x + end * node.cols, out.data() + begin * node.cols);
           rope(out.data() + begin * node.cols, end - begin, node.cols,
-               std::span<const int32_t>(batch.positions).subspan(static_cast<size_t>(begin),
-                                                                 static_cast<size_t>(end - begin)),
+               std::span<const int32_t>(batch.positions)
+                   .subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)),
                p.head_dim, p.type, p.theta, factors.empty() ? nullptr : factors.data());
         });
         break;
@@ -262,8 +263,8 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
           kv_store(cache.view(batch.seq_ids[r], p.layer), batch.positions[r], k + r * p.n_head_kv * p.head_dim,
                    v + r * p.n_head_kv * p.head_dim);
         }
-        const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv,
-                                   .head_dim = p.head_dim, .scale = p.scale};
+        const AttentionShape shape{
+            .n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale};
         for (int64_t r = 0; r < node.rows; ++r) {  // padding rows attend to nothing
           if (batch.seq_ids[r] == backend::kPaddingSeq) std::fill_n(out.data() + r * node.cols, node.cols, 0.0f);
         }
@@ -288,10 +289,9 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
       }
       case model::Op::MoeFfn: {
         const auto& p = std::get<model::MoeParams>(node.params);
-        const MoeExperts experts{.gate = src_node(2).weight, .up = src_node(3).weight,
-                                 .down = src_node(4).weight};
-        GUFO_RETURN_IF_ERROR(moe_ffn(pool_, input(values, node, 0), node.rows, input(values, node, 1),
-                                     experts, p.n_expert_used, p.norm_topk, out.data()));
+        const MoeExperts experts{.gate = src_node(2).weight, .up = src_node(3).weight, .down = src_node(4).weight};
+        GUFO_RETURN_IF_ERROR(moe_ffn(pool_, input(values, node, 0), node.rows, input(values, node, 1), experts,
+                                     p.n_expert_used, p.norm_topk, out.data()));
         break;
       }
       case model::Op::Weight:

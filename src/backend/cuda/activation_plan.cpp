@@ -11,7 +11,6 @@ namespace gufo::cuda {
 
 namespace {
 
-
 // Free ranges of the arena, by offset; the arena grows at its end when nothing fits.
 class FirstFit {
  public:

@@ -18,8 +18,7 @@ inline std::string_view short_source_path(std::string_view path) {
 }
 
 // context: what was being done, e.g. "scale_add_f32(n=1000)".
-inline Error make_error(error_t code, std::string_view context, std::string_view call,
-                        const char* file, int line) {
+inline Error make_error(error_t code, std::string_view context, std::string_view call, const char* file, int line) {
   std::string message(context);
   message += ": ";
   message += call;

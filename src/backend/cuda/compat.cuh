@@ -37,12 +37,8 @@ inline error_t device_uuid(unsigned char (&bytes)[16], const device_prop_t& /*pr
 }
 inline error_t get_device_count(int* count) { return hipGetDeviceCount(count); }
 inline error_t get_device(int* device) { return hipGetDevice(device); }
-inline error_t get_device_properties(device_prop_t* prop, int device) {
-  return hipGetDeviceProperties(prop, device);
-}
-inline error_t device_get_pci_bus_id(char* buf, int len, int device) {
-  return hipDeviceGetPCIBusId(buf, len, device);
-}
+inline error_t get_device_properties(device_prop_t* prop, int device) { return hipGetDeviceProperties(prop, device); }
+inline error_t device_get_pci_bus_id(char* buf, int len, int device) { return hipDeviceGetPCIBusId(buf, len, device); }
 inline error_t driver_get_version(int* version) { return hipDriverGetVersion(version); }
 inline error_t runtime_get_version(int* version) { return hipRuntimeGetVersion(version); }
 inline error_t pointer_get_attributes(pointer_attributes_t* attr, const void* ptr) {
@@ -91,7 +87,9 @@ inline error_t stream_begin_capture(stream_t stream) {
   return hipStreamBeginCapture(stream, hipStreamCaptureModeThreadLocal);
 }
 inline error_t stream_end_capture(stream_t stream, graph_t* graph) { return hipStreamEndCapture(stream, graph); }
-inline error_t graph_instantiate(graph_exec_t* exec, graph_t graph) { return hipGraphInstantiate(exec, graph, nullptr, nullptr, 0); }
+inline error_t graph_instantiate(graph_exec_t* exec, graph_t graph) {
+  return hipGraphInstantiate(exec, graph, nullptr, nullptr, 0);
+}
 inline error_t graph_launch(graph_exec_t exec, stream_t stream) { return hipGraphLaunch(exec, stream); }
 inline error_t graph_destroy(graph_t graph) { return hipGraphDestroy(graph); }
 inline error_t graph_exec_destroy(graph_exec_t exec) { return hipGraphExecDestroy(exec); }
@@ -135,12 +133,8 @@ inline error_t device_uuid(unsigned char (&bytes)[16], const device_prop_t& prop
 }
 inline error_t get_device_count(int* count) { return cudaGetDeviceCount(count); }
 inline error_t get_device(int* device) { return cudaGetDevice(device); }
-inline error_t get_device_properties(device_prop_t* prop, int device) {
-  return cudaGetDeviceProperties(prop, device);
-}
-inline error_t device_get_pci_bus_id(char* buf, int len, int device) {
-  return cudaDeviceGetPCIBusId(buf, len, device);
-}
+inline error_t get_device_properties(device_prop_t* prop, int device) { return cudaGetDeviceProperties(prop, device); }
+inline error_t device_get_pci_bus_id(char* buf, int len, int device) { return cudaDeviceGetPCIBusId(buf, len, device); }
 inline error_t driver_get_version(int* version) { return cudaDriverGetVersion(version); }
 inline error_t runtime_get_version(int* version) { return cudaRuntimeGetVersion(version); }
 inline error_t pointer_get_attributes(pointer_attributes_t* attr, const void* ptr) {
@@ -335,8 +329,8 @@ bool current_device_overlaps_launches();
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 template <class... Params, class... Args>
-inline error_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
-                      stream_t stream, Args&&... args) {
+inline error_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, stream_t stream,
+                      Args&&... args) {
 #if defined(GUFO_HIP)
   kernel<<<grid, block, shared_bytes, stream>>>(static_cast<Params>(args)...);
   return hipPeekAtLastError();  // (left for the caller's get_last_error() too, as on CUDA)

@@ -63,7 +63,8 @@ size_t node_scratch_bytes(const model::Graph& graph, const model::Node& node) {
       const int64_t slots = node.rows * p.n_expert_used;
       const int64_t n_embd = node.cols;
       return aligned_bytes(moe_routing_bytes(node.rows, p.n_expert, p.n_expert_used)) +
-             aligned_bytes(quant_acts_bytes(node.rows, n_embd, false)) + aligned_bytes(quant_acts_bytes(node.rows, n_embd, true)) +
+             aligned_bytes(quant_acts_bytes(node.rows, n_embd, false)) +
+             aligned_bytes(quant_acts_bytes(node.rows, n_embd, true)) +
              3 * aligned_bytes(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)) +
              aligned_bytes(quant_acts_bytes(slots, p.n_ff_exp, wants_q8k(src(4).weight->type))) +
              aligned_bytes(static_cast<size_t>(slots * n_embd) * sizeof(float));
@@ -114,7 +115,8 @@ struct CapturedGraph {
 
 class CudaBackend final : public backend::Backend {
  public:
-  CudaBackend(int index, DeviceInfo info, gpu::stream_t stream) : index_(index), info_(std::move(info)), stream_(stream) {}
+  CudaBackend(int index, DeviceInfo info, gpu::stream_t stream)
+      : index_(index), info_(std::move(info)), stream_(stream) {}
   ~CudaBackend() override;
 
   std::string_view name() const override { return "cuda"; }
@@ -191,7 +193,7 @@ class CudaBackend final : public backend::Backend {
   DeviceMemory arena_;
   DeviceMemory scratch_;
   DeviceMemory tickets_;  // attention()'s, zero between launches
-  DeviceMemory batch_;  // tokens, positions, seq_ids, output_rows: 4 arrays of batch_capacity_
+  DeviceMemory batch_;    // tokens, positions, seq_ids, output_rows: 4 arrays of batch_capacity_
   int64_t batch_capacity_ = 0;
   PinnedMemory batch_host_;
   DeviceMemory outputs_;  // argmax ids
@@ -292,8 +294,8 @@ Status CudaBackend::prepare_weights(const model::Graph& graph) {
       if (node.src[slot] == model::kNoNode) continue;
       const model::Node& source = graph.nodes[static_cast<size_t>(node.src[slot])];
       if (source.op != model::Op::Weight) continue;
-      const bool as_matrix = node.op == model::Op::MatMul || node.op == model::Op::GetRows ||
-                             node.op == model::Op::MoeFfn;
+      const bool as_matrix =
+          node.op == model::Op::MatMul || node.op == model::Op::GetRows || node.op == model::Op::MoeFfn;
       const std::pair<const model::Weight*, bool> upload{source.weight, as_matrix};
       if (std::find(uploads.begin(), uploads.end(), upload) != uploads.end()) continue;
       uploads.push_back(upload);
@@ -307,7 +309,8 @@ Status CudaBackend::prepare_weights(const model::Graph& graph) {
                  ErrorKind::OutOfMemory};
   }
   for (const auto& [weight, as_matrix] : uploads) {
-    GUFO_RETURN_IF_ERROR(as_matrix ? weights_.upload_matrix(*weight, stream_) : weights_.upload_vector(*weight, stream_));
+    GUFO_RETURN_IF_ERROR(as_matrix ? weights_.upload_matrix(*weight, stream_)
+                                   : weights_.upload_vector(*weight, stream_));
   }
   GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream_), "uploading weights");
   return {};
@@ -379,15 +382,15 @@ Status CudaBackend::upload_batch(const backend::Batch& batch) {
   std::copy(batch.positions.begin(), batch.positions.end(), host + batch_capacity_);
   std::copy(batch.seq_ids.begin(), batch.seq_ids.end(), host + 2 * batch_capacity_);
   std::copy(batch.output_rows.begin(), batch.output_rows.end(), host + 3 * batch_capacity_);
-  GUFO_GPU_RETURN_IF_ERROR(
-      gpu::copy_to_device_async(batch_.get(), host, static_cast<size_t>(4 * batch_capacity_) * sizeof(int32_t), stream_),
-      "uploading the batch");
+  GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_device_async(
+                               batch_.get(), host, static_cast<size_t>(4 * batch_capacity_) * sizeof(int32_t), stream_),
+                           "uploading the batch");
   n_rows_ = n;
   return {};
 }
 
 Result<KvLayer> CudaBackend::kv_layer_for(const model::Graph& graph, const model::Node& attention,
-                                           const CudaKvCache& cache) const {
+                                          const CudaKvCache& cache) const {
   const auto& p = std::get<model::AttentionParams>(attention.params);
   if (p.layer >= cache.spec().n_layer || src(graph, attention, 1).cols != cache.spec().n_embd_kv) {
     return Error{"KV cache of " + std::to_string(cache.spec().n_layer) + " layers x " +
@@ -404,7 +407,8 @@ Status CudaBackend::run_attention(const model::Graph& graph, const model::Node& 
   const model::Node& v = src(graph, node, 2);
   const auto id = static_cast<size_t>(&node - graph.nodes.data());
   if (!plan.fusions.kv_stored[id]) {
-    GUFO_RETURN_IF_ERROR(kv_store(kv, rows, value(plan, node.src[1]), k.cols, value(plan, node.src[2]), v.cols, stream_));
+    GUFO_RETURN_IF_ERROR(
+        kv_store(kv, rows, value(plan, node.src[1]), k.cols, value(plan, node.src[2]), v.cols, stream_));
   }
   // NOTE(cuda_graphs): the split count follows the cache's context, never the batch's positions.
   return attention(kv, rows, attention_shape(node), value(plan, node.src[0]), src(graph, node, 0).cols,
@@ -435,18 +439,26 @@ Status CudaBackend::run_moe(const model::Graph& graph, const model::Node& node, 
   auto* up_out = reinterpret_cast<float*>(take(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)));
   auto* act = reinterpret_cast<float*>(take(static_cast<size_t>(slots * p.n_ff_exp) * sizeof(float)));
   const bool down_q8k = wants_q8k(down->type);
-  const QuantActs act_q = quant_acts_at(take(quant_acts_bytes(slots, p.n_ff_exp, down_q8k)), slots, p.n_ff_exp,
-                                        down_q8k);
+  const QuantActs act_q =
+      quant_acts_at(take(quant_acts_bytes(slots, p.n_ff_exp, down_q8k)), slots, p.n_ff_exp, down_q8k);
   auto* down_out = reinterpret_cast<float*>(take(static_cast<size_t>(slots * n_embd) * sizeof(float)));
 
   const float* x = value(plan, node.src[0]);
   GUFO_RETURN_IF_ERROR(
       moe_route(value(plan, node.src[1]), rows, p.n_expert, p.n_expert_used, p.norm_topk, routing, stream_));
   const int64_t grid = moe_grid_experts(rows, p.n_expert, p.n_expert_used);
-  const ExpertRows by_token{.offsets = routing.offsets, .x_rows = routing.slot_rows, .n_expert = p.n_expert,
-                            .max_rows = rows, .active = routing.active, .grid_experts = grid};
-  const ExpertRows by_slot{.offsets = routing.offsets, .x_rows = nullptr, .n_expert = p.n_expert, .max_rows = rows,
-                           .active = routing.active, .grid_experts = grid};
+  const ExpertRows by_token{.offsets = routing.offsets,
+                            .x_rows = routing.slot_rows,
+                            .n_expert = p.n_expert,
+                            .max_rows = rows,
+                            .active = routing.active,
+                            .grid_experts = grid};
+  const ExpertRows by_slot{.offsets = routing.offsets,
+                           .x_rows = nullptr,
+                           .n_expert = p.n_expert,
+                           .max_rows = rows,
+                           .active = routing.active,
+                           .grid_experts = grid};
   bool have_q8_0 = false, have_q8k = false;
   // x quantized as an integer matmul of `type` reads it, once per format.
   const auto quantized_x = [&](DType type) -> Result<const QuantActs*> {
@@ -542,7 +554,8 @@ Status CudaBackend::run_node(const model::Graph& graph, size_t id, const Plan& p
   return Error{"cuda backend: unknown op in " + node.name};
 }
 
-Status CudaBackend::launch_outputs(const model::Graph& graph, const Plan& plan, const backend::ForwardOutputs& outputs) {
+Status CudaBackend::launch_outputs(const model::Graph& graph, const Plan& plan,
+                                   const backend::ForwardOutputs& outputs) {
   const model::Node& out = graph.nodes[static_cast<size_t>(graph.output)];
   const float* logits = value(plan, graph.output);
   if (!outputs.logits.empty()) {
@@ -571,7 +584,7 @@ Result<QuantActs> CudaBackend::quantized_input(const Plan& plan, model::NodeId s
 }
 
 Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan,
-                             const CudaKvCache& cache) {
+                              const CudaKvCache& cache) {
   const auto out = [&](size_t member) { return value(plan, run.nodes[member]); };
   const model::Node& first = graph.nodes[static_cast<size_t>(run.nodes[0])];
   switch (run.kind) {
@@ -681,7 +694,8 @@ Status CudaBackend::launch_graph(const model::Graph& graph, const Plan& plan, Cu
     const model::Node& node = graph.nodes[id];
     if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
     const int run = plan.fusions.starts[id];
-    if (profile_ != nullptr) profile_->mark(run >= 0 ? "fused: " + profile_kind(graph, node) : profile_kind(graph, node), stream_);
+    if (profile_ != nullptr)
+      profile_->mark(run >= 0 ? "fused: " + profile_kind(graph, node) : profile_kind(graph, node), stream_);
     const Status s = run >= 0 ? run_fused(graph, plan.fusions.runs[static_cast<size_t>(run)], plan, cache)
                               : run_node(graph, id, plan, cache);
     if (!s.ok()) return Error{node.name + ": " + s.error().message, s.error().kind};
@@ -689,7 +703,8 @@ Status CudaBackend::launch_graph(const model::Graph& graph, const Plan& plan, Cu
     if (tap != nullptr) {
       for (size_t member = id; member <= last; ++member) {
         const model::Op op = graph.nodes[member].op;
-        if (op != model::Op::Weight && op != model::Op::Tokens) GUFO_RETURN_IF_ERROR(tap_node(graph, plan, member, *tap, tapped));
+        if (op != model::Op::Weight && op != model::Op::Tokens)
+          GUFO_RETURN_IF_ERROR(tap_node(graph, plan, member, *tap, tapped));
       }
     }
     id = last;
@@ -722,8 +737,8 @@ Status CudaBackend::forward(const model::Graph& graph, const backend::Batch& bat
   GUFO_RETURN_IF_ERROR(cache.sync_tables(stream_));
 
   if (graphs_.size() >= kMaxGraphs) evict_graphs();
-  const GraphKey key{cache.id(), graph.n_tokens, graph.n_outputs, graph.output_kind, !outputs.logits.empty(),
-                     !outputs.argmax.empty()};
+  const GraphKey key{cache.id(),        graph.n_tokens,          graph.n_outputs,
+                     graph.output_kind, !outputs.logits.empty(), !outputs.argmax.empty()};
   const bool graphable = graphs_enabled_ && profile_ == nullptr && tap == nullptr && graph.n_tokens <= kGraphMaxTokens;
   CapturedGraph* captured = graphable ? &graphs_[key] : nullptr;
   if (captured != nullptr && captured->exec == nullptr && !captured->failed && ++captured->uses >= 2) {
@@ -750,9 +765,9 @@ Status CudaBackend::forward(const model::Graph& graph, const backend::Batch& bat
 Result<std::unique_ptr<backend::Backend>> create_cuda_backend(int index) {
   GUFO_ASSIGN_OR_RETURN(std::vector<DeviceInfo> devices, query_devices());
   if (index < 0 || index >= static_cast<int>(devices.size())) {
-    return Error{"--device cuda:" + std::to_string(index) + ": there are " + std::to_string(devices.size()) +
-                     " CUDA devices",
-                 ErrorKind::Unsupported};
+    return Error{
+        "--device cuda:" + std::to_string(index) + ": there are " + std::to_string(devices.size()) + " CUDA devices",
+        ErrorKind::Unsupported};
   }
   const std::string context = "cuda:" + std::to_string(index);
   GUFO_GPU_RETURN_IF_ERROR(gpu::set_device(index), context);
@@ -768,7 +783,8 @@ Result<std::unique_ptr<backend::Backend>> create_cuda_backend(int index) {
       return Error{context + " (" + devices[static_cast<size_t>(index)].name + ", sm_" +
                        std::to_string(devices[static_cast<size_t>(index)].cc_major) +
                        std::to_string(devices[static_cast<size_t>(index)].cc_minor) +
-                       "): this gufo has no GPU code for it (" + (ran.ok() ? gpu::error_string(synced) : ran.error().message) +
+                       "): this gufo has no GPU code for it (" +
+                       (ran.ok() ? gpu::error_string(synced) : ran.error().message) +
                        "); rebuild with CMAKE_CUDA_ARCHITECTURES for this device",
                    ErrorKind::Unsupported};
     }

@@ -37,8 +37,7 @@ bool current_device_answer(std::atomic<int8_t> (&known)[64], Ask ask) {
     return false;
   }
   const bool cached = device >= 0 && device < 64;
-  if (cached && known[device].load() != 0)
-    return known[device].load() == 2;  // 0 unknown, 1 no, 2 yes
+  if (cached && known[device].load() != 0) return known[device].load() == 2;  // 0 unknown, 1 no, 2 yes
   int major = 0, minor = 0;
   if (gpu::compute_capability(&major, &minor, device) != gpu::success) {
     gpu::clear_last_error();
@@ -56,8 +55,7 @@ bool current_device_has_mma() {
   return false;
 #else
   static std::atomic<int8_t> known[64] = {};
-  return current_device_answer(known,
-                               [](int major, int minor) { return gpu::has_mma(major, minor); });
+  return current_device_answer(known, [](int major, int minor) { return gpu::has_mma(major, minor); });
 #endif
 }
 
@@ -88,8 +86,7 @@ Result<std::vector<DeviceInfo>> query_devices() {
     // NOTE(cuda): "dddd:bb:dd.f" needs 13 bytes with the terminator; 64 leaves room for any
     // longer domain format a driver may use.
     char bus_id[64] = {};
-    GUFO_GPU_RETURN_IF_ERROR(gpu::device_get_pci_bus_id(bus_id, sizeof bus_id, device_idx),
-                             context);
+    GUFO_GPU_RETURN_IF_ERROR(gpu::device_get_pci_bus_id(bus_id, sizeof bus_id, device_idx), context);
     DeviceInfo info;
     info.index = device_idx;
     info.name = prop.name;

@@ -43,9 +43,9 @@ class OwnedMemory {
     const gpu::error_t code = Kind::take(&ptr, bytes);
     if (code != gpu::success) {
       gpu::clear_last_error();  // clear a non-sticky allocation error
-      return Error{what + ": cannot allocate " + mib_text(bytes) + " " + Kind::describe() + ": " +
-                       gpu::error_string(code),
-                   gpu::is_device_lost(code) ? ErrorKind::DeviceLost : ErrorKind::OutOfMemory};
+      return Error{
+          what + ": cannot allocate " + mib_text(bytes) + " " + Kind::describe() + ": " + gpu::error_string(code),
+          gpu::is_device_lost(code) ? ErrorKind::DeviceLost : ErrorKind::OutOfMemory};
     }
     memory.ptr_ = ptr;
     memory.bytes_ = bytes;

@@ -134,8 +134,7 @@ Status DeviceWeights::upload_matrix(const model::Weight& w, gpu::stream_t stream
     GUFO_RETURN_IF_ERROR(stage_repacked(w, m, stream));
   } else {
     // The GGUF layout is the device layout: one copy straight from the mapped file.
-    GUFO_GPU_RETURN_IF_ERROR(
-        gpu::copy_to_device(base, w.data, w.row_bytes * static_cast<size_t>(rows)), context);
+    GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_device(base, w.data, w.row_bytes * static_cast<size_t>(rows)), context);
   }
   matrices_.emplace(&w, std::move(m));
   return {};
@@ -149,9 +148,11 @@ Status DeviceWeights::upload_vector(const model::Weight& w, gpu::stream_t stream
     GUFO_RETURN_IF_ERROR(quant::dequantize_row(w.type, w.data + static_cast<size_t>(row) * w.row_bytes, w.row_bytes,
                                                values.data() + row * w.cols, w.cols));
   }
-  GUFO_ASSIGN_OR_RETURN(DeviceMemory memory, DeviceMemory::allocate(values.size() * sizeof(float), "tensor '" + w.name + "'"));
-  GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_device_async(memory.get(), values.data(), values.size() * sizeof(float), stream),
-                           "uploading tensor '" + w.name + "'");
+  GUFO_ASSIGN_OR_RETURN(DeviceMemory memory,
+                        DeviceMemory::allocate(values.size() * sizeof(float), "tensor '" + w.name + "'"));
+  GUFO_GPU_RETURN_IF_ERROR(
+      gpu::copy_to_device_async(memory.get(), values.data(), values.size() * sizeof(float), stream),
+      "uploading tensor '" + w.name + "'");
   GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream), "uploading tensor '" + w.name + "'");
   vectors_.emplace(&w, std::move(memory));
   return {};

@@ -116,11 +116,14 @@ bool matmuls_at(const model::Graph& graph, model::NodeId id, Fusion& run) {
 
 FusedQuant matmul_quant(DType type) {
   switch (type) {
-    case DType::Q8_0: return FusedQuant::Q8_0;
+    case DType::Q8_0:
+      return FusedQuant::Q8_0;
     case DType::Q4_K:
     case DType::Q5_K:
-    case DType::Q6_K: return FusedQuant::Q8K;
-    default: return FusedQuant::None;
+    case DType::Q6_K:
+      return FusedQuant::Q8K;
+    default:
+      return FusedQuant::None;
   }
 }
 
@@ -136,8 +139,7 @@ FusionPlan plan_fusions(const model::Graph& graph, bool enabled) {
     const auto id = static_cast<model::NodeId>(i);
     if (!computes(graph.nodes[i])) continue;
     Fusion run;
-    const bool found =
-        add_norm_at(graph, id, run) || qk_norm_rope_at(graph, id, run) || matmuls_at(graph, id, run);
+    const bool found = add_norm_at(graph, id, run) || qk_norm_rope_at(graph, id, run) || matmuls_at(graph, id, run);
     if (!found && (whole_row_norm(graph.nodes[i]) || graph.nodes[i].op == model::Op::SwiGlu) && graph.output != id) {
       const FusionKind kind = graph.nodes[i].op == model::Op::SwiGlu ? FusionKind::SwigluQuant : FusionKind::Norm;
       run = {.kind = kind, .nodes = {id}, .quant = readers_quant(graph, id)};

@@ -41,8 +41,9 @@ Status CudaKvCache::sync_tables(gpu::stream_t stream) {
   }
   // A synchronous copy: the host array is rewritten by the next change.
   GUFO_GPU_RETURN_IF_ERROR(gpu::stream_synchronize(stream), "KV block tables");
-  GUFO_GPU_RETURN_IF_ERROR(gpu::copy_to_device(tables_.get(), host_tables_.data(), host_tables_.size() * sizeof(int32_t)),
-                           "KV block tables");
+  GUFO_GPU_RETURN_IF_ERROR(
+      gpu::copy_to_device(tables_.get(), host_tables_.data(), host_tables_.size() * sizeof(int32_t)),
+      "KV block tables");
   uploaded_version_ = table_.tables_version();
   return {};
 }

@@ -41,8 +41,8 @@ class CudaKvCache final : public backend::KvCache {
   backend::KvTable table_;
   DeviceMemory k_;
   DeviceMemory v_;
-  DeviceMemory tables_;        // [n_seq, table_stride] int32
-  int64_t table_stride_ = 0;   // blocks a sequence's n_ctx positions span
+  DeviceMemory tables_;       // [n_seq, table_stride] int32
+  int64_t table_stride_ = 0;  // blocks a sequence's n_ctx positions span
   uint64_t uploaded_version_ = UINT64_MAX;
   std::vector<int32_t> host_tables_;
 };

@@ -222,20 +222,28 @@ struct TraitsQ6K {
 __device__ inline float dequantize_float(const WeightView& w, int64_t row, int64_t col) {
   const std::byte* r = weight_row(w, row);
   switch (w.type) {
-    case DType::F32: return reinterpret_cast<const float*>(r)[col];
-    case DType::F16: return quant::fp16_to_fp32(reinterpret_cast<const uint16_t*>(r)[col]);
-    default: return quant::bf16_to_fp32(reinterpret_cast<const uint16_t*>(r)[col]);
+    case DType::F32:
+      return reinterpret_cast<const float*>(r)[col];
+    case DType::F16:
+      return quant::fp16_to_fp32(reinterpret_cast<const uint16_t*>(r)[col]);
+    default:
+      return quant::bf16_to_fp32(reinterpret_cast<const uint16_t*>(r)[col]);
   }
 }
 
 // Element (row, col) of any supported weight as f32, bit-identical to the CPU's dequantizers.
 __device__ inline float dequantize_element(const WeightView& w, int64_t row, int64_t col) {
   switch (w.type) {
-    case DType::Q8_0: return TraitsQ8_0::dequantize(w, row, col);
-    case DType::Q4_K: return TraitsQ4K::dequantize(w, row, col);
-    case DType::Q5_K: return TraitsQ5K::dequantize(w, row, col);
-    case DType::Q6_K: return TraitsQ6K::dequantize(w, row, col);
-    default: return dequantize_float(w, row, col);
+    case DType::Q8_0:
+      return TraitsQ8_0::dequantize(w, row, col);
+    case DType::Q4_K:
+      return TraitsQ4K::dequantize(w, row, col);
+    case DType::Q5_K:
+      return TraitsQ5K::dequantize(w, row, col);
+    case DType::Q6_K:
+      return TraitsQ6K::dequantize(w, row, col);
+    default:
+      return dequantize_float(w, row, col);
   }
 }
 

@@ -24,7 +24,7 @@ struct WeightView {
   int64_t rows_per_expert = 0;
   const std::byte* q = nullptr;
   size_t q_row_bytes = 0;
-  const uint16_t* d = nullptr;     // Q8_0, Q6_K: fp16 scales, d_per_row per row
+  const uint16_t* d = nullptr;  // Q8_0, Q6_K: fp16 scales, d_per_row per row
   int64_t d_per_row = 0;
   const int8_t* scales = nullptr;  // Q6_K: the 16 sub-block scales of each super-block
 };
@@ -33,14 +33,21 @@ struct WeightView {
 // CUDA backend has no kernels for the type.
 inline size_t device_row_bytes(DType type, int64_t cols) {
   switch (type) {
-    case DType::F32: return static_cast<size_t>(cols) * 4;
+    case DType::F32:
+      return static_cast<size_t>(cols) * 4;
     case DType::F16:
-    case DType::BF16: return static_cast<size_t>(cols) * 2;
-    case DType::Q8_0: return static_cast<size_t>(cols);
-    case DType::Q4_K: return static_cast<size_t>(cols / 256) * 144;
-    case DType::Q5_K: return static_cast<size_t>(cols / 256) * 176;
-    case DType::Q6_K: return static_cast<size_t>(cols / 256) * 192;
-    default: return 0;
+    case DType::BF16:
+      return static_cast<size_t>(cols) * 2;
+    case DType::Q8_0:
+      return static_cast<size_t>(cols);
+    case DType::Q4_K:
+      return static_cast<size_t>(cols / 256) * 144;
+    case DType::Q5_K:
+      return static_cast<size_t>(cols / 256) * 176;
+    case DType::Q6_K:
+      return static_cast<size_t>(cols / 256) * 192;
+    default:
+      return 0;
   }
 }
 

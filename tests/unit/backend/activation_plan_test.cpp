@@ -42,7 +42,8 @@ TEST(ActivationPlan, LiveBuffersNeverOverlap) {
           for (size_t b = a + 1; b < n; ++b) {
             if (plan.offsets[b] == kNoBuffer || b > last_use[a]) continue;  // a is dead when b is made
             const size_t bytes_b = static_cast<size_t>(graph->nodes[b].rows * graph->nodes[b].cols) * 4;
-            const bool disjoint = plan.offsets[a] + bytes_a <= plan.offsets[b] || plan.offsets[b] + bytes_b <= plan.offsets[a];
+            const bool disjoint =
+                plan.offsets[a] + bytes_a <= plan.offsets[b] || plan.offsets[b] + bytes_b <= plan.offsets[a];
             EXPECT_TRUE(disjoint) << name << ": " << graph->nodes[a].name << " and " << graph->nodes[b].name;
           }
         }

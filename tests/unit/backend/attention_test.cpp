@@ -23,9 +23,9 @@ struct Case {
 
 TEST(CpuAttention, Avx2MatchesTheScalarReference) {
   if (!attend_avx2_available()) GTEST_SKIP() << "no AVX2 on this CPU";
-  const Case cases[] = {{4, 4, 32, 0, 1.0f},    {4, 2, 64, 1, 1.0f},    {8, 2, 128, 33, 1.0f},
-                        {12, 4, 20, 7, 1.0f},   {16, 2, 128, 300, 1.0f}, {6, 1, 8, 64, 1.0f},
-                        {16, 8, 128, 1023, 1.0f}, {4, 2, 64, 200, 40.0f}, {2, 2, 3, 5, 1.0f}};
+  const Case cases[] = {{4, 4, 32, 0, 1.0f},      {4, 2, 64, 1, 1.0f},     {8, 2, 128, 33, 1.0f},
+                        {12, 4, 20, 7, 1.0f},     {16, 2, 128, 300, 1.0f}, {6, 1, 8, 64, 1.0f},
+                        {16, 8, 128, 1023, 1.0f}, {4, 2, 64, 200, 40.0f},  {2, 2, 3, 5, 1.0f}};
   std::mt19937 rng(99);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (DType type : {DType::F16, DType::F32}) {
@@ -79,9 +79,8 @@ TEST(CpuAttention, Avx2MatchesTheScalarReference) {
 // row alone, and equal attend_avx2's result for it bit for bit.
 TEST(CpuAttention, BatchedRowsMatchTheScalarReference) {
   if (!attend_avx2_available()) GTEST_SKIP() << "no AVX2 on this CPU";
-  const Case cases[] = {{16, 8, 128, 130, 1.0f}, {12, 4, 20, 40, 1.0f}, {4, 2, 64, 70, 40.0f},
-                        {2, 2, 3, 9, 1.0f},      {24, 4, 64, 200, 1.0f}, {6, 2, 40, 65, 1.0f},
-                        {8, 1, 80, 90, 1.0f},    {6, 2, 72, 33, 1.0f}};
+  const Case cases[] = {{16, 8, 128, 130, 1.0f}, {12, 4, 20, 40, 1.0f}, {4, 2, 64, 70, 40.0f}, {2, 2, 3, 9, 1.0f},
+                        {24, 4, 64, 200, 1.0f},  {6, 2, 40, 65, 1.0f},  {8, 1, 80, 90, 1.0f},  {6, 2, 72, 33, 1.0f}};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (DType type : {DType::F16, DType::F32}) {
@@ -123,8 +122,11 @@ TEST(CpuAttention, BatchedRowsMatchTheScalarReference) {
       std::vector<float> got(q.size(), 0.0f);
       std::vector<float> head_kv;
       std::vector<float> scratch(static_cast<size_t>(attention_rows_scratch_floats(c.position)));
-      const AttentionRows rows{.q = q.data(), .out = got.data(), .row_stride = row_stride,
-                               .row_index = row_index.data(), .positions = positions.data(),
+      const AttentionRows rows{.q = q.data(),
+                               .out = got.data(),
+                               .row_stride = row_stride,
+                               .row_index = row_index.data(),
+                               .positions = positions.data(),
                                .n_rows = static_cast<int64_t>(row_index.size())};
       for (int64_t kv_head = 0; kv_head < c.n_head_kv; ++kv_head) {
         attend_rows_avx2(kv, shape, rows, kv_head, head_kv, scratch.data());

@@ -26,12 +26,9 @@ namespace {
 
 using fast::DotKernels;
 
-constexpr DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
-                               DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-bool is_float_type(DType type) {
-  return type == DType::F32 || type == DType::F16 || type == DType::BF16;
-}
+bool is_float_type(DType type) { return type == DType::F32 || type == DType::F16 || type == DType::BF16; }
 
 // A weight [n_out, k] with its bytes.
 struct OwnedWeight {
@@ -58,8 +55,7 @@ OwnedWeight quantized_weight(DType type, int64_t n_out, int64_t k, std::mt19937&
   std::vector<float> row(static_cast<size_t>(k));
   for (int64_t n = 0; n < n_out; ++n) {
     for (float& v : row) v = normal(rng);
-    const Status s =
-        quant::quantize_row(type, row.data(), k, bytes.data() + n * row_bytes, row_bytes);
+    const Status s = quant::quantize_row(type, row.data(), k, bytes.data() + n * row_bytes, row_bytes);
     EXPECT_TRUE(s.ok()) << s.error().message;
   }
   return make_weight(type, n_out, k, std::move(bytes));
@@ -69,23 +65,21 @@ OwnedWeight quantized_weight(DType type, int64_t n_out, int64_t k, std::mt19937&
 std::vector<const DotKernels*> kernel_sets() {
   const fast::CpuFeatures& features = fast::detected_cpu_features();
   std::vector<const DotKernels*> sets = {&fast::scalar_dot_kernels()};
-  for (const DotKernels* set : {fast::avx2_dot_kernels(features), fast::avx512_dot_kernels(features),
-                                fast::avx512vnni_dot_kernels(features)}) {
+  for (const DotKernels* set :
+       {fast::avx2_dot_kernels(features), fast::avx512_dot_kernels(features), fast::avx512vnni_dot_kernels(features)}) {
     if (set != nullptr) sets.push_back(set);
   }
   return sets;
 }
 
 // x as the quantized-activation kernels see it: quantized, then widened back to f32.
-std::vector<float> activation_as_seen(DType type, const std::vector<float>& x, int64_t rows,
-                                      int64_t k) {
+std::vector<float> activation_as_seen(DType type, const std::vector<float>& x, int64_t rows, int64_t k) {
   std::vector<float> seen = x;
   if (fast::activation_format(type) == fast::ActivationFormat::Q8_0) {
     std::vector<fast::ActBlockQ8_0> blocks(static_cast<size_t>(k / 32));
     for (int64_t r = 0; r < rows; ++r) {
       fast::quantize_activation_q8_0(x.data() + r * k, blocks.data(), k);
-      for (int64_t j = 0; j < k; ++j)
-        seen[r * k + j] = blocks[j / 32].d * blocks[j / 32].qs[j % 32];
+      for (int64_t j = 0; j < k; ++j) seen[r * k + j] = blocks[j / 32].d * blocks[j / 32].qs[j % 32];
     }
   } else if (fast::activation_format(type) == fast::ActivationFormat::Q8K) {
     std::vector<quant::BlockQ8K> blocks(static_cast<size_t>(k / 256));
@@ -102,19 +96,17 @@ std::vector<float> activation_as_seen(DType type, const std::vector<float>& x, i
 std::vector<float> dequantized(const model::Weight& w) {
   std::vector<float> out(static_cast<size_t>(w.rows * w.cols));
   for (int64_t n = 0; n < w.rows; ++n) {
-    EXPECT_TRUE(quant::dequantize_row(w.type, w.data + n * w.row_bytes, w.row_bytes,
-                                      out.data() + n * w.cols, w.cols)
-                    .ok());
+    EXPECT_TRUE(
+        quant::dequantize_row(w.type, w.data + n * w.row_bytes, w.row_bytes, out.data() + n * w.cols, w.cols).ok());
   }
   return out;
 }
 
-std::vector<float> run(ThreadPool& pool, const DotKernels* kernels, const std::vector<float>& x,
-                       int64_t rows, int64_t k, const model::Weight& w) {
+std::vector<float> run(ThreadPool& pool, const DotKernels* kernels, const std::vector<float>& x, int64_t rows,
+                       int64_t k, const model::Weight& w) {
   std::vector<float> out(static_cast<size_t>(rows * w.rows), -1.0f);
-  const Status s = kernels == nullptr
-                       ? mat_mul(pool, x.data(), rows, k, w, out.data())
-                       : mat_mul_fast(pool, *kernels, x.data(), rows, k, w, out.data());
+  const Status s = kernels == nullptr ? mat_mul(pool, x.data(), rows, k, w, out.data())
+                                      : mat_mul_fast(pool, *kernels, x.data(), rows, k, w, out.data());
   EXPECT_TRUE(s.ok()) << s.error().message;
   return out;
 }
@@ -144,19 +136,17 @@ constexpr double kReorderTolerance = 1e-5;
 constexpr double kQuantizedActivationNmse = 5e-4;
 
 // |got - want| <= tolerance * sum_j |x_j w_j| for every output.
-void expect_close(const std::vector<float>& got, const std::vector<float>& want,
-                  const std::vector<float>& x, const std::vector<float>& w, int64_t rows,
-                  int64_t n_out, int64_t k, const std::string& what) {
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& x,
+                  const std::vector<float>& w, int64_t rows, int64_t n_out, int64_t k, const std::string& what) {
   int failures = 0;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t n = 0; n < n_out; ++n) {
       double abs_sum = 0.0;
       for (int64_t j = 0; j < k; ++j) abs_sum += std::fabs(double{x[r * k + j]} * w[n * k + j]);
       const size_t i = static_cast<size_t>(r * n_out + n);
-      if (!(std::fabs(double{got[i]} - want[i]) <= kReorderTolerance * abs_sum + 1e-30) &&
-          failures++ < 5) {
-        ADD_FAILURE() << what << " r=" << r << " n=" << n << ": got " << got[i] << " want "
-                      << want[i] << " (sum|xw| " << abs_sum << ")";
+      if (!(std::fabs(double{got[i]} - want[i]) <= kReorderTolerance * abs_sum + 1e-30) && failures++ < 5) {
+        ADD_FAILURE() << what << " r=" << r << " n=" << n << ": got " << got[i] << " want " << want[i] << " (sum|xw| "
+                      << abs_sum << ")";
       }
     }
   }
@@ -169,20 +159,29 @@ struct Shape {
 TEST(CpuMatMul, RandomShapesAgainstReference) {
   ThreadPool pool(2);
   std::mt19937 rng(1234);
-  const Shape shapes[] = {{1, 256, 1},   {1, 4096, 67}, {2, 512, 33},  {3, 768, 17},
-                          {4, 1024, 5},  {5, 2048, 31}, {6, 256, 129}, {7, 1536, 9},
-                          {7, 4096, 13}, {1, 3072, 255},
+  const Shape shapes[] = {{1, 256, 1},
+                          {1, 4096, 67},
+                          {2, 512, 33},
+                          {3, 768, 17},
+                          {4, 1024, 5},
+                          {5, 2048, 31},
+                          {6, 256, 129},
+                          {7, 1536, 9},
+                          {7, 4096, 13},
+                          {1, 3072, 255},
                           // Batches that take packed panels (8+ rows): whole panels only,
                           // panels plus leftover weight rows, partial activation tiles.
-                          {8, 256, 8},   {13, 1024, 41}, {9, 512, 64},  {34, 2304, 100},
+                          {8, 256, 8},
+                          {13, 1024, 41},
+                          {9, 512, 64},
+                          {34, 2304, 100},
                           {17, 512, 24}};
   for (DType type : kAllTypes) {
     double worst_nmse = 0.0;
     std::vector<float> pooled_got, pooled_want;  // over all shapes and kernel sets
     for (const Shape& shape : shapes) {
-      const std::string what =
-          std::string(dtype_name(type)) + " rows=" + std::to_string(shape.rows) +
-          " k=" + std::to_string(shape.k) + " n=" + std::to_string(shape.n_out);
+      const std::string what = std::string(dtype_name(type)) + " rows=" + std::to_string(shape.rows) +
+                               " k=" + std::to_string(shape.k) + " n=" + std::to_string(shape.n_out);
       OwnedWeight w = quantized_weight(type, shape.n_out, shape.k, rng);
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> x(static_cast<size_t>(shape.rows * shape.k));
@@ -192,16 +191,14 @@ TEST(CpuMatMul, RandomShapesAgainstReference) {
       // The reference fed the activation exactly as the integer kernels see it: the fast path
       // must match it up to summation order (this is what catches a wrong block layout).
       const std::vector<float> x_seen = activation_as_seen(type, x, shape.rows, shape.k);
-      const std::vector<float> want_seen =
-          run(pool, nullptr, x_seen, shape.rows, shape.k, w.weight);
+      const std::vector<float> want_seen = run(pool, nullptr, x_seen, shape.rows, shape.k, w.weight);
       std::vector<float> first;
       for (const DotKernels* kernels : kernel_sets()) {
         const std::vector<float> got = run(pool, kernels, x, shape.rows, shape.k, w.weight);
         expect_close(got, want_seen, x_seen, w_f32, shape.rows, shape.n_out, shape.k,
                      what + " " + kernels->name + " vs reference(seen activation)");
         if (is_float_type(type)) {
-          expect_close(got, want, x, w_f32, shape.rows, shape.n_out, shape.k,
-                       what + " " + kernels->name);
+          expect_close(got, want, x, w_f32, shape.rows, shape.n_out, shape.k, what + " " + kernels->name);
         } else {
           // NOTE(cpu_matmul): NMSE of a handful of outputs is a ratio of two tiny sums and
           // heavy-tailed (one output near zero makes it blow up), so a shape is judged alone
@@ -236,8 +233,7 @@ TEST(CpuMatMul, RandomShapesAgainstReference) {
 // Raw weight bytes of adversarial content: every quant code (including Q8_0's -128, the
 // 15/31/63 maxima of the K-quants, 6-bit scales and mins of 63, Q6_K scales of -128), with
 // the fp16 super-block scales set to 1 so every weight is a small integer.
-std::vector<std::byte> adversarial_bytes(DType type, int64_t n_out, int64_t k, bool all_max,
-                                         std::mt19937& rng) {
+std::vector<std::byte> adversarial_bytes(DType type, int64_t n_out, int64_t k, bool all_max, std::mt19937& rng) {
   const DTypeInfo info = dtype_info(type);
   const size_t row_bytes = dtype_row_bytes(info, static_cast<uint64_t>(k));
   std::vector<std::byte> bytes(row_bytes * static_cast<size_t>(n_out));
@@ -342,8 +338,8 @@ TEST(CpuMatMul, RowKernelsEqualOneRowKernelsBitForBit) {
           for (int r = 0; r < fast::kDotRows; ++r) {
             const float want = one(k, w_row, act.data() + static_cast<size_t>(r) * stride);
             EXPECT_EQ(std::memcmp(&got[r], &want, sizeof want), 0)
-                << dtype_name(type) << " " << kernels->name << " k=" << k << " row " << r << ": " << got[r]
-                << " vs " << want;
+                << dtype_name(type) << " " << kernels->name << " k=" << k << " row " << r << ": " << got[r] << " vs "
+                << want;
             ++checked;
           }
         }
@@ -375,9 +371,9 @@ TEST(CpuMatMul, EveryPathAndKernelSetGivesTheScalarBits) {
       // Each row alone through the scalar kernels: the reference bits.
       std::vector<float> want(static_cast<size_t>(max_rows * n_out));
       for (int64_t r = 0; r < max_rows; ++r) {
-        ASSERT_TRUE(mat_mul_fast(pool, fast::scalar_dot_kernels(), x.data() + r * k, 1, k, w.weight,
-                                 want.data() + r * n_out)
-                        .ok());
+        ASSERT_TRUE(
+            mat_mul_fast(pool, fast::scalar_dot_kernels(), x.data() + r * k, 1, k, w.weight, want.data() + r * n_out)
+                .ok());
       }
       for (const DotKernels* kernels : kernel_sets()) {
         for (int64_t rows : {1, 2, 3, 4, 5, 8, 9, 16, 17, 33, 67}) {
@@ -405,7 +401,8 @@ TEST(CpuMatMul, ActivationQuantizersEqualScalarByteForByte) {
     for (float& v : x) v = uniform(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 40) - 20);
     if (trial % 4 == 1) {
       // Blocks whose max is 127 so that x * 127 / max hits the halves n + 0.5 exactly.
-      for (int64_t j = 0; j < k; ++j) x[j] = (j % 32 == 0) ? 127.0f : static_cast<float>(static_cast<int>(rng() % 253) - 126) + 0.5f * (j % 2);
+      for (int64_t j = 0; j < k; ++j)
+        x[j] = (j % 32 == 0) ? 127.0f : static_cast<float>(static_cast<int>(rng() % 253) - 126) + 0.5f * (j % 2);
     }
     if (trial % 4 == 2) {
       x[rng() % k] = std::numeric_limits<float>::quiet_NaN();
@@ -437,8 +434,7 @@ TEST(CpuMatMul, ExactOnAdversarialInputs) {
     for (bool all_max : {false, true}) {
       for (int64_t k : {256, 512}) {
         const int64_t rows = 5, n_out = 7;
-        OwnedWeight w =
-            make_weight(type, n_out, k, adversarial_bytes(type, n_out, k, all_max, rng));
+        OwnedWeight w = make_weight(type, n_out, k, adversarial_bytes(type, n_out, k, all_max, rng));
         std::vector<float> x(static_cast<size_t>(rows * k), 0.0f);
         std::uniform_int_distribution<int64_t> pos(0, k - 1);
         for (int64_t r = 0; r < rows; ++r) {
@@ -448,8 +444,8 @@ TEST(CpuMatMul, ExactOnAdversarialInputs) {
         for (const DotKernels* kernels : kernel_sets()) {
           const std::vector<float> got = run(pool, kernels, x, rows, k, w.weight);
           for (size_t i = 0; i < want.size(); ++i) {
-            ASSERT_EQ(got[i], want[i]) << dtype_name(type) << " " << kernels->name
-                                       << " all_max=" << all_max << " k=" << k << " i=" << i;
+            ASSERT_EQ(got[i], want[i]) << dtype_name(type) << " " << kernels->name << " all_max=" << all_max
+                                       << " k=" << k << " i=" << i;
           }
         }
       }
@@ -492,8 +488,7 @@ TEST(CpuMatMul, ErrorsAsValues) {
   odd.cols = 100;
   const Status bad_k = mat_mul_fast(pool, x.data(), 1, 100, odd, out.data());
   ASSERT_FALSE(bad_k.ok());
-  EXPECT_NE(bad_k.error().message.find("k % 256 == 0, got 100"), std::string::npos)
-      << bad_k.error().message;
+  EXPECT_NE(bad_k.error().message.find("k % 256 == 0, got 100"), std::string::npos) << bad_k.error().message;
 }
 
 // Q8_0 rows of an odd number of blocks: the AVX-512 kernels take blocks in pairs and the last
@@ -510,8 +505,8 @@ TEST(CpuMatMul, Q8_0OddBlockCounts) {
     const std::vector<float> want = run(pool, nullptr, x_seen, shape.rows, shape.k, w.weight);
     const std::vector<float> w_f32 = dequantized(w.weight);
     for (const DotKernels* kernels : kernel_sets()) {
-      expect_close(run(pool, kernels, x, shape.rows, shape.k, w.weight), want, x_seen, w_f32, shape.rows,
-                   shape.n_out, shape.k, std::string("Q8_0 k=") + std::to_string(shape.k) + " " + kernels->name);
+      expect_close(run(pool, kernels, x, shape.rows, shape.k, w.weight), want, x_seen, w_f32, shape.rows, shape.n_out,
+                   shape.k, std::string("Q8_0 k=") + std::to_string(shape.k) + " " + kernels->name);
     }
   }
 }
@@ -537,8 +532,8 @@ TEST(CpuMatMul, Avx512SetsCoveredOrSkipped) {
 
 TEST(CpuMatMul, ReportsKernelSet) {
   const fast::CpuFeatures& f = fast::detected_cpu_features();
-  std::printf("[ info ] cpu: avx2=%d avx512f=%d avx512bw=%d avx512vl=%d avx512vnni=%d; fast matmul uses %s\n",
-              f.avx2, f.avx512f, f.avx512bw, f.avx512vl, f.avx512vnni, fast::best_dot_kernels(f).name);
+  std::printf("[ info ] cpu: avx2=%d avx512f=%d avx512bw=%d avx512vl=%d avx512vnni=%d; fast matmul uses %s\n", f.avx2,
+              f.avx512f, f.avx512bw, f.avx512vl, f.avx512vnni, fast::best_dot_kernels(f).name);
   EXPECT_NE(fast::best_dot_kernels(f).q4_k, nullptr);
 }
 

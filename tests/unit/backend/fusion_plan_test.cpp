@@ -33,7 +33,7 @@ TEST(FusionPlan, FindsTheResidualNormsAndQwen3sQkNormRope) {
   // The first layer's norm (after the embedding) and the output norm (read by the Q8_0 logits matmul).
   EXPECT_EQ(counts[FusionKind::Norm], 2);
   EXPECT_EQ(counts[FusionKind::SwigluQuant], n_layer);  // read by the Q8_0 down projection
-  EXPECT_EQ(counts[FusionKind::MatMuls], 2 * n_layer);   // q, k and v; gate and up
+  EXPECT_EQ(counts[FusionKind::MatMuls], 2 * n_layer);  // q, k and v; gate and up
   for (const Fusion& run : plan.runs) {
     const model::Node& first = graph->nodes[static_cast<size_t>(run.nodes.front())];
     const model::Node& last = graph->nodes[static_cast<size_t>(run.nodes.back())];

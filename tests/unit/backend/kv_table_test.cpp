@@ -8,7 +8,12 @@ namespace gufo::backend {
 namespace {
 
 KvCacheSpec spec(int64_t n_seq, int64_t n_blocks) {
-  return {.n_layer = 2, .n_embd_kv = 8, .n_ctx = 40, .n_seq = n_seq, .type = DType::F16, .block_size = 16,
+  return {.n_layer = 2,
+          .n_embd_kv = 8,
+          .n_ctx = 40,
+          .n_seq = n_seq,
+          .type = DType::F16,
+          .block_size = 16,
           .n_blocks = n_blocks};
 }
 
@@ -72,7 +77,8 @@ TEST(KvTable, PagedTablesCapacityAndVersion) {
   auto past = table.fill_after(rows({31, 32}, {0, 0}));
   ASSERT_FALSE(past.ok());
   EXPECT_NE(past.error().message.find("past its 32 cache positions"), std::string::npos);
-  EXPECT_NE(table.set_blocks(0, std::vector<int32_t>{8}, 0).error().message.find("outside the pool"), std::string::npos);
+  EXPECT_NE(table.set_blocks(0, std::vector<int32_t>{8}, 0).error().message.find("outside the pool"),
+            std::string::npos);
   EXPECT_NE(table.set_blocks(0, std::vector<int32_t>{1}, 17).error().message.find("do not fit"), std::string::npos);
   EXPECT_NE(table.set_blocks(2, std::vector<int32_t>{1}, 0).error().message.find("out of range"), std::string::npos);
   KvTable contiguous(spec(1, 0));

@@ -16,8 +16,8 @@ TEST(NodeTap, SeesEveryNodeInOrderEndingWithTheLogits) {
   const std::vector<int32_t> tokens = {5, 6, 7};
   auto graph = tiny.model->build_graph({.n_tokens = 3, .n_outputs = 1});
   ASSERT_TRUE(graph.ok());
-  auto cache = tiny.cpu.create_kv_cache({.n_layer = tiny.model->hparams().n_layer,
-                                         .n_embd_kv = tiny.model->hparams().n_embd_kv(), .n_ctx = 8});
+  auto cache = tiny.cpu.create_kv_cache(
+      {.n_layer = tiny.model->hparams().n_layer, .n_embd_kv = tiny.model->hparams().n_embd_kv(), .n_ctx = 8});
   ASSERT_TRUE(cache.ok());
   std::vector<std::string> names;
   std::vector<float> last;
@@ -27,8 +27,8 @@ TEST(NodeTap, SeesEveryNodeInOrderEndingWithTheLogits) {
     last.assign(values.begin(), values.end());
   };
   std::vector<float> logits(static_cast<size_t>(tiny.model->hparams().n_vocab));
-  const Status s = tiny.cpu.forward(*graph, Batch::sequence(tokens, 0, false), **cache, {.logits = logits, .argmax = {}},
-                                    &tap);
+  const Status s =
+      tiny.cpu.forward(*graph, Batch::sequence(tokens, 0, false), **cache, {.logits = logits, .argmax = {}}, &tap);
   ASSERT_TRUE(s.ok()) << s.error().message;
   std::vector<std::string> want;
   for (const model::Node& node : graph->nodes) {

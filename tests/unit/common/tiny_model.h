@@ -12,8 +12,8 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
-#include "tests/unit/common/temp_path.h"
 #include "engine/model.h"
+#include "tests/unit/common/temp_path.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::testing {

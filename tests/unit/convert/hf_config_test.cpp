@@ -90,14 +90,12 @@ TEST(HfConfig, Errors) {
       {{{"hidden_size", nullptr}}, "hidden_size: missing"},
       {{{"hidden_size", -3}}, "hidden_size: expected an integer from 1 to"},
       {{{"vocab_size", "many"}}, "vocab_size: expected an integer"},
-      {{{"num_key_value_heads", 3}},
-       "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
+      {{{"num_key_value_heads", 3}}, "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
       {{{"hidden_size", 66}}, "hidden_size 66 is not a multiple of num_attention_heads 4"},
       {{{"head_dim", 15}}, "head_dim 15 must be even"},
       {{{"rms_norm_eps", -1.0}}, "rms_norm_eps: expected a small positive number"},
       {{{"tie_word_embeddings", "yes"}}, "tie_word_embeddings: expected true or false"},
-      {{{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}}},
-       "rope_type: 'dynamic' is not supported"},
+      {{{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}}}, "rope_type: 'dynamic' is not supported"},
       {{{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 2.0}}}},
        "original_max_position_embeddings: missing (needed for rope_type yarn)"},
       {{{"rope_scaling", 5}}, "rope_scaling: expected an object or null"},
@@ -108,14 +106,10 @@ TEST(HfConfig, Errors) {
     auto parsed = parse_hf_config(config, "m/config.json");
     ASSERT_FALSE(parsed.ok()) << bad.patch.dump();
     EXPECT_EQ(parsed.error().message.rfind("m/config.json: ", 0), 0u) << parsed.error().message;
-    EXPECT_NE(parsed.error().message.find(bad.expected), std::string::npos)
-        << parsed.error().message;
+    EXPECT_NE(parsed.error().message.find(bad.expected), std::string::npos) << parsed.error().message;
   }
   json moe = base_config("Qwen3MoeForCausalLM");
-  moe.update({{"num_experts", 8},
-              {"num_experts_per_tok", 2},
-              {"moe_intermediate_size", 32},
-              {"mlp_only_layers", {0}}});
+  moe.update({{"num_experts", 8}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32}, {"mlp_only_layers", {0}}});
   auto parsed = parse_hf_config(moe, "config.json");
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.error().message.find("dense layers"), std::string::npos);

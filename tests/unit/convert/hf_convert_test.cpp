@@ -29,8 +29,8 @@ class HfConvert : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = std::filesystem::temp_directory_path() /
-            ("gufo_convert_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+            ("gufo_convert_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(root_);
     std::filesystem::create_directories(root_);
     dir_ = root_ / "tiny-model";
@@ -62,8 +62,8 @@ class HfConvert : public ::testing::Test {
     const uint64_t row = info.ne[0];
     const uint64_t row_bytes = dtype_row_bytes(dtype_info(info.type), row);
     for (uint64_t r = 0; r < info.n_elements / row; ++r) {
-      EXPECT_TRUE(quant::dequantize_row(info.type, info.data + r * row_bytes, row_bytes,
-                                        out.data() + r * row, static_cast<int64_t>(row))
+      EXPECT_TRUE(quant::dequantize_row(info.type, info.data + r * row_bytes, row_bytes, out.data() + r * row,
+                                        static_cast<int64_t>(row))
                       .ok());
     }
     return out;
@@ -126,21 +126,20 @@ TEST_F(HfConvert, Qwen3TiedF32) {
   // Names, ggml shapes (PyTorch reversed), all F32.
   std::vector<std::string> names;
   for (const auto& info : file_->tensors()) names.push_back(info.name);
-  const std::vector<std::string> expected_layer = {
-      "attn_norm.weight",   "attn_q.weight",      "attn_k.weight",      "attn_v.weight",
-      "attn_output.weight", "attn_q_norm.weight", "attn_k_norm.weight", "ffn_norm.weight",
-      "ffn_gate.weight",    "ffn_up.weight",      "ffn_down.weight"};
+  const std::vector<std::string> expected_layer = {"attn_norm.weight",   "attn_q.weight",      "attn_k.weight",
+                                                   "attn_v.weight",      "attn_output.weight", "attn_q_norm.weight",
+                                                   "attn_k_norm.weight", "ffn_norm.weight",    "ffn_gate.weight",
+                                                   "ffn_up.weight",      "ffn_down.weight"};
   std::vector<std::string> expected = {"token_embd.weight"};
   for (int layer = 0; layer < 2; ++layer) {
-    for (const auto& name : expected_layer)
-      expected.push_back("blk." + std::to_string(layer) + "." + name);
+    for (const auto& name : expected_layer) expected.push_back("blk." + std::to_string(layer) + "." + name);
   }
   expected.push_back("output_norm.weight");  // no output.weight: tied
   EXPECT_EQ(names, expected);
   for (const auto& info : file_->tensors()) EXPECT_EQ(info.type, DType::F32) << info.name;
-  EXPECT_EQ(std::vector<uint64_t>(tensor("token_embd.weight").shape().begin(),
-                                  tensor("token_embd.weight").shape().end()),
-            (std::vector<uint64_t>{64, 264}));
+  EXPECT_EQ(
+      std::vector<uint64_t>(tensor("token_embd.weight").shape().begin(), tensor("token_embd.weight").shape().end()),
+      (std::vector<uint64_t>{64, 264}));
   EXPECT_EQ(tensor("blk.0.attn_q.weight").n_dims, 2u);
   EXPECT_EQ(tensor("blk.0.attn_q.weight").ne[0], 64u);
   EXPECT_EQ(tensor("blk.0.attn_q.weight").ne[1], 64u);
@@ -153,12 +152,9 @@ TEST_F(HfConvert, Qwen3TiedF32) {
   // Values are the source values (F32 out: exact), in the same row-major order, and qwen3
   // q/k are not permuted.
   EXPECT_EQ(values("token_embd.weight"), tensors["model.embed_tokens.weight"].values);
-  EXPECT_EQ(values("blk.1.attn_q.weight"),
-            tensors["model.layers.1.self_attn.q_proj.weight"].values);
-  EXPECT_EQ(values("blk.0.attn_k.weight"),
-            tensors["model.layers.0.self_attn.k_proj.weight"].values);
-  EXPECT_EQ(values("blk.0.ffn_norm.weight"),
-            tensors["model.layers.0.post_attention_layernorm.weight"].values);
+  EXPECT_EQ(values("blk.1.attn_q.weight"), tensors["model.layers.1.self_attn.q_proj.weight"].values);
+  EXPECT_EQ(values("blk.0.attn_k.weight"), tensors["model.layers.0.self_attn.k_proj.weight"].values);
+  EXPECT_EQ(values("blk.0.ffn_norm.weight"), tensors["model.layers.0.post_attention_layernorm.weight"].values);
 }
 
 TEST_F(HfConvert, LlamaPermutesQkAndWritesRopeFreqs) {
@@ -170,8 +166,7 @@ TEST_F(HfConvert, LlamaPermutesQkAndWritesRopeFreqs) {
                             {"high_freq_factor", 4.0},
                             {"original_max_position_embeddings", 64}};
   // Old checkpoints carry this buffer; it is skipped.
-  tensors["model.layers.0.self_attn.rotary_emb.inv_freq"] = {
-      "F32", {8}, testing::make_values("F32", 8, 99)};
+  tensors["model.layers.0.self_attn.rotary_emb.inv_freq"] = {"F32", {8}, testing::make_values("F32", 8, 99)};
   testing::write_folder(dir_, config, tensors);
   convert(DType::F32);
 
@@ -209,8 +204,7 @@ TEST_F(HfConvert, LlamaPermutesQkAndWritesRopeFreqs) {
     // Head 0 row 1 comes from row head_dim/2 = 8.
     EXPECT_EQ(got[1 * n_embd], source[8 * n_embd]);
   }
-  EXPECT_EQ(values("blk.1.attn_v.weight"),
-            tensors["model.layers.1.self_attn.v_proj.weight"].values);
+  EXPECT_EQ(values("blk.1.attn_v.weight"), tensors["model.layers.1.self_attn.v_proj.weight"].values);
   EXPECT_EQ(values("output.weight"), tensors["lm_head.weight"].values);
   EXPECT_EQ(file_->find_tensor("blk.0.rotary_emb.inv_freq"), nullptr);
 }
@@ -218,10 +212,8 @@ TEST_F(HfConvert, LlamaPermutesQkAndWritesRopeFreqs) {
 TEST_F(HfConvert, RopeScalingKeys) {
   // linear and yarn become keys (TextModel.set_gguf_parameters); no rope_freqs tensor.
   auto [config, tensors] = testing::tiny_model("Qwen3ForCausalLM");
-  config["rope_scaling"] = {{"rope_type", "yarn"},
-                            {"factor", 4.0},
-                            {"original_max_position_embeddings", 128},
-                            {"beta_fast", 32.0}};
+  config["rope_scaling"] = {
+      {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 128}, {"beta_fast", 32.0}};
   testing::write_folder(dir_, config, tensors);
   convert(DType::F16);
   EXPECT_EQ(file_->get_string("qwen3.rope.scaling.type").value(), "yarn");
@@ -248,8 +240,7 @@ TEST_F(HfConvert, OuttypesFollowLlamaCppRules) {
     DType outtype;
     uint32_t file_type;
   };
-  for (const Case& c :
-       {Case{DType::F16, 1}, Case{DType::BF16, 32}, Case{DType::Q8_0, 7}, Case{DType::F32, 0}}) {
+  for (const Case& c : {Case{DType::F16, 1}, Case{DType::BF16, 32}, Case{DType::Q8_0, 7}, Case{DType::F32, 0}}) {
     SCOPED_TRACE(std::string(dtype_name(c.outtype)));
     convert(c.outtype);
     EXPECT_EQ(file_->get_u32("general.file_type").value(), c.file_type);
@@ -259,8 +250,7 @@ TEST_F(HfConvert, OuttypesFollowLlamaCppRules) {
       if (c.outtype == DType::Q8_0 && info.ne[0] % 32 != 0) expected = DType::F16;
       EXPECT_EQ(info.type, expected) << info.name;
     }
-    EXPECT_EQ(tensor("blk.0.ffn_down.weight").type,
-              c.outtype == DType::Q8_0 ? DType::F16 : c.outtype);
+    EXPECT_EQ(tensor("blk.0.ffn_down.weight").type, c.outtype == DType::Q8_0 ? DType::F16 : c.outtype);
     // Values: F16/BF16 are the round-to-nearest-even of the source; Q8_0 within half a step.
     const std::vector<float>& source = tensors["model.layers.0.mlp.gate_proj.weight"].values;
     const std::vector<float> got = values("blk.0.ffn_gate.weight");
@@ -315,10 +305,8 @@ TEST_F(HfConvert, Qwen3MoeStacksExperts) {
   // Expert e's matrix is slice e of the stacked tensor.
   const std::vector<float> down = values("blk.1.ffn_down_exps.weight");
   for (int e = 0; e < 4; ++e) {
-    const auto& source =
-        tensors["model.layers.1.mlp.experts." + std::to_string(e) + ".down_proj.weight"].values;
-    EXPECT_TRUE(std::equal(source.begin(), source.end(), down.begin() + e * 32 * 64))
-        << "expert " << e;
+    const auto& source = tensors["model.layers.1.mlp.experts." + std::to_string(e) + ".down_proj.weight"].values;
+    EXPECT_TRUE(std::equal(source.begin(), source.end(), down.begin() + e * 32 * 64)) << "expert " << e;
   }
   // In f16 mode the router stays F32 (llama.cpp: FFN_GATE_INP is always F32).
   convert(DType::F16);
@@ -368,8 +356,7 @@ TEST_F(HfConvert, ShardedCheckpoint) {
   for (auto& [name, t] : tensors) {
     const bool in_first = name.find("layers.1.") == std::string::npos;
     (in_first ? first : second)[name] = t;
-    weight_map[name] =
-        in_first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    weight_map[name] = in_first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
   }
   testing::write_safetensors(dir_ / "model-00001-of-00002.safetensors", first);
   testing::write_safetensors(dir_ / "model-00002-of-00002.safetensors", second);
@@ -414,8 +401,7 @@ TEST_F(HfConvert, BadFolders) {
   TensorMap wrong_shape = tensors;
   wrong_shape["model.layers.0.self_attn.k_proj.weight"].shape = {64, 32};
   with(config, wrong_shape);
-  expect_error(
-      "tensor 'model.layers.0.self_attn.k_proj.weight': shape [64, 32], expected [32, 64]");
+  expect_error("tensor 'model.layers.0.self_attn.k_proj.weight': shape [64, 32], expected [32, 64]");
 
   TensorMap no_head = tensors;
   no_head.erase("lm_head.weight");
@@ -496,14 +482,12 @@ TEST_F(HfConvert, Cli) {
 }
 
 // Source tensor `name` of a checkpoint as fp32.
-std::vector<float> source_values(const safetensors::Checkpoint& checkpoint,
-                                 const std::string& name) {
+std::vector<float> source_values(const safetensors::Checkpoint& checkpoint, const std::string& name) {
   const safetensors::TensorView* view = checkpoint.find(name);
   EXPECT_NE(view, nullptr) << name;
   std::vector<float> out;
   if (view == nullptr) return out;
-  for (uint64_t i = 0; i < view->n_elements(); ++i)
-    out.push_back(decode_element(view->dtype, view->data.data(), i));
+  for (uint64_t i = 0; i < view->n_elements(); ++i) out.push_back(decode_element(view->dtype, view->data.data(), i));
   return out;
 }
 
@@ -534,24 +518,20 @@ TEST(HfConvertRealModels, ConvertAll) {
         if (info) std::memcpy(out.data(), info->data, out.size() * 4);
         return out;
       };
-      EXPECT_EQ(gguf_values("token_embd.weight"),
-                source_values(checkpoint, "model.embed_tokens.weight"));
+      EXPECT_EQ(gguf_values("token_embd.weight"), source_values(checkpoint, "model.embed_tokens.weight"));
       EXPECT_EQ(gguf_values("blk.1.attn_v.weight"),
                 source_values(checkpoint, "model.layers.1.self_attn.v_proj.weight"));
       const std::vector<float> q = gguf_values("blk.0.attn_q.weight");
-      const std::vector<float> q_source =
-          source_values(checkpoint, "model.layers.0.self_attn.q_proj.weight");
+      const std::vector<float> q_source = source_values(checkpoint, "model.layers.0.self_attn.q_proj.weight");
       const bool is_llama = file->get_string("general.architecture").value() == "llama";
       const uint64_t n_embd = file->find_tensor("blk.0.attn_q.weight")->ne[0];
       const uint64_t n_rows = q.size() / n_embd;
       const uint32_t n_head =
-          file->get_u32(std::string(file->get_string("general.architecture").value()) +
-                        ".attention.head_count")
+          file->get_u32(std::string(file->get_string("general.architecture").value()) + ".attention.head_count")
               .value();
       for (uint64_t r = 0; r < n_rows; ++r) {
         const uint64_t src = is_llama ? llama_permuted_source_row(r, n_rows, n_head) : r;
-        ASSERT_TRUE(std::equal(q.begin() + r * n_embd, q.begin() + (r + 1) * n_embd,
-                               q_source.begin() + src * n_embd))
+        ASSERT_TRUE(std::equal(q.begin() + r * n_embd, q.begin() + (r + 1) * n_embd, q_source.begin() + src * n_embd))
             << "attn_q row " << r;
       }
     }

@@ -14,8 +14,7 @@ namespace {
 
 std::vector<uint64_t> permuted_rows(uint64_t n_rows, uint32_t n_head) {
   std::vector<uint64_t> rows;
-  for (uint64_t r = 0; r < n_rows; ++r)
-    rows.push_back(llama_permuted_source_row(r, n_rows, n_head));
+  for (uint64_t r = 0; r < n_rows; ++r) rows.push_back(llama_permuted_source_row(r, n_rows, n_head));
   return rows;
 }
 
@@ -51,8 +50,7 @@ TEST(LlamaPermute, TurnsNeoxRopeIntoNormalRope) {
   std::vector<double> q(n_rows);
   for (uint64_t r = 0; r < n_rows; ++r) q[r] = std::sin(0.7 * static_cast<double>(r) + 0.1);
   const auto theta = [&](uint64_t pair, int pos) {
-    return pos *
-           std::pow(10000.0, -2.0 * static_cast<double>(pair) / static_cast<double>(head_dim));
+    return pos * std::pow(10000.0, -2.0 * static_cast<double>(pair) / static_cast<double>(head_dim));
   };
   const auto neox = [&](std::vector<double> x, int pos) {  // rotate_half, per head
     for (uint64_t h = 0; h < n_head; ++h) {
@@ -91,14 +89,12 @@ TEST(LlamaPermute, TurnsNeoxRopeIntoNormalRope) {
   for (int pos : {0, 1, 5, 37}) {
     const std::vector<double> lhs = normal(permute(q), pos);
     const std::vector<double> rhs = permute(neox(q, pos));
-    for (uint64_t r = 0; r < n_rows; ++r)
-      EXPECT_NEAR(lhs[r], rhs[r], 1e-12) << "pos " << pos << " row " << r;
+    for (uint64_t r = 0; r < n_rows; ++r) EXPECT_NEAR(lhs[r], rhs[r], 1e-12) << "pos " << pos << " row " << r;
   }
 }
 
 // The llama3 factor for pair i, in double (the Python formula without float32 rounding).
-double expected_factor(uint32_t i, uint32_t dim, double base, double factor, double low,
-                       double high, double old_ctx) {
+double expected_factor(uint32_t i, uint32_t dim, double base, double factor, double low, double high, double old_ctx) {
   const double freq = 1.0 / std::pow(base, static_cast<double>(2 * i) / dim);
   const double wavelen = 2 * std::numbers::pi / freq;
   if (wavelen < old_ctx / high) return 1.0;

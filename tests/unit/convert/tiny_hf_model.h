@@ -51,14 +51,12 @@ inline void write_safetensors(const std::filesystem::path& path, const TensorMap
         const auto* p = reinterpret_cast<const std::byte*>(&value);
         data.insert(data.end(), p, p + 4);
       } else {
-        const uint16_t bits =
-            tensor.dtype == "F16" ? quant::fp32_to_fp16(value) : quant::fp32_to_bf16(value);
+        const uint16_t bits = tensor.dtype == "F16" ? quant::fp32_to_fp16(value) : quant::fp32_to_bf16(value);
         const auto* p = reinterpret_cast<const std::byte*>(&bits);
         data.insert(data.end(), p, p + 2);
       }
     }
-    header[name] = {
-        {"dtype", tensor.dtype}, {"shape", tensor.shape}, {"data_offsets", {begin, data.size()}}};
+    header[name] = {{"dtype", tensor.dtype}, {"shape", tensor.shape}, {"data_offsets", {begin, data.size()}}};
   }
   header["__metadata__"] = {{"format", "pt"}};
   const std::string text = header.dump();  // odd length on purpose sometimes: unaligned data
@@ -84,8 +82,7 @@ inline json tiny_tokenizer_json() {
   return {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({"h e"})}}},
           {"added_tokens", json::array({{{"id", 257}, {"content", "<|end|>"}, {"special", true}}})},
           {"normalizer", nullptr},
-          {"pre_tokenizer",
-           {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}}}};
+          {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}}}};
 }
 
 struct TinyShape {
@@ -127,8 +124,7 @@ inline std::pair<json, TensorMap> tiny_model(const std::string& hf_arch, const T
   }
   TensorMap tensors;
   uint32_t seed = 1;
-  const auto add = [&](const std::string& name, std::vector<uint64_t> shape,
-                       const std::string& dtype) {
+  const auto add = [&](const std::string& name, std::vector<uint64_t> shape, const std::string& dtype) {
     uint64_t n = 1;
     for (uint64_t extent : shape) n *= extent;
     tensors[name] = TinyTensor{dtype, shape, make_values(dtype, n, seed++)};
@@ -172,8 +168,7 @@ inline std::pair<json, TensorMap> tiny_model(const std::string& hf_arch, const T
   return {config, tensors};
 }
 
-inline void write_folder(const std::filesystem::path& dir, const json& config,
-                         const TensorMap& tensors) {
+inline void write_folder(const std::filesystem::path& dir, const json& config, const TensorMap& tensors) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << config.dump(2);
   std::ofstream(dir / "tokenizer.json") << tiny_tokenizer_json().dump();

@@ -30,13 +30,12 @@ TEST(BuildInfo, CompilerMatchesTheCompilersOwnMacros) {
   const BuildInfo& build = build_info();
 #if defined(__clang__)
   const std::string id = "Clang";
-  const std::string version = std::to_string(__clang_major__) + "." +
-                              std::to_string(__clang_minor__) + "." +
+  const std::string version = std::to_string(__clang_major__) + "." + std::to_string(__clang_minor__) + "." +
                               std::to_string(__clang_patchlevel__);
 #elif defined(__GNUC__)
   const std::string id = "GNU";
-  const std::string version = std::to_string(__GNUC__) + "." + std::to_string(__GNUC_MINOR__) +
-                              "." + std::to_string(__GNUC_PATCHLEVEL__);
+  const std::string version =
+      std::to_string(__GNUC__) + "." + std::to_string(__GNUC_MINOR__) + "." + std::to_string(__GNUC_PATCHLEVEL__);
 #else
   GTEST_SKIP() << "no known compiler macros to compare with";
   const std::string id, version;
@@ -44,8 +43,7 @@ TEST(BuildInfo, CompilerMatchesTheCompilersOwnMacros) {
   EXPECT_EQ(build.cxx_compiler_id, id);
   EXPECT_EQ(build.cxx_compiler_version, version);
   // The banner is what `<compiler> --version` printed; it names the same version.
-  EXPECT_NE(std::string(build.cxx_compiler_banner).find(version), std::string::npos)
-      << build.cxx_compiler_banner;
+  EXPECT_NE(std::string(build.cxx_compiler_banner).find(version), std::string::npos) << build.cxx_compiler_banner;
 }
 
 TEST(BuildInfo, StandardLibraryMatchesItsOwnMacros) {
@@ -55,8 +53,7 @@ TEST(BuildInfo, StandardLibraryMatchesItsOwnMacros) {
   EXPECT_EQ(build.stdlib_version, std::to_string(_LIBCPP_VERSION));
 #elif defined(__GLIBCXX__)
   EXPECT_EQ(build.stdlib_name, "libstdc++");
-  EXPECT_EQ(build.stdlib_version,
-            std::to_string(_GLIBCXX_RELEASE) + " (" + std::to_string(__GLIBCXX__) + ")");
+  EXPECT_EQ(build.stdlib_version, std::to_string(_GLIBCXX_RELEASE) + " (" + std::to_string(__GLIBCXX__) + ")");
 #endif
 }
 
@@ -72,8 +69,7 @@ TEST(BuildInfo, CudaFieldsFollowTheBuild) {
   EXPECT_FALSE(build.cuda_architectures.empty());
   // CUDART_VERSION 13000 is toolkit 13.0: the header and the toolkit agree.
   const int cudart = std::stoi(std::string(build.cudart_header_version));
-  const std::string major_minor =
-      std::to_string(cudart / 1000) + "." + std::to_string(cudart % 1000 / 10);
+  const std::string major_minor = std::to_string(cudart / 1000) + "." + std::to_string(cudart % 1000 / 10);
   EXPECT_EQ(std::string(build.cuda_toolkit_version).rfind(major_minor, 0), 0u)
       << build.cuda_toolkit_version << " vs CUDART_VERSION " << cudart;
   EXPECT_NE(std::string(build.nvcc_banner).find(std::string(build.nvcc_version)), std::string::npos)

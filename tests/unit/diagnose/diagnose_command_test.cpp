@@ -18,8 +18,7 @@ using test_util::first_line;
 using test_util::run_command;
 
 nlohmann::json run_diagnose_json() {
-  const test_util::CommandOutput result =
-      run_command(std::string(GUFO_BINARY) + " diagnose --json");
+  const test_util::CommandOutput result = run_command(std::string(GUFO_BINARY) + " diagnose --json");
   EXPECT_EQ(result.exit_code, 0) << result.out;
   nlohmann::json doc = nlohmann::json::parse(result.out, nullptr, /*allow_exceptions=*/false);
   EXPECT_FALSE(doc.is_discarded()) << result.out;
@@ -89,8 +88,7 @@ TEST(DiagnoseCommand, ReportedCompilerIsTheOneThatSaysSo) {
     EXPECT_EQ(nvcc, GUFO_TEST_CUDA_COMPILER);
     const test_util::CommandOutput nvcc_version = run_command("'" + nvcc + "' --version");
     ASSERT_EQ(nvcc_version.exit_code, 0) << nvcc;
-    EXPECT_NE(nvcc_version.out.find("V" + doc["build"]["cuda"]["nvcc_version"].get<std::string>()),
-              std::string::npos)
+    EXPECT_NE(nvcc_version.out.find("V" + doc["build"]["cuda"]["nvcc_version"].get<std::string>()), std::string::npos)
         << nvcc_version.out;
   }
 }

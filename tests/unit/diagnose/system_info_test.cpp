@@ -37,13 +37,11 @@ TEST(SystemInfo, ParsesMeminfo) {
 }
 
 TEST(SystemInfo, ParsesNvidiaDriverVersion) {
-  EXPECT_EQ(parse_nvidia_driver_version(
-                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Wed Feb 26 "
-                "20:46:09 UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"),
+  EXPECT_EQ(parse_nvidia_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Wed Feb 26 "
+                                        "20:46:09 UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"),
             "570.124.06");
-  EXPECT_EQ(parse_nvidia_driver_version(
-                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release "
-                "Build  (dvs-builder@U16-I3-B03-4-3)  Sun Jul 27 07:09:51 UTC 2025\n"),
+  EXPECT_EQ(parse_nvidia_driver_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release "
+                                        "Build  (dvs-builder@U16-I3-B03-4-3)  Sun Jul 27 07:09:51 UTC 2025\n"),
             "580.65.06");
   EXPECT_EQ(parse_nvidia_driver_version(""), "");
 }
@@ -89,9 +87,8 @@ TEST(SystemInfo, SimdAgreesWithTheCompilersDetection) {
   EXPECT_EQ(has(simd, "avx512bw"), __builtin_cpu_supports("avx512bw") != 0);
   EXPECT_EQ(has(simd, "avx512vl"), __builtin_cpu_supports("avx512vl") != 0);
   // The order is fixed (the fingerprint hashes the list as text).
-  const std::vector<std::string> order = {"sse4.2",      "avx",        "avx2",     "fma",
-                                          "f16c",        "avx512f",    "avx512bw", "avx512vl",
-                                          "avx512_vnni", "avx512_bf16"};
+  const std::vector<std::string> order = {"sse4.2",  "avx",      "avx2",     "fma",         "f16c",
+                                          "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16"};
   size_t last = 0;
   for (const std::string& feature : simd) {
     const auto it = std::find(order.begin(), order.end(), feature);

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "tests/unit/common/temp_path.h"
 #include "engine/chat.h"
 #include "engine/model.h"
+#include "tests/unit/common/temp_path.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -98,8 +98,9 @@ TEST(Chat, PrefixReuseGivesTheSameTokensAsOneColdPrefill) {
   ASSERT_EQ(warm_second->result.reason, StopReason::Length);
 
   // Cold: the same rendered conversation evaluated in one go on a new session.
-  std::vector<int32_t> prompt(warm.cached_tokens().begin(),
-                              warm.cached_tokens().end() - static_cast<std::ptrdiff_t>(warm_second->result.tokens.size()));
+  std::vector<int32_t> prompt(
+      warm.cached_tokens().begin(),
+      warm.cached_tokens().end() - static_cast<std::ptrdiff_t>(warm_second->result.tokens.size()));
   auto session = Session::create(*tiny.model, tiny.cpu, 256, DType::F32);
   ASSERT_TRUE(session.ok());
   GenerateOptions options;
@@ -126,9 +127,12 @@ TEST(Chat, CancelEndsTheAnswerAndTheChatGoesOn) {
   Chat chat = tiny.chat(256, 50);
   std::atomic<bool> cancel{false};
   int pieces = 0;
-  auto turn = chat.reply("Tell me a story", [&](std::string_view text) {
-    if (!text.empty() && ++pieces == 2) cancel = true;
-  }, &cancel);
+  auto turn = chat.reply(
+      "Tell me a story",
+      [&](std::string_view text) {
+        if (!text.empty() && ++pieces == 2) cancel = true;
+      },
+      &cancel);
   ASSERT_TRUE(turn.ok()) << turn.error().message;
   if (turn->result.reason != StopReason::EndOfGeneration) {
     EXPECT_EQ(turn->result.reason, StopReason::Cancelled);
@@ -138,7 +142,8 @@ TEST(Chat, CancelEndsTheAnswerAndTheChatGoesOn) {
     EXPECT_TRUE(std::equal(turn->result.tokens.rbegin(), turn->result.tokens.rend(), cached.rbegin()));
   }
   cancel = false;
-  auto next = chat.reply("Go on", [](std::string_view) {}, &cancel);
+  auto next = chat.reply(
+      "Go on", [](std::string_view) {}, &cancel);
   ASSERT_TRUE(next.ok()) << next.error().message;
   EXPECT_EQ(chat.messages().size(), 4u);
 }

@@ -97,10 +97,10 @@ TEST_F(GenerationCli, RunValidatePrefillReportsEveryPosition) {
 }
 
 TEST_F(GenerationCli, RunBadInputIsOneLine) {
-  for (const std::string& args :
-       {"run -m " + (dir() / "missing.gguf").string() + " -p hi", "run -m " + model("tiny-qwen3") + " -p hi --cache-type q4",
-        "run -m " + model("tiny-qwen3") + " -p '" + std::string(400, 'z') + "' -c 64",
-        "run -m " + model("tiny-qwen3") + " -p hi -c 9999999"}) {
+  for (const std::string& args : {"run -m " + (dir() / "missing.gguf").string() + " -p hi",
+                                  "run -m " + model("tiny-qwen3") + " -p hi --cache-type q4",
+                                  "run -m " + model("tiny-qwen3") + " -p '" + std::string(400, 'z') + "' -c 64",
+                                  "run -m " + model("tiny-qwen3") + " -p hi -c 9999999"}) {
     SCOPED_TRACE(args);
     const Output result = gufo(args);
     EXPECT_EQ(result.exit_code, 1);
@@ -123,8 +123,8 @@ TEST_F(GenerationCli, RunGrammarAllowsOnlyWhatItMatches) {
         << result.out;  // run ends its text with a newline
   }
   // Too few tokens for the grammar: it stops at the limit with what it has, a prefix.
-  const Output cut = gufo("run -m " + model("tiny-qwen3") + " -p 'Hello' -n 1 --temp 0 --grammar " +
-                          (dir() / "answer.gbnf").string());
+  const Output cut =
+      gufo("run -m " + model("tiny-qwen3") + " -p 'Hello' -n 1 --temp 0 --grammar " + (dir() / "answer.gbnf").string());
   ASSERT_EQ(cut.exit_code, 0) << cut.err;
   ASSERT_TRUE(cut.out.ends_with("\n")) << cut.out;
   const std::string text = cut.out.substr(0, cut.out.size() - 1);
@@ -165,8 +165,8 @@ TEST_F(GenerationCli, RunJsonSchemaGivesJsonTheSchemaAccepts) {
     EXPECT_EQ(lines(bad.err), 1) << bad.err;
     EXPECT_NE(bad.err.find(path + ": "), std::string::npos) << bad.err;
   }
-  const Output both = gufo("run -m " + model("tiny-qwen3") + " -p hi --json-schema " + (dir() / "answer.json").string() +
-                           " --grammar " + (dir() / "answer.json").string());
+  const Output both = gufo("run -m " + model("tiny-qwen3") + " -p hi --json-schema " +
+                           (dir() / "answer.json").string() + " --grammar " + (dir() / "answer.json").string());
   EXPECT_EQ(both.exit_code, 2) << both.err;
   EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
 }
@@ -174,11 +174,18 @@ TEST_F(GenerationCli, RunJsonSchemaGivesJsonTheSchemaAccepts) {
 TEST_F(GenerationCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
   const std::string run = "run -m " + model("tiny-qwen3") + " -p hi ";
   const std::string chat = "chat -m " + model("tiny-qwen3") + " ";
-  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
-           {run + "--top-p 0", "--top-p"}, {run + "--top-k -3", "--top-k"}, {run + "-n -5", "--n-predict"},
-           {run + "--temp -1", "--temp"}, {run + "--min-p 1.5", "--min-p"}, {run + "--repeat-penalty 0", "--repeat-penalty"},
-           {run + "--presence-penalty 3", "--presence-penalty"}, {run + "--repeat-last-n -2", "--repeat-last-n"},
-           {run + "--seed x", "--seed"}, {chat + "-n -7", "--n-predict"}, {chat + "-c 0", "--ctx"}}) {
+  for (const auto& [args, flag] :
+       std::vector<std::pair<std::string, std::string>>{{run + "--top-p 0", "--top-p"},
+                                                        {run + "--top-k -3", "--top-k"},
+                                                        {run + "-n -5", "--n-predict"},
+                                                        {run + "--temp -1", "--temp"},
+                                                        {run + "--min-p 1.5", "--min-p"},
+                                                        {run + "--repeat-penalty 0", "--repeat-penalty"},
+                                                        {run + "--presence-penalty 3", "--presence-penalty"},
+                                                        {run + "--repeat-last-n -2", "--repeat-last-n"},
+                                                        {run + "--seed x", "--seed"},
+                                                        {chat + "-n -7", "--n-predict"},
+                                                        {chat + "-c 0", "--ctx"}}) {
     SCOPED_TRACE(args);
     const Output result = gufo(args);
     EXPECT_EQ(result.exit_code, 2);
@@ -188,7 +195,8 @@ TEST_F(GenerationCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
 }
 
 TEST_F(GenerationCli, RunDrawsASeedUnlessGivenOnePrintsItAndItRepeatsTheRun) {
-  const std::string args = "run -m " + model("tiny-qwen3") + " -p 'Hello world' -n 24 --temp 1.5 --top-k 0 --min-p 0 -v";
+  const std::string args =
+      "run -m " + model("tiny-qwen3") + " -p 'Hello world' -n 24 --temp 1.5 --top-k 0 --min-p 0 -v";
   const Output first = gufo(args);
   const Output second = gufo(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -316,7 +324,8 @@ TEST_F(GenerationCli, CtrlCStopsTheAnswerNotTheChat) {
   const auto stopped = [](int count) {
     return [count](const std::string& text) {
       int found = 0;
-      for (size_t at = text.find("[answer stopped]"); at != std::string::npos; at = text.find("[answer stopped]", at + 1)) {
+      for (size_t at = text.find("[answer stopped]"); at != std::string::npos;
+           at = text.find("[answer stopped]", at + 1)) {
         ++found;
       }
       return found >= count;
@@ -331,7 +340,8 @@ TEST_F(GenerationCli, CtrlCStopsTheAnswerNotTheChat) {
   ASSERT_TRUE(stopped(1)(err)) << err;
 
   // The first answer (its end was written before the message on stderr) is all in the pipe.
-  read_until(from_child[0], "", [](const std::string&) { return false; }, std::chrono::seconds(1));
+  read_until(
+      from_child[0], "", [](const std::string&) { return false; }, std::chrono::seconds(1));
   // Still alive: the next message gets an answer, which Ctrl-C stops too.
   send("and more\n");
   const std::string second = read_until(from_child[0], "", has_output, std::chrono::seconds(120));

@@ -129,7 +129,8 @@ TEST(Constraint, LazyGrammarIsFreeUntilTheTriggerThenConstrained) {
   using namespace lazy;
   Constraint c(lazy_grammar(), lazy_trie(), {.open = kThink, .close = kUnthink}, false, false);
   // Free: anything, and the end, but not a token that carries the trigger into a wrong rest.
-  const std::vector<int32_t> free = {kHi, kSpace, kCall, kLt, kRestOfCall, kBraces, kCallBraces, kThink, kUnthink, kFinish};
+  const std::vector<int32_t> free = {kHi,     kSpace,      kCall,  kLt,      kRestOfCall,
+                                     kBraces, kCallBraces, kThink, kUnthink, kFinish};
   EXPECT_EQ(lazy_allowed(c), free);
   c.accept(kHi);
   c.accept(kSpace);
@@ -149,7 +150,7 @@ TEST(Constraint, LazyGrammarAfterFreeThinking) {
   using namespace lazy;
   Constraint c(lazy_grammar(), lazy_trie(), {.open = kThink, .close = kUnthink}, true, false);
   c.accept(kThink);
-  c.accept(kCallX);  // inside the thoughts, the trigger is just text
+  c.accept(kCallX);                                                // inside the thoughts, the trigger is just text
   EXPECT_EQ(lazy_allowed(c).size(), static_cast<size_t>(kN - 1));  // free, but no end
   c.accept(kUnthink);
   c.accept(kHi);

@@ -45,18 +45,14 @@ class EmbeddingTest : public ::testing::Test {
   std::vector<std::vector<float>> hidden_rows(const std::vector<int32_t>& tokens) {
     const model::HParams& hp = tiny.model->hparams();
     const auto n = static_cast<int64_t>(tokens.size());
-    auto cache = tiny.cpu.create_kv_cache({.n_layer = hp.n_layer,
-                                           .n_embd_kv = hp.n_embd_kv(),
-                                           .n_ctx = n,
-                                           .n_seq = 1,
-                                           .type = DType::F32});
+    auto cache = tiny.cpu.create_kv_cache(
+        {.n_layer = hp.n_layer, .n_embd_kv = hp.n_embd_kv(), .n_ctx = n, .n_seq = 1, .type = DType::F32});
     EXPECT_TRUE(cache.ok());
-    auto graph = tiny.model->build_graph(
-        {.n_tokens = n, .n_outputs = n, .output = model::GraphOutput::Hidden});
+    auto graph = tiny.model->build_graph({.n_tokens = n, .n_outputs = n, .output = model::GraphOutput::Hidden});
     EXPECT_TRUE(graph.ok()) << graph.error().message;
     std::vector<float> values(static_cast<size_t>(n * hp.n_embd));
-    const Status s = tiny.cpu.forward(*graph, backend::Batch::sequence(tokens, 0, true), **cache,
-                                      {.logits = values, .argmax = {}});
+    const Status s =
+        tiny.cpu.forward(*graph, backend::Batch::sequence(tokens, 0, true), **cache, {.logits = values, .argmax = {}});
     EXPECT_TRUE(s.ok()) << s.error().message;
     std::vector<std::vector<float>> rows;
     for (int64_t r = 0; r < n; ++r) {
@@ -106,15 +102,13 @@ class EmbeddingTest : public ::testing::Test {
 
 TEST_F(EmbeddingTest, EachPoolingGivesItsDefinitionOverTheHiddenStates) {
   auto s = make({.n_parallel = 2, .n_ctx = 128, .block_size = 4});
-  const std::vector<std::vector<int32_t>> inputs = {tokens_of(1, 1), tokens_of(9, 2),
-                                                    tokens_of(40, 3)};
+  const std::vector<std::vector<int32_t>> inputs = {tokens_of(1, 1), tokens_of(9, 2), tokens_of(40, 3)};
   for (Pooling pooling : {Pooling::Mean, Pooling::Cls, Pooling::Last}) {
     Submission sub = s->submit_embeddings(inputs, pooling);
     ASSERT_EQ(sub.status, SubmitStatus::Accepted) << sub.message;
     const std::vector<RequestEvent> done = collect(sub.handle, inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
-      EXPECT_EQ(done[i].embedding, expected(inputs[i], pooling))
-          << model::pooling_name(pooling) << " input " << i;
+      EXPECT_EQ(done[i].embedding, expected(inputs[i], pooling)) << model::pooling_name(pooling) << " input " << i;
       EXPECT_EQ(done[i].prompt_tokens, static_cast<int32_t>(inputs[i].size()));
       EXPECT_EQ(done[i].completion_tokens, 0);
     }
@@ -123,8 +117,7 @@ TEST_F(EmbeddingTest, EachPoolingGivesItsDefinitionOverTheHiddenStates) {
 }
 
 TEST_F(EmbeddingTest, SmallStepsPreemptionAndGenerationsBesideChangeNoBit) {
-  const std::vector<std::vector<int32_t>> inputs = {tokens_of(37, 4), tokens_of(23, 5),
-                                                    tokens_of(30, 6)};
+  const std::vector<std::vector<int32_t>> inputs = {tokens_of(37, 4), tokens_of(23, 5), tokens_of(30, 6)};
   std::vector<std::vector<float>> want_mean,
       want_last;  // now: the generation below keeps the backend busy
   for (const auto& input : inputs) {
@@ -140,12 +133,8 @@ TEST_F(EmbeddingTest, SmallStepsPreemptionAndGenerationsBesideChangeNoBit) {
   greedy.sampler.temperature = 0.0f;
   uint64_t preemptions = 0;
   for (int attempt = 0; attempt < 20 && preemptions == 0; ++attempt) {
-    auto s = make({.n_parallel = 3,
-                   .n_ctx = 64,
-                   .kv_tokens = 64,
-                   .block_size = 4,
-                   .step_tokens = 5,
-                   .prefix_cache = false});
+    auto s =
+        make({.n_parallel = 3, .n_ctx = 64, .kv_tokens = 64, .block_size = 4, .step_tokens = 5, .prefix_cache = false});
     Submission generation = s->submit(tokens_of(12, 7), {greedy});
     for (Pooling pooling : {Pooling::Mean, Pooling::Last}) {
       Submission sub = s->submit_embeddings(inputs, pooling);
@@ -191,8 +180,7 @@ TEST_F(EmbeddingTest, RefusesWhatGivesNoEmbedding) {
   // The context may be filled: an embedding generates nothing after it.
   const Submission full = s->submit_embeddings({tokens_of(32, 1)}, Pooling::Last);
   ASSERT_EQ(full.status, SubmitStatus::Accepted);
-  const RequestEvent filled =
-      collect(full.handle, 1)[0];  // before expected(): one forward at a time on tiny.cpu
+  const RequestEvent filled = collect(full.handle, 1)[0];  // before expected(): one forward at a time on tiny.cpu
   EXPECT_EQ(filled.embedding, expected(tokens_of(32, 1), Pooling::Last));
 }
 
@@ -241,8 +229,7 @@ TEST(Pooling, ReadFromTheGgufAsLlamaCppWritesIt) {
   const std::string base = testing::convert_tiny_model("tiny-qwen3", "f32");
   const auto with = [&](const std::string& override_kv) -> Result<model::HParams> {
     const std::string out = testing::process_temp_path("gufo_pooling", ".gguf").string();
-    const std::string command = std::string(GUFO_BINARY) + " quantize '" + base + "' '" + out +
-                                "' q8_0 --quiet" +
+    const std::string command = std::string(GUFO_BINARY) + " quantize '" + base + "' '" + out + "' q8_0 --quiet" +
                                 (override_kv.empty() ? "" : " --override-kv " + override_kv);
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     auto file = gguf::File::open(out);
@@ -255,8 +242,7 @@ TEST(Pooling, ReadFromTheGgufAsLlamaCppWritesIt) {
   EXPECT_EQ(with("qwen3.pooling_type=int:3")->pooling, Pooling::Last);
   const auto unknown = with("qwen3.pooling_type=int:5");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message.find("qwen3.pooling_type: 5 is not a pooling type"),
-            std::string::npos)
+  EXPECT_NE(unknown.error().message.find("qwen3.pooling_type: 5 is not a pooling type"), std::string::npos)
       << unknown.error().message;
   const auto text = with("qwen3.pooling_type=str:last");
   ASSERT_FALSE(text.ok());

@@ -4,17 +4,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
-#include "tests/unit/common/temp_path.h"
 #include "engine/generate.h"
 #include "engine/model.h"
+#include "tests/unit/common/temp_path.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -49,8 +49,8 @@ TEST_P(GreedyTest, MatchesTransformersGreedyTokens) {
   const auto expected = greedy.at("new_tokens").get<std::vector<int32_t>>();
 
   const fs::path gguf = testing::process_temp_path(std::string("gufo_greedy_") + GetParam(), ".gguf");
-  const std::string command = std::string(GUFO_BINARY) + " convert '" + dir.string() + "' -o '" +
-                              gguf.string() + "' --outtype f32";
+  const std::string command =
+      std::string(GUFO_BINARY) + " convert '" + dir.string() + "' -o '" + gguf.string() + "' --outtype f32";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   cpu::CpuBackend cpu(2);
   auto model = Model::load(gguf.string(), cpu);

@@ -70,13 +70,13 @@ TEST(KvBlockPool, PrefixMatchesFullBlocksOnlyAndStopsAtMaxTokens) {
 TEST(KvBlockPool, HeldBlocksAreNotEvictedAndSharedBlocksCountOnce) {
   KvBlockPool pool(3, 2);
   const std::vector<int32_t> tokens = iota_tokens(4);
-  const std::vector<int32_t> a = fill(pool, tokens);  // blocks 0, 1
+  const std::vector<int32_t> a = fill(pool, tokens);                   // blocks 0, 1
   const std::vector<int32_t> shared = pool.acquire_prefix(tokens, 3);  // block 0 again
   ASSERT_EQ(shared, (std::vector<int32_t>{a[0]}));
   pool.release(a);  // block 0 still held by the second sequence; block 1 cached
   EXPECT_EQ(pool.n_used(), 1);
-  EXPECT_EQ(*pool.allocate(), 2);  // the free block first
-  EXPECT_EQ(*pool.allocate(), a[1]);  // then the cached, unheld one
+  EXPECT_EQ(*pool.allocate(), 2);             // the free block first
+  EXPECT_EQ(*pool.allocate(), a[1]);          // then the cached, unheld one
   EXPECT_FALSE(pool.allocate().has_value());  // block 0 is held
   pool.release(shared);
   EXPECT_EQ(pool.n_available(), 1);

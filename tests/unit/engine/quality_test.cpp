@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -10,7 +11,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <unistd.h>
 
 #include "engine/quality.h"
 
@@ -111,7 +111,7 @@ TEST(QualityCli, AgainstTransformersAndAgainstItself) {
   const std::string ref = (dir / "reference" / "logits.npy").string();
   std::ofstream(tmp / "loose.json") << R"({"max_mean_kl": 0.012, "max_kl": 0.05, "min_top1": 0.85})";
   CliRun loose = gufo("quality -m " + model + " --text " + (tmp / "text.txt").string() + " --reference " + ref +
-                   " --limits " + (tmp / "loose.json").string() + " --json");
+                      " --limits " + (tmp / "loose.json").string() + " --json");
   ASSERT_EQ(loose.code, 0) << loose.err;
   EXPECT_NE(loose.err.find("limits: ok"), std::string::npos) << loose.err;  // said, not silent
   const nlohmann::json report = nlohmann::json::parse(loose.out);
@@ -120,7 +120,7 @@ TEST(QualityCli, AgainstTransformersAndAgainstItself) {
 
   std::ofstream(tmp / "strict.json") << R"({"max_mean_kl": 1e-9})";
   CliRun strict = gufo("quality -m " + model + " --text " + (tmp / "text.txt").string() + " --reference " + ref +
-                    " --limits " + (tmp / "strict.json").string());
+                       " --limits " + (tmp / "strict.json").string());
   EXPECT_EQ(strict.code, 1);
   EXPECT_NE(strict.err.find("mean KL"), std::string::npos) << strict.err;
   EXPECT_EQ(strict.err.find("limits: ok"), std::string::npos) << strict.err;
@@ -128,7 +128,8 @@ TEST(QualityCli, AgainstTransformersAndAgainstItself) {
   // A build against its own saved logits: KL 0, top-1 1.
   const std::string saved = (tmp / "self.npy").string();
   ASSERT_EQ(gufo("quality -m " + model + " --text " + (tmp / "text.txt").string() + " --save-logits " + saved).code, 0);
-  CliRun self = gufo("quality -m " + model + " --text " + (tmp / "text.txt").string() + " --reference " + saved + " --json");
+  CliRun self =
+      gufo("quality -m " + model + " --text " + (tmp / "text.txt").string() + " --reference " + saved + " --json");
   ASSERT_EQ(self.code, 0) << self.err;
   EXPECT_EQ(nlohmann::json::parse(self.out)["kl"]["max"].get<double>(), 0.0);
 

@@ -352,8 +352,9 @@ TEST(SchedulerPool, ADeviceSharedByModelsGivesEachItsShareOfTheFreeMemory) {
   // A little past the 512 MiB reserve, so that the pools stay small.
   DeviceMemoryBackend device(tiny.cpu, (uint64_t{512} << 20) + (uint64_t{24} << 20));
   const auto pool = [&](double share, uint64_t kept) -> int64_t {
-    auto s = Scheduler::create(*tiny.model, device, *tiny.tokenizer,
-                               {.n_parallel = 2, .n_ctx = 64, .kv_tokens = 0, .kv_memory_share = share, .kv_memory_kept = kept});
+    auto s = Scheduler::create(
+        *tiny.model, device, *tiny.tokenizer,
+        {.n_parallel = 2, .n_ctx = 64, .kv_tokens = 0, .kv_memory_share = share, .kv_memory_kept = kept});
     EXPECT_TRUE(s.ok()) << s.error().message;
     return s.ok() ? (*s)->options().kv_tokens : -1;
   };
@@ -395,9 +396,9 @@ TEST(SchedulerFailures, ALostDeviceFailsEveryRequestAndRefusesNewOnes) {
   testing::TinyModel tiny("tiny-qwen3");
   ASSERT_NE(tiny.model, nullptr);
   FailingBackend failing(tiny.cpu, 2, ErrorKind::DeviceLost);
-  auto s = Scheduler::create(*tiny.model, failing, *tiny.tokenizer,
-                             {.n_parallel = 1, .n_ctx = 64, .kv_tokens = 0, .block_size = 16, .step_tokens = 512,
-                              .max_queue = 8});
+  auto s = Scheduler::create(
+      *tiny.model, failing, *tiny.tokenizer,
+      {.n_parallel = 1, .n_ctx = 64, .kv_tokens = 0, .block_size = 16, .step_tokens = 512, .max_queue = 8});
   ASSERT_TRUE(s.ok()) << s.error().message;
   // One runs, one waits for the single slot: the loss fails both.
   Submission running = (*s)->submit(prompt_of(5, 1), {greedy(16)});

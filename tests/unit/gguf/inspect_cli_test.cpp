@@ -24,8 +24,8 @@ struct RunResult {
 
 RunResult run_gufo(const std::string& args) {
   testing::ScratchDir dir;
-  const std::string command = std::string("'") + GUFO_BINARY + "' " + args + " >'" +
-                              dir.file("out") + "' 2>'" + dir.file("err") + "'";
+  const std::string command =
+      std::string("'") + GUFO_BINARY + "' " + args + " >'" + dir.file("out") + "' 2>'" + dir.file("err") + "'";
   const int status = std::system(command.c_str());
   RunResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -63,21 +63,18 @@ TEST(GgufInspectCli, MissingFileGivesOneLine) {
   const RunResult run = run_gufo("inspect /nonexistent/model.gguf");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_EQ(run.out, "");
-  EXPECT_EQ(run.err,
-            "gufo: error: /nonexistent/model.gguf: cannot open: No such file or directory\n");
+  EXPECT_EQ(run.err, "gufo: error: /nonexistent/model.gguf: cannot open: No such file or directory\n");
 }
 
 TEST(GgufInspectCli, TextOutput) {
   const RunResult run = run_gufo("inspect " + quoted(data_dir() / "good" / "tiny.gguf"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.err, "");
-  for (const char* part :
-       {"GGUF v3", "alignment 32", "10 metadata keys, 3 tensors", "general.architecture",
-        "\"tiny\"",
-        "[10 x string] [\"!\", \"\\\"\", \"#\", \"hello\", \" world\", \"\\n\", "
-        "\"<|end|>\", \"\xc3\xa9t\xc3\xa9\", ...]",
-        "blk.0.ffn_down.weight", "Q8_0", "[64, 2]", "136",
-        "3 tensors, 208 parameters, 424 bytes of tensor data", "F16 1 F32 1 Q8_0 1", "1e-06"}) {
+  for (const char* part : {"GGUF v3", "alignment 32", "10 metadata keys, 3 tensors", "general.architecture", "\"tiny\"",
+                           "[10 x string] [\"!\", \"\\\"\", \"#\", \"hello\", \" world\", \"\\n\", "
+                           "\"<|end|>\", \"\xc3\xa9t\xc3\xa9\", ...]",
+                           "blk.0.ffn_down.weight", "Q8_0", "[64, 2]", "136",
+                           "3 tensors, 208 parameters, 424 bytes of tensor data", "F16 1 F32 1 Q8_0 1", "1e-06"}) {
     EXPECT_NE(run.out.find(part), std::string::npos) << "missing: " << part << "\n" << run.out;
   }
 }
@@ -107,8 +104,7 @@ TEST(GgufInspectCli, JsonOutput) {
 }
 
 TEST(GgufInspectCli, JsonAbbreviatesButKeepsFullLengths) {
-  const RunResult run =
-      run_gufo("inspect --json " + quoted(data_dir() / "good" / "all_value_types.gguf"));
+  const RunResult run = run_gufo("inspect --json " + quoted(data_dir() / "good" / "all_value_types.gguf"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const nlohmann::json doc = nlohmann::json::parse(run.out);
   EXPECT_EQ(doc["alignment"], 64);

@@ -58,13 +58,11 @@ TEST(GgufReader, GetterErrorsNameFileKeyAndTypes) {
   EXPECT_EQ(file.get_u64("llama.block_count").error().message,
             "model.gguf: key 'llama.block_count': expected uint64, found uint32");
   EXPECT_EQ(file.get_string("nope").error().message, "model.gguf: key 'nope' not found");
-  EXPECT_EQ(
-      file.get_array_of<int32_t>("tokenizer.ggml.tokens").error().message,
-      "model.gguf: key 'tokenizer.ggml.tokens': expected array of int32, found array of string");
+  EXPECT_EQ(file.get_array_of<int32_t>("tokenizer.ggml.tokens").error().message,
+            "model.gguf: key 'tokenizer.ggml.tokens': expected array of int32, found array of string");
   EXPECT_EQ(file.get_array("llama.block_count").error().message,
             "model.gguf: key 'llama.block_count': expected array, found uint32");
-  EXPECT_EQ(file.get_tensor("missing.weight").error().message,
-            "model.gguf: tensor 'missing.weight' not found");
+  EXPECT_EQ(file.get_tensor("missing.weight").error().message, "model.gguf: tensor 'missing.weight' not found");
 }
 
 TEST(GgufReader, TensorTableInFileOrderAndByName) {
@@ -103,8 +101,7 @@ TEST(GgufReader, OpenErrorsNameThePath) {
   testing::ScratchDir dir;
   auto missing = File::open(dir.file("missing.gguf"));
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().message,
-            dir.file("missing.gguf") + ": cannot open: No such file or directory");
+  EXPECT_EQ(missing.error().message, dir.file("missing.gguf") + ": cannot open: No such file or directory");
   auto directory = File::open(dir.path().string());
   ASSERT_FALSE(directory.ok());
   EXPECT_NE(directory.error().message.find("is a directory"), std::string::npos);

@@ -57,8 +57,7 @@ inline std::string read_text(const std::filesystem::path& path) {
 
 inline void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 // file name -> expected error substring, from bad/expected.txt and bad/expected_fuzz.txt.

@@ -66,8 +66,7 @@ TEST(GgufValue, EqualityIsExactForFloats) {
             Value::array(Array(std::vector<double>{std::nan("")})));
   const Array nested(std::vector<Array>{Array(std::vector<int8_t>{1}), Array()});
   EXPECT_EQ(Value::array(nested), Value::array(nested));
-  EXPECT_NE(Value::array(nested),
-            Value::array(Array(std::vector<Array>{Array(std::vector<int8_t>{2}), Array()})));
+  EXPECT_NE(Value::array(nested), Value::array(Array(std::vector<Array>{Array(std::vector<int8_t>{2}), Array()})));
 }
 
 }  // namespace

@@ -13,8 +13,7 @@ namespace {
 TEST(GgufValueText, Scalars) {
   EXPECT_EQ(value_to_text(Value::u8(255)), "255");
   EXPECT_EQ(value_to_text(Value::i8(-128)), "-128");
-  EXPECT_EQ(value_to_text(Value::u64(std::numeric_limits<uint64_t>::max())),
-            "18446744073709551615");
+  EXPECT_EQ(value_to_text(Value::u64(std::numeric_limits<uint64_t>::max())), "18446744073709551615");
   EXPECT_EQ(value_to_text(Value::boolean(false)), "false");
   EXPECT_EQ(value_to_text(Value::f32(0.1f)), "0.1");
   EXPECT_EQ(value_to_text(Value::f32(1e-6f)), "1e-06");
@@ -29,8 +28,7 @@ TEST(GgufValueText, LongArraysAreAbbreviatedWithTheirLength) {
   tokens[2] = "#";
   TextLimits limits;
   limits.max_array_items = 3;
-  EXPECT_EQ(value_to_text(Value::array(Array(tokens)), limits),
-            "[151936 x string] [\"!\", \"\\\"\", \"#\", ...]");
+  EXPECT_EQ(value_to_text(Value::array(Array(tokens)), limits), "[151936 x string] [\"!\", \"\\\"\", \"#\", ...]");
   EXPECT_EQ(value_to_text(Value::array(Array(std::vector<int32_t>{1, 2}))), "[2 x int32] [1, 2]");
   EXPECT_EQ(value_to_text(Value::array(Array(std::vector<bool>{true}))), "[1 x bool] [true]");
   EXPECT_EQ(value_to_text(Value::array(Array(std::vector<float>{}))), "[0 x float32] []");

@@ -128,8 +128,7 @@ TEST_P(GgufWriterAlignment, TensorDataIsAlignedAndPackedLikeLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Alignments, GgufWriterAlignment,
-                         ::testing::Values(1u, 8u, 32u, 64u, 4096u));
+INSTANTIATE_TEST_SUITE_P(Alignments, GgufWriterAlignment, ::testing::Values(1u, 8u, 32u, 64u, 4096u));
 
 TEST(GgufWriter, ReaderAcceptsVersion2) {
   Writer writer;
@@ -207,8 +206,7 @@ TEST(GgufWriter, FailureNeverClobbersAnExistingFile) {
     writer.add_tensor({"w", DType::F32, {4}, data, {}});
     const Status status = writer.write(path);
     ASSERT_FALSE(status.ok());
-    EXPECT_NE(status.error().message.find(
-                  "out.gguf: tensor 'w': has 10 bytes of data, but F32 of 4 elements needs 16"),
+    EXPECT_NE(status.error().message.find("out.gguf: tensor 'w': has 10 bytes of data, but F32 of 4 elements needs 16"),
               std::string::npos)
         << status.error().message;
   }
@@ -220,8 +218,7 @@ TEST(GgufWriter, FailureNeverClobbersAnExistingFile) {
                        }});
     const Status status = writer.write(path);
     ASSERT_FALSE(status.ok());
-    EXPECT_NE(status.error().message.find("tensor 'w': quantizer ran out of patience"),
-              std::string::npos);
+    EXPECT_NE(status.error().message.find("tensor 'w': quantizer ran out of patience"), std::string::npos);
   }
   EXPECT_EQ(read_bytes(path), pattern(10, 0));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
@@ -235,8 +232,7 @@ TEST(GgufWriter, RenameFailureRemovesTheTmpFile) {
   writer.set("a", Value::u8(1));
   const Status status = writer.write(path);
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.error().message.find("cannot rename"), std::string::npos)
-      << status.error().message;
+  EXPECT_NE(status.error().message.find("cannot rename"), std::string::npos) << status.error().message;
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   EXPECT_TRUE(std::filesystem::is_directory(std::filesystem::path(path) / "child"));
 }
@@ -250,12 +246,10 @@ TEST(GgufWriter, RefusesToOverwriteItsInput) {
   const auto before = read_bytes(input);
   std::filesystem::create_symlink(input, dir.file("link.gguf"));
   writer.set("a", Value::u8(2));
-  for (const std::string& out :
-       {input, dir.file("link.gguf"), dir.path().string() + "/./in.gguf"}) {
+  for (const std::string& out : {input, dir.file("link.gguf"), dir.path().string() + "/./in.gguf"}) {
     const Status status = writer.write(out, WriteOptions{{input}});
     ASSERT_FALSE(status.ok()) << out;
-    EXPECT_NE(status.error().message.find("refusing to overwrite the input file"),
-              std::string::npos);
+    EXPECT_NE(status.error().message.find("refusing to overwrite the input file"), std::string::npos);
   }
   EXPECT_EQ(read_bytes(input), before);
   EXPECT_TRUE(writer.write(dir.file("other.gguf"), WriteOptions{{input}}).ok());

@@ -25,7 +25,9 @@ std::string error_of(std::string_view text, const GbnfLimits& limits = {}) {
 TEST(Gbnf, LiteralsClassesAndEscapes) {
   const auto g = parsed(R"(root ::= "ab" [c-e] [^x] . "\x41\u00e9\t" [\]\-\\] "\"")");
   EXPECT_TRUE(matches(g, "abdzqA\xC3\xA9\t]\""));
-  EXPECT_TRUE(matches(g, "abe\xE2\x82\xAC" "bA\xC3\xA9\t-\""));  // '.' and [^x] take any code point
+  EXPECT_TRUE(matches(g,
+                      "abe\xE2\x82\xAC"
+                      "bA\xC3\xA9\t-\""));  // '.' and [^x] take any code point
   EXPECT_TRUE(matches(g, "abcyyA\xC3\xA9\t\\\""));
   EXPECT_FALSE(matches(g, "abfzqA\xC3\xA9\t]\""));  // f is outside c-e
   EXPECT_FALSE(matches(g, "abdxqA\xC3\xA9\t]\""));  // x is refused by [^x]
@@ -95,7 +97,8 @@ TEST(Gbnf, ErrorsNameWhereAndWhat) {
   EXPECT_EQ(error_of("root ::= \"a\" )"), "grammar:1:14: expected the end of the line");
   EXPECT_EQ(error_of("root ::= \"\\U00110000\""), "grammar:1:21: a code point above U+10FFFF");
   EXPECT_EQ(error_of("root ::= \"\xFF\""), "grammar:1:11: invalid UTF-8");
-  EXPECT_EQ(error_of("root ::= \"\\uD800\""), "grammar:1:17: a surrogate (U+D800..U+DFFF) is not a code point UTF-8 can hold");
+  EXPECT_EQ(error_of("root ::= \"\\uD800\""),
+            "grammar:1:17: a surrogate (U+D800..U+DFFF) is not a code point UTF-8 can hold");
 }
 
 TEST(Gbnf, ClassesWithOverlappingAndManyRanges) {
@@ -113,7 +116,7 @@ TEST(Gbnf, ClassesWithOverlappingAndManyRanges) {
   }
   many += "]";
   EXPECT_NE(error_of(many, {.max_symbols = 1000}).find("grows past 1000 symbols"), std::string::npos);
-  const auto big = parsed(many);  // within the default limits: binary search, not a scan
+  const auto big = parsed(many);           // within the default limits: binary search, not a scan
   EXPECT_TRUE(matches(big, "\xC4\x81"));   // U+0101: between two of them
   EXPECT_FALSE(matches(big, "\xC4\x80"));  // U+0100: one of them
 }

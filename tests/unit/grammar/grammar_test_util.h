@@ -36,9 +36,9 @@ inline bool matches(const std::shared_ptr<const Grammar>& g, std::string_view in
 inline std::vector<std::string> small_vocabulary() {
   std::vector<std::string> v;
   for (int b = 0; b < 256; ++b) v.emplace_back(1, static_cast<char>(b));
-  for (const char* piece : {"{\"", "\":", "\",", "\"}", " \"", "true", "false", "null", "12", "-3", ".5", "e+",
-                            "\xC3\xA9", "\xC3", "\xA9t", "name", " name", "\n  ", "}}", "[]", "{}", ", ", "\\n",
-                            "\\u00", "ab", "abc", "a", "bc", "x\"", "\"x"}) {
+  for (const char* piece : {"{\"", "\":", "\",",      "\"}",   " \"",   "true", "false", "null", "12",  "-3",
+                            ".5",  "e+",  "\xC3\xA9", "\xC3",  "\xA9t", "name", " name", "\n  ", "}}",  "[]",
+                            "{}",  ", ",  "\\n",      "\\u00", "ab",    "abc",  "a",     "bc",   "x\"", "\"x"}) {
     v.emplace_back(piece);
   }
   v.emplace_back("");  // a control token: never allowed

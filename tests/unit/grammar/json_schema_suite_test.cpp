@@ -85,8 +85,8 @@ std::string refusal_of(const std::string& message) {
   if (std::regex_search(message, m, beside)) return m[1].str() + " beside " + m[2].str();
   if (std::regex_search(message, m, keyword)) return m[1].str();
   for (const char* construct : {"not a local reference", "names an anchor", "may match the same value", "lookahead",
-                                "backreference", "word boundary", "fractional bound", "together with", "no finite instance",
-                                "in more than one 'allOf' branch", "'$id' in a subschema"}) {
+                                "backreference", "word boundary", "fractional bound", "together with",
+                                "no finite instance", "in more than one 'allOf' branch", "'$id' in a subschema"}) {
     if (message.find(construct) != std::string::npos) return construct;
   }
   return message;
@@ -104,9 +104,9 @@ TEST(JsonSchemaSuite, Draft7ValidAcceptedInvalidRefused) {
   // The optional tests of what the compiler claims to do exactly: its formats, ECMA regular
   // expressions, 1.0 as an integer. Not optional/bignum.json: integers in exponent form
   // (1e+52) are refused by design (json_schema.h), stricter than the specification.
-  for (const char* optional : {"optional/format/date.json", "optional/format/time.json", "optional/format/date-time.json",
-                               "optional/format/email.json", "optional/ecmascript-regex.json",
-                               "optional/zeroTerminatedFloats.json"}) {
+  for (const char* optional :
+       {"optional/format/date.json", "optional/format/time.json", "optional/format/date-time.json",
+        "optional/format/email.json", "optional/ecmascript-regex.json", "optional/zeroTerminatedFloats.json"}) {
     files.push_back(dir / optional);
   }
   size_t cases = 0;
@@ -116,7 +116,8 @@ TEST(JsonSchemaSuite, Draft7ValidAcceptedInvalidRefused) {
   for (const std::filesystem::path& file : files) {
     const ordered_json groups = ordered_json::parse(std::ifstream(file));
     for (const ordered_json& group : groups) {
-      const std::string where = file.lexically_relative(dir).string() + ": " + group.at("description").get<std::string>();
+      const std::string where =
+          file.lexically_relative(dir).string() + ": " + group.at("description").get<std::string>();
       Result<Grammar> compiled = compile_json_schema(group.at("schema"));
       if (!compiled.ok()) {
         ++groups_refused;

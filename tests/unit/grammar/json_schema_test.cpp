@@ -25,7 +25,8 @@ std::string error_of(const char* schema) {
   return g.ok() ? "<compiled>" : g.error().message;
 }
 
-void expect_all(const char* schema, std::initializer_list<const char*> valid, std::initializer_list<const char*> invalid) {
+void expect_all(const char* schema, std::initializer_list<const char*> valid,
+                std::initializer_list<const char*> invalid) {
   const auto g = compiled(schema);
   for (const char* v : valid) EXPECT_TRUE(matches(g, v)) << schema << " should accept " << v;
   for (const char* v : invalid) EXPECT_FALSE(matches(g, v)) << schema << " should reject " << v;
@@ -46,7 +47,8 @@ TEST(JsonSchema, OpenAiStyleNestedObjects) {
   })";
   expect_all(schema,
              {R"({"name":"Ada","age":36,"address":{"city":"London","zip":"N1"},"tags":[]})",
-              "{ \"name\": \"Ada\",\n  \"age\": 0, \"address\": { \"city\": \"x\", \"zip\": \"y\" }, \"tags\": [\"a\", \"b\"] }",
+              "{ \"name\": \"Ada\",\n  \"age\": 0, \"address\": { \"city\": \"x\", \"zip\": \"y\" }, \"tags\": [\"a\", "
+              "\"b\"] }",
               R"({"name":"","age":150,"address":{"city":"","zip":""},"tags":["\u00e9\n"]})"},
              {R"({"name":"Ada","age":-1,"address":{"city":"L","zip":"N"},"tags":[]})",
               R"({"name":"Ada","age":151,"address":{"city":"L","zip":"N"},"tags":[]})",
@@ -71,17 +73,18 @@ TEST(JsonSchema, ArraysOfObjectsEnumsAndNullable) {
     "required": ["steps", "final", "note"],
     "additionalProperties": false
   })";
-  expect_all(schema,
-             {R"({"steps":[{"explanation":"a","output":null}],"final":"yes","note":null})",
-              R"({"steps":[{"explanation":"a","output":"b"},{"explanation":"c","output":null}],"final":3,"note":"abc"})",
-              R"({"steps":[{"explanation":"a","output":"b"}],"final":3.0,"note":"\u00e9\ud83d\ude00"})",
-              R"({"steps":[{"explanation":"a","output":"b"}],"final":null,"note":""})"},
-             {R"({"steps":[],"final":"yes","note":null})",
-              R"({"steps":[{"explanation":"a","output":null},{"explanation":"a","output":null},{"explanation":"a","output":null},{"explanation":"a","output":null}],"final":"yes","note":null})",
-              R"({"steps":[{"explanation":"a","output":null}],"final":"maybe","note":null})",
-              R"({"steps":[{"explanation":"a","output":null}],"final":"yes","note":"abcd"})",
-              R"({"steps":[{"explanation":"a","output":1}],"final":"yes","note":null})",
-              R"({"steps":[{"explanation":"a","output":null}],"final":"yes","note":"\ud83d"})"});
+  expect_all(
+      schema,
+      {R"({"steps":[{"explanation":"a","output":null}],"final":"yes","note":null})",
+       R"({"steps":[{"explanation":"a","output":"b"},{"explanation":"c","output":null}],"final":3,"note":"abc"})",
+       R"({"steps":[{"explanation":"a","output":"b"}],"final":3.0,"note":"\u00e9\ud83d\ude00"})",
+       R"({"steps":[{"explanation":"a","output":"b"}],"final":null,"note":""})"},
+      {R"({"steps":[],"final":"yes","note":null})",
+       R"({"steps":[{"explanation":"a","output":null},{"explanation":"a","output":null},{"explanation":"a","output":null},{"explanation":"a","output":null}],"final":"yes","note":null})",
+       R"({"steps":[{"explanation":"a","output":null}],"final":"maybe","note":null})",
+       R"({"steps":[{"explanation":"a","output":null}],"final":"yes","note":"abcd"})",
+       R"({"steps":[{"explanation":"a","output":1}],"final":"yes","note":null})",
+       R"({"steps":[{"explanation":"a","output":null}],"final":"yes","note":"\ud83d"})"});
 }
 
 TEST(JsonSchema, OptionalPropertiesKeepTheirOrderAndCommas) {
@@ -115,7 +118,8 @@ TEST(JsonSchema, RecursionThroughDefs) {
              {R"({"value":1})", R"({"value":1,"next":{"value":2}})", R"({"value":1,"next":{}})"});
   const char* tree = R"({"type": "object", "properties": {"name": {"type": "string"},
     "children": {"type": "array", "items": {"$ref": "#"}}}, "required": ["name"], "additionalProperties": false})";
-  expect_all(tree, {R"({"name":"r"})", R"({"name":"r","children":[{"name":"a","children":[{"name":"b"}]},{"name":"c"}]})"},
+  expect_all(tree,
+             {R"({"name":"r"})", R"({"name":"r","children":[{"name":"a","children":[{"name":"b"}]},{"name":"c"}]})"},
              {R"({"name":"r","children":[{}]})", R"({"children":[]})"});
   // draft 7's definitions, and a pointer needing escapes.
   expect_all(R"({"definitions": {"a/b": {"type": "boolean"}}, "items": {"$ref": "#/definitions/a~1b"}})",
@@ -129,13 +133,13 @@ TEST(JsonSchema, IntegerAndNumberBounds) {
   // One zero after the point, no more: a sampled model drew "3.000..." out to max_tokens.
   expect_all(R"({"type": "integer"})", {"3", "3.0", "-0.0"}, {"3.00", "3.000000000"});
   expect_all(R"({"const": 2})", {"2", "2.0"}, {"2.00"});
-  expect_all(R"({"type": "integer", "exclusiveMinimum": 9, "exclusiveMaximum": 100.5})",
-             {"10", "55", "99", "100"}, {"9", "101", "0", "-10"});
+  expect_all(R"({"type": "integer", "exclusiveMinimum": 9, "exclusiveMaximum": 100.5})", {"10", "55", "99", "100"},
+             {"9", "101", "0", "-10"});
   expect_all(R"({"type": "integer", "minimum": 1.2})", {"2", "10", "123456789012"}, {"1", "0", "-3"});
-  expect_all(R"({"type": "number", "minimum": 0, "exclusiveMaximum": 10})",
-             {"0", "-0", "0.5", "9.999", "9", "3.0"}, {"-0.1", "10", "10.0", "10.5", "11", "1e1"});
-  expect_all(R"({"type": "number", "exclusiveMinimum": -2, "maximum": -1})",
-             {"-1.5", "-1", "-1.0", "-1.99"}, {"-2", "-2.0", "-0.5", "0", "-1.01e0"});
+  expect_all(R"({"type": "number", "minimum": 0, "exclusiveMaximum": 10})", {"0", "-0", "0.5", "9.999", "9", "3.0"},
+             {"-0.1", "10", "10.0", "10.5", "11", "1e1"});
+  expect_all(R"({"type": "number", "exclusiveMinimum": -2, "maximum": -1})", {"-1.5", "-1", "-1.0", "-1.99"},
+             {"-2", "-2.0", "-0.5", "0", "-1.01e0"});
   expect_all(R"({"type": "number"})", {"1", "-0.5e+10", "1E3", "0.0"}, {"01", ".5", "1.", "+1"});
   EXPECT_NE(error_of(R"({"type": "number", "maximum": 2.5})").find("#/maximum: a fractional bound"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "integer", "maximum": 1e30})").find("#/maximum: bounds beyond"), std::string::npos);
@@ -148,8 +152,8 @@ TEST(JsonSchema, StringLengthsPatternsAndFormats) {
   expect_all(R"({"type": "string", "pattern": "^[A-Z]{2}-\\d{3,4}$"})", {R"("AB-123")", R"("ZZ-0000")"},
              {R"("ab-123")", R"("AB-12")", R"("AB-12345")", R"("xAB-123")"});
   expect_all(R"({"pattern": "a(b|cd)*e?"})", {R"("a")", R"("xxabcdbe yy")", "1", R"("\"a")"}, {R"("bcd")", R"("")"});
-  expect_all(R"({"type": "string", "pattern": "^\\w+\\.(?:png|jpe?g)$"})", {R"("cat_1.png")", R"("x.jpg")", R"("x.jpeg")"},
-             {R"("x.gif")", R"(".png")", R"("a b.png")"});
+  expect_all(R"({"type": "string", "pattern": "^\\w+\\.(?:png|jpe?g)$"})",
+             {R"("cat_1.png")", R"("x.jpg")", R"("x.jpeg")"}, {R"("x.gif")", R"(".png")", R"("a b.png")"});
   expect_all(R"({"type": "string", "pattern": "^[^a-z\"]+$"})", {R"("AB\\")", R"("\n1")"}, {R"("a")", R"("\"")"});
   expect_all(R"({"type": "string", "format": "date"})", {R"("2024-02-29")", R"("2000-02-29")", R"("2023-12-31")"},
              {R"("2023-02-29")", R"("1900-02-29")", R"("2023-04-31")", R"("2023-13-01")", R"("2023-1-01")"});
@@ -164,9 +168,9 @@ TEST(JsonSchema, StringLengthsPatternsAndFormats) {
   const std::string label63(63, 'a');
   const std::string first = "\"j@" + label63 + ".com\"", last = "\"j@x." + label63 + "\"";
   const std::string too_long = "\"j@" + label63 + "b.com\"";
-  expect_all(R"({"type": "string", "format": "email"})",
-             {R"("joe.bloggs+x@mail.example.com")", first.c_str(), last.c_str()},
-             {R"("joe@localhost")", R"("@x.com")", R"("a..b@x.com")", R"("a@-x.com")", too_long.c_str(), R"("j@x-.com")"});
+  expect_all(
+      R"({"type": "string", "format": "email"})", {R"("joe.bloggs+x@mail.example.com")", first.c_str(), last.c_str()},
+      {R"("joe@localhost")", R"("@x.com")", R"("a..b@x.com")", R"("a@-x.com")", too_long.c_str(), R"("j@x-.com")"});
 }
 
 TEST(JsonSchema, TuplesItemCountsAndConstants) {
@@ -174,9 +178,10 @@ TEST(JsonSchema, TuplesItemCountsAndConstants) {
              {"[]", "[1]", R"([1,"a"])"}, {R"([1,"a",2])", R"(["a"])"});
   expect_all(R"({"items": [{"type": "integer"}], "additionalItems": {"type": "boolean"}, "minItems": 2})",
              {"[1,true]", "[1,true,false]"}, {"[1]", "[1,2]", "[]"});
-  expect_all(R"({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3})",
-             {"[1,2]", "[1, 2, 3]"}, {"[1]", "[1,2,3,4]", "[]"});
-  expect_all(R"({"const": {"a": [1, null], "b": "x"}})", {R"({"a":[1,null],"b":"x"})", R"({ "a": [1.0, null], "b": "x" })"},
+  expect_all(R"({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3})", {"[1,2]", "[1, 2, 3]"},
+             {"[1]", "[1,2,3,4]", "[]"});
+  expect_all(R"({"const": {"a": [1, null], "b": "x"}})",
+             {R"({"a":[1,null],"b":"x"})", R"({ "a": [1.0, null], "b": "x" })"},
              {R"({"a":[1,null]})", R"({"a":[1,null],"b":"y"})"});
   expect_all("true", {"1", "[]", R"({"a":[null]})"}, {"nul"});
   expect_all("{}", {"1", "[]", R"({"a":[null]})"}, {"]"});
@@ -197,8 +202,9 @@ TEST(JsonSchema, AllOfMergesObjects) {
     {"properties": {"name": {"type": "string", "maxLength": 5}}, "required": ["name"]},
     {"properties": {"name": {"minLength": 2}}}
   ]})";
-  expect_all(open, {R"({"id":1,"name":"ab"})", R"({"id":1,"name":"abcde","x":0})"},
-             {R"({"id":1,"name":"a"})", R"({"id":1,"name":"abcdef"})", R"({"name":"ab"})", R"({"id":"1","name":"ab"})"});
+  expect_all(
+      open, {R"({"id":1,"name":"ab"})", R"({"id":1,"name":"abcde","x":0})"},
+      {R"({"id":1,"name":"a"})", R"({"id":1,"name":"abcdef"})", R"({"name":"ab"})", R"({"id":"1","name":"ab"})"});
   expect_all(R"({"$defs": {"base": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]}},
     "allOf": [{"$ref": "#/$defs/base"}, {"properties": {"n": {"type": "integer"}}, "required": ["n"]}]})",
              {R"({"kind":"a","n":1})"}, {R"({"n":1})", R"({"kind":"b","n":1})"});
@@ -210,7 +216,8 @@ TEST(JsonSchema, OneOfOnlyWhenBranchesAreDisjoint) {
       {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}}, "required": ["kind", "r"]},
       {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "number"}}, "required": ["kind", "side"]}]})",
              {R"({"kind":"circle","r":1})", R"({"kind":"square","side":2})"}, {R"({"kind":"circle","side":2})"});
-  EXPECT_NE(error_of(R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})").find("#/oneOf: 'oneOf' whose branches 0 and 1"),
+  EXPECT_NE(error_of(R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})")
+                .find("#/oneOf: 'oneOf' whose branches 0 and 1"),
             std::string::npos);
 }
 
@@ -220,17 +227,20 @@ TEST(JsonSchema, ErrorsNameTheKeywordAndItsPath) {
   EXPECT_EQ(error_of(R"({"items": {"not": {"type": "null"}}})"), "#/items: 'not' is not supported");
   EXPECT_EQ(error_of(R"({"$defs": {"x": {"multipleOf": 2}}, "anyOf": [{"$ref": "#/$defs/x"}]})"),
             "#/$defs/x: 'multipleOf' is not supported");
-  EXPECT_NE(error_of(R"({"$ref": "#/$defs/missing"})").find("#: '$ref' #/$defs/missing names nothing"), std::string::npos);
+  EXPECT_NE(error_of(R"({"$ref": "#/$defs/missing"})").find("#: '$ref' #/$defs/missing names nothing"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"$ref": "other.json#/a"})").find("not a local reference"), std::string::npos);
   EXPECT_NE(error_of(R"({"$ref": "#", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})").find("beside '$ref'"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})").find("no finite instance"),
+  EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})")
+                .find("no finite instance"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"type": "array", "maxItems": 1000000000})").find("#/maxItems: 1000000000 is above the limit"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"type": "string", "minLength": 99999999})").find("#/minLength"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "string", "pattern": "(a)\\1"})").find("#/pattern: pattern (a)\\1: at 4: the escape '\\1'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"type": "string", "pattern": "(a)\\1"})").find("#/pattern: pattern (a)\\1: at 4: the escape '\\1'"),
+      std::string::npos);
   EXPECT_NE(error_of(R"j({"type": "string", "pattern": "a(?=b)"})j").find("lookahead"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "string", "format": "uri"})").find("#/format: 'format' \"uri\" is not supported"),
             std::string::npos);
@@ -250,7 +260,8 @@ TEST(JsonSchema, HostileSchemasAreBounded) {
   EXPECT_NE(error_of(R"({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"})").find("too deeply"),
             std::string::npos);
   std::string wide = R"({"type": "object", "properties": {)";
-  for (int i = 0; i < 30000; ++i) wide += (i ? "," : "") + std::string("\"p") + std::to_string(i) + R"(": {"type": "array", "maxItems": 9000})";
+  for (int i = 0; i < 30000; ++i)
+    wide += (i ? "," : "") + std::string("\"p") + std::to_string(i) + R"(": {"type": "array", "maxItems": 9000})";
   wide += "}}";
   EXPECT_NE(error_of(wide.c_str()).find("grows past"), std::string::npos);
 }
@@ -261,9 +272,12 @@ TEST(JsonSchema, ReferenceCyclesThatReadNothingAreNamed) {
   EXPECT_EQ(error_of(R"({"items": [{"type": "integer"}, {"$ref": "#/items/1"}]})"),
             "#: '$ref' #/items/1 comes back to itself before any JSON text is read: a reference cycle with no object, "
             "array or string between its steps adds no instance and is not supported");
-  EXPECT_NE(error_of(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}]})").find("comes back to itself"), std::string::npos);
+  EXPECT_NE(error_of(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}]})").find("comes back to itself"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}, {"const": 1}]}},
-                         "$ref": "#/$defs/a"})").find("comes back to itself"), std::string::npos);
+                         "$ref": "#/$defs/a"})")
+                .find("comes back to itself"),
+            std::string::npos);
   // A cycle with no way out at all has no instance: the error it had before.
   EXPECT_EQ(error_of(R"({"$ref": "#"})"), "#: the schema has no finite instance (a '$ref' recursion that never ends)");
   // A cycle through an array or object reads a character at each step: a grammar, as before.

@@ -19,8 +19,8 @@ TEST(LinkGrammars, PartsKeepTheirOwnRules) {
 item ::= [0-9])");
   auto letters = gbnf(R"(root ::= item+
 item ::= [a-z])");
-  auto linked = shared_grammar(link_grammars(R"(root ::= "n=" num | "w=" word)", {{"num", digits}, {"word", letters}}),
-                               "linked");
+  auto linked =
+      shared_grammar(link_grammars(R"(root ::= "n=" num | "w=" word)", {{"num", digits}, {"word", letters}}), "linked");
   EXPECT_TRUE(matches(linked, "n=42"));
   EXPECT_TRUE(matches(linked, "w=abc"));
   EXPECT_FALSE(matches(linked, "n=4a"));
@@ -47,9 +47,9 @@ TEST(TextUntilTrigger, FreeTextThenTheConstrainedRest) {
   EXPECT_TRUE(matches(g, "any text < <tool <tool_cal> at all, \xc3\xa9t\xc3\xa9"));
   EXPECT_TRUE(matches(g, "ends inside the trigger <tool_ca"));
   EXPECT_TRUE(matches(g, "text <tool_call>!"));
-  EXPECT_TRUE(matches(g, "<<tool_call>!"));         // a second '<' starts the match again
+  EXPECT_TRUE(matches(g, "<<tool_call>!"));  // a second '<' starts the match again
   EXPECT_TRUE(matches(g, "<tool_<tool_call>!"));
-  EXPECT_FALSE(matches(g, "text <tool_call>"));     // the rest must come
+  EXPECT_FALSE(matches(g, "text <tool_call>"));  // the rest must come
   EXPECT_FALSE(matches(g, "text <tool_call>?"));
   EXPECT_FALSE(matches(g, "<tool_call>! and more"));  // nothing after the rest
   Matcher m(g);

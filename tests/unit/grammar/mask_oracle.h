@@ -19,13 +19,15 @@
 namespace gufo::grammar {
 
 // The ids where two masks differ, with their bytes, for a failure message.
-inline std::string mask_difference(const TokenTrie& trie, const std::vector<bool>& fast, const std::vector<bool>& reference) {
+inline std::string mask_difference(const TokenTrie& trie, const std::vector<bool>& fast,
+                                   const std::vector<bool>& reference) {
   std::string out;
   int shown = 0;
   for (size_t id = 0; id < fast.size() && id < reference.size(); ++id) {
     if (fast[id] == reference[id]) continue;
     if (++shown > 8) return out + " ...";
-    out += " " + std::to_string(id) + (fast[id] ? "+" : "-") + testing::PrintToString(trie.bytes(static_cast<int32_t>(id)));
+    out += " " + std::to_string(id) + (fast[id] ? "+" : "-") +
+           testing::PrintToString(trie.bytes(static_cast<int32_t>(id)));
   }
   return out;
 }

@@ -43,7 +43,8 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   out.push_back({"json", shared_grammar(parse_gbnf(kJsonObjectGbnf), "json"),
                  R"({"name": "Ada \"L\" \u00e9", "born": 1815, "tags": ["a", {"b": [true, null]}], "r": -2.5e-3})"});
-  out.push_back({"nested_schema", from_schema(R"({
+  out.push_back(
+      {"nested_schema", from_schema(R"({
     "type": "object", "additionalProperties": false, "required": ["isbn", "published", "authors", "format"],
     "properties": {
       "isbn": {"type": "string", "pattern": "^97[89]-[0-9]{10}$"},
@@ -55,38 +56,50 @@ std::vector<Case> cases() {
                                  "id": {"type": "string", "format": "uuid"}}}},
       "pages": {"type": "integer", "minimum": 1, "maximum": 5000},
       "format": {"enum": ["hardcover", "paperback", "ebook"]}}})"),
-                 R"({"isbn": "978-0131103627", "published": "1988-04-01", "authors": [{"name": "Brian \"K\"", )"
-                 R"("contact": "bwk@example.org", "id": "123e4567-e89b-12d3-a456-426614174000"}], "format": "ebook"})"});
+       R"({"isbn": "978-0131103627", "published": "1988-04-01", "authors": [{"name": "Brian \"K\"", )"
+       R"("contact": "bwk@example.org", "id": "123e4567-e89b-12d3-a456-426614174000"}], "format": "ebook"})"});
   out.push_back({"recursive_schema", from_schema(R"({"$ref": "#/definitions/node", "definitions": {"node": {
     "type": "object", "required": ["label"], "properties": {"label": {"type": "string", "maxLength": 12},
     "children": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}}})"),
                  R"({"label": "root", "children": [{"label": "a\nb", "children": [{"label": "c"}]}]})"});
-  out.push_back({"gbnf_recursion", shared_grammar(parse_gbnf(R"gbnf(
+  out.push_back({"gbnf_recursion",
+                 shared_grammar(parse_gbnf(R"gbnf(
 root   ::= expr
 expr   ::= term ( [-+] term )*
 term   ::= factor ( [*/] factor )*
 factor ::= [0-9]+ ( "." [0-9]+ )? | "(" ws expr ws ")" | "-" factor
-ws     ::= " "?)gbnf"), "gbnf_recursion"),
+ws     ::= " "?)gbnf"),
+                                "gbnf_recursion"),
                  "(1+2)*-(3.5/(4-( 5 )))"});
   auto free = text_until_trigger_gbnf("free", "<tool_call>", "call");
   out.push_back({"free_text_trigger",
                  shared_grammar(parse_gbnf("root ::= free-0\ncall ::= \"\\n{\\\"name\\\": \\\"\" [a-z_]+ \"\\\"}\"\n" +
-                                           free.value()), "free_text_trigger"),
+                                           free.value()),
+                                "free_text_trigger"),
                  "Sure, <b>I</b> will look it up < now.<tool_call>\n{\"name\": \"get_weather\"}"});
-  out.push_back({"string_escapes", shared_grammar(parse_gbnf(
-      R"gbnf(root ::= "\"" ( [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\"")gbnf"), "string_escapes"),
-                 R"("tab\there \"quoted\" \\ \u00e9\uD83D\uDE00 caf)" "\xC3\xA9 \xE4\xB8\xAD\xF0\x9F\x98\x80\""});
+  out.push_back(
+      {"string_escapes",
+       shared_grammar(
+           parse_gbnf(R"gbnf(root ::= "\"" ( [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\"")gbnf"),
+           "string_escapes"),
+       R"("tab\there \"quoted\" \\ \u00e9\uD83D\uDE00 caf)"
+       "\xC3\xA9 \xE4\xB8\xAD\xF0\x9F\x98\x80\""});
   out.push_back({"numbers", from_schema(R"({"type": "object", "required": ["n", "i", "f"], "properties": {
     "n": {"type": "number"}, "i": {"type": "integer", "minimum": -50, "maximum": 1200},
     "f": {"type": "number", "exclusiveMinimum": 0}}})"),
                  R"({"n": -12.5e+3, "i": 1199, "f": 0.001})"});
-  out.push_back({"non_ascii_classes", shared_grammar(parse_gbnf(
-      "root ::= [a-z\\u00E0-\\u00FF]+ ( \" \" [\\u03B1-\\u03C9]+ )* ( \" \" [\\u4E00-\\u9FFF]{1,3} )?"), "non_ascii"),
-                 "caf\xC3\xA9 \xCE\xB1\xCE\xB2 \xE4\xB8\xAD\xE6\x96\x87"});
-  out.push_back({"ambiguous", shared_grammar(parse_gbnf(R"gbnf(
+  out.push_back(
+      {"non_ascii_classes",
+       shared_grammar(
+           parse_gbnf("root ::= [a-z\\u00E0-\\u00FF]+ ( \" \" [\\u03B1-\\u03C9]+ )* ( \" \" [\\u4E00-\\u9FFF]{1,3} )?"),
+           "non_ascii"),
+       "caf\xC3\xA9 \xCE\xB1\xCE\xB2 \xE4\xB8\xAD\xE6\x96\x87"});
+  out.push_back({"ambiguous",
+                 shared_grammar(parse_gbnf(R"gbnf(
 root ::= item+
 item ::= [a-z] | [a-z] [a-z] | "ab" | word " "
-word ::= [a-z]+)gbnf"), "ambiguous"),
+word ::= [a-z]+)gbnf"),
+                                "ambiguous"),
                  "abc de fgh ab"});
   return out;
 }
@@ -129,8 +142,8 @@ std::vector<std::string> word_vocabulary() {
       v.push_back({a, b, 'e'});
       v.push_back({a, b, 's', 't'});
     }
-    for (const char* tail : {"\",", "\"}", "\"]", "\"},", "\"}]", "\":", "\"\n", "\\n", "\xC3\xA9", "\xE4\xB8",
-                             "<t", "<tool_call>", " <", "1\""}) {
+    for (const char* tail : {"\",", "\"}", "\"]", "\"},", "\"}]", "\":", "\"\n", "\\n", "\xC3\xA9", "\xE4\xB8", "<t",
+                             "<tool_call>", " <", "1\""}) {
       v.push_back(std::string(1, a) + tail);
     }
   }
@@ -152,7 +165,8 @@ TEST(MaskOracle, SingleBytes) {
 }
 
 TEST(MaskOracle, ShippedModelVocabulary) {
-  const auto trie = gguf_vocabulary((std::filesystem::path(GUFO_TEST_DATA_DIR) / "../../models/gufo-tiny-q8_0.gguf").string());
+  const auto trie =
+      gguf_vocabulary((std::filesystem::path(GUFO_TEST_DATA_DIR) / "../../models/gufo-tiny-q8_0.gguf").string());
   ASSERT_NE(trie, nullptr);
   check_vocabulary(trie, 6, 60);
 }

@@ -50,8 +50,8 @@ TEST(TokenMatcher, MasksEqualTryingEveryTokenAlone) {
   ReferenceMasks reference(grammar, trie);
   Matcher bytes(grammar);
   // A generation, token by token, checking the mask before each.
-  for (const std::string piece : {"{\"", "name", "\":", " \"", "\xC3", "\xA9t", "x\"", ", ", "\"x", "\":", "-3",
-                                   ".5", "e+", "12", "}"}) {
+  for (const std::string piece :
+       {"{\"", "name", "\":", " \"", "\xC3", "\xA9t", "x\"", ", ", "\"x", "\":", "-3", ".5", "e+", "12", "}"}) {
     std::vector<bool> mask;
     tokens.allowed_tokens(mask);
     ASSERT_EQ(mask, brute_force(bytes, vocab, end)) << "before " << piece;
@@ -65,7 +65,7 @@ TEST(TokenMatcher, MasksEqualTryingEveryTokenAlone) {
   }
   std::vector<bool> mask;
   tokens.allowed_tokens(mask);
-  EXPECT_TRUE(mask[static_cast<size_t>(end)]);  // {"name": "étx", "x": -3.5e+12} is whole
+  EXPECT_TRUE(mask[static_cast<size_t>(end)]);       // {"name": "étx", "x": -3.5e+12} is whole
   EXPECT_FALSE(mask[static_cast<size_t>(end - 1)]);  // the control token never
   EXPECT_TRUE(tokens.accept_token(end));
 }

@@ -51,7 +51,8 @@ TEST(TokenTrie, RunsSummariesAndIndexHoldTheTokensBelow) {
   std::vector<std::string> prefix(trie.nodes().size());
   for (size_t n = 0; n < trie.nodes().size(); ++n) {
     const TokenTrie::Node& node = trie.nodes()[n];
-    for (uint32_t c = 0; c < node.n_children; ++c) prefix[node.first_child + c] = prefix[n] + static_cast<char>(trie.nodes()[node.first_child + c].byte);
+    for (uint32_t c = 0; c < node.n_children; ++c)
+      prefix[node.first_child + c] = prefix[n] + static_cast<char>(trie.nodes()[node.first_child + c].byte);
     for (uint32_t i = node.first_token; i < node.end_token; ++i) {
       const std::string& token = vocab[static_cast<size_t>(order[i])];
       ASSERT_TRUE(token.starts_with(prefix[n])) << n;
@@ -64,8 +65,10 @@ TEST(TokenTrie, RunsSummariesAndIndexHoldTheTokensBelow) {
       expected.utf8 = expected.utf8 && is_utf8_prefix(token);
       for (size_t k = prefix[n].size(); k < token.size(); ++k) {
         const auto byte = static_cast<uint8_t>(token[k]);
-        if (byte >= 0x80) expected.non_ascii = true;
-        else expected.ascii[byte >> 6] |= uint64_t{1} << (byte & 63);
+        if (byte >= 0x80)
+          expected.non_ascii = true;
+        else
+          expected.ascii[byte >> 6] |= uint64_t{1} << (byte & 63);
       }
     }
     EXPECT_EQ(trie.bytes_below(node).ascii, expected.ascii) << n;
@@ -76,7 +79,8 @@ TEST(TokenTrie, RunsSummariesAndIndexHoldTheTokensBelow) {
     const std::string& token = vocab[static_cast<size_t>(order[position])];
     for (int byte = 0; byte < 0x80; ++byte) {
       const auto& with = trie.positions_with(static_cast<uint8_t>(byte));
-      EXPECT_EQ(std::binary_search(with.begin(), with.end(), position), token.find(static_cast<char>(byte)) != std::string::npos);
+      EXPECT_EQ(std::binary_search(with.begin(), with.end(), position),
+                token.find(static_cast<char>(byte)) != std::string::npos);
     }
     const auto& bad = trie.positions_not_utf8();
     EXPECT_EQ(std::binary_search(bad.begin(), bad.end(), position), !is_utf8_prefix(token));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,26 +15,24 @@
 #include <fstream>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
-#include "tests/unit/common/reference_logits.h"
-#include "tests/unit/common/temp_path.h"
 #include "core/npy.h"
 #include "engine/model.h"
 #include "engine/validate_prefill.h"
+#include "tests/unit/common/reference_logits.h"
+#include "tests/unit/common/temp_path.h"
 
 namespace gufo {
 namespace {
 
 namespace fs = std::filesystem;
 
-
 // Converts a Hugging Face folder with the real binary, as a user would.
 std::string convert(const fs::path& dir, const std::string& outtype) {
   const fs::path out = testing::process_temp_path("gufo_forward_" + dir.filename().string() + "_" + outtype, ".gguf");
-  const std::string command = std::string(GUFO_BINARY) + " convert '" + dir.string() + "' -o '" +
-                              out.string() + "' --outtype " + outtype;
+  const std::string command =
+      std::string(GUFO_BINARY) + " convert '" + dir.string() + "' -o '" + out.string() + "' --outtype " + outtype;
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   return out.string();
 }
@@ -171,14 +170,13 @@ TEST_P(QuantizedForwardTest, StaysCloseToTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(
     TinyModels, QuantizedForwardTest,
-    ::testing::Values(QuantCase{"tiny-qwen3", "f16", 3e-5, 1e-4, 0.95}, QuantCase{"tiny-qwen3", "bf16", 1e-3, 5e-3, 0.9},
-                      QuantCase{"tiny-qwen3", "q8_0", 1.2e-2, 5e-2, 0.85}, QuantCase{"tiny-llama", "f16", 3e-5, 1e-4, 0.95},
-                      QuantCase{"tiny-llama", "bf16", 1e-3, 5e-3, 0.9}, QuantCase{"tiny-llama", "q8_0", 1.2e-2, 5e-2, 0.85},
-                      QuantCase{"tiny-qwen2", "f16", 3e-5, 1e-4, 0.95}, QuantCase{"tiny-qwen2", "bf16", 1e-3, 5e-3, 0.9},
-                      QuantCase{"tiny-qwen2", "q8_0", 1.2e-2, 5e-2, 0.85},
-                      QuantCase{"tiny-qwen3-moe", "f16", 3e-5, 1e-4, 0.95},
-                      QuantCase{"tiny-qwen3-moe", "bf16", 1e-3, 5e-3, 0.9},
-                      QuantCase{"tiny-qwen3-moe", "q8_0", 1.2e-2, 5e-2, 0.85}),
+    ::testing::Values(
+        QuantCase{"tiny-qwen3", "f16", 3e-5, 1e-4, 0.95}, QuantCase{"tiny-qwen3", "bf16", 1e-3, 5e-3, 0.9},
+        QuantCase{"tiny-qwen3", "q8_0", 1.2e-2, 5e-2, 0.85}, QuantCase{"tiny-llama", "f16", 3e-5, 1e-4, 0.95},
+        QuantCase{"tiny-llama", "bf16", 1e-3, 5e-3, 0.9}, QuantCase{"tiny-llama", "q8_0", 1.2e-2, 5e-2, 0.85},
+        QuantCase{"tiny-qwen2", "f16", 3e-5, 1e-4, 0.95}, QuantCase{"tiny-qwen2", "bf16", 1e-3, 5e-3, 0.9},
+        QuantCase{"tiny-qwen2", "q8_0", 1.2e-2, 5e-2, 0.85}, QuantCase{"tiny-qwen3-moe", "f16", 3e-5, 1e-4, 0.95},
+        QuantCase{"tiny-qwen3-moe", "bf16", 1e-3, 5e-3, 0.9}, QuantCase{"tiny-qwen3-moe", "q8_0", 1.2e-2, 5e-2, 0.85}),
     [](const auto& test_info) {
       std::string name = std::string(test_info.param.model) + "_" + test_info.param.outtype;
       std::replace(name.begin(), name.end(), '-', '_');

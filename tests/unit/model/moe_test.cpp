@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -14,16 +15,15 @@
 #include <random>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
-#include "tests/unit/common/temp_path.h"
 #include "backend/cpu/ops/moe.h"
 #include "backend/cpu/ops/ops.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
+#include "tests/unit/common/temp_path.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo {
@@ -116,8 +116,8 @@ TEST(MoeFfn, MatchesPlainPerTokenReference) {
   ASSERT_TRUE(cpu::moe_ffn(pool, x.data(), rows, logits.data(), {&gw, &uw, &dw}, n_used, true, got.data()).ok());
 
   for (int64_t r = 0; r < rows; ++r) {
-    const auto choices = route(std::vector<float>(logits.begin() + r * n_expert, logits.begin() + (r + 1) * n_expert),
-                               n_used, true);
+    const auto choices =
+        route(std::vector<float>(logits.begin() + r * n_expert, logits.begin() + (r + 1) * n_expert), n_used, true);
     std::vector<double> want(static_cast<size_t>(n_embd), 0.0);
     for (const ExpertChoice& c : choices) {
       std::vector<double> act(static_cast<size_t>(n_ff));
@@ -131,7 +131,8 @@ TEST(MoeFfn, MatchesPlainPerTokenReference) {
       }
       for (int64_t i = 0; i < n_embd; ++i) {
         double d = 0.0;
-        for (int64_t j = 0; j < n_ff; ++j) d += down[static_cast<size_t>((c.expert * n_embd + i) * n_ff + j)] * act[static_cast<size_t>(j)];
+        for (int64_t j = 0; j < n_ff; ++j)
+          d += down[static_cast<size_t>((c.expert * n_embd + i) * n_ff + j)] * act[static_cast<size_t>(j)];
         want[static_cast<size_t>(i)] += c.weight * d;
       }
     }
@@ -140,9 +141,11 @@ TEST(MoeFfn, MatchesPlainPerTokenReference) {
     }
     // One row alone gives the same as within the batch.
     std::vector<float> one(static_cast<size_t>(n_embd));
-    ASSERT_TRUE(cpu::moe_ffn(pool, x.data() + r * n_embd, 1, logits.data() + r * n_expert, {&gw, &uw, &dw},
-                             n_used, true, one.data()).ok());
-    for (int64_t i = 0; i < n_embd; ++i) EXPECT_NEAR(one[static_cast<size_t>(i)], got[static_cast<size_t>(r * n_embd + i)], 1e-6);
+    ASSERT_TRUE(cpu::moe_ffn(pool, x.data() + r * n_embd, 1, logits.data() + r * n_expert, {&gw, &uw, &dw}, n_used,
+                             true, one.data())
+                    .ok());
+    for (int64_t i = 0; i < n_embd; ++i)
+      EXPECT_NEAR(one[static_cast<size_t>(i)], got[static_cast<size_t>(r * n_embd + i)], 1e-6);
   }
 }
 
@@ -150,8 +153,8 @@ fs::path moe_dir() { return fs::path(GUFO_TEST_DATA_DIR) / "models" / "tiny-qwen
 
 std::string convert_moe(const std::string& tag) {
   const fs::path out = testing::process_temp_path("gufo_moe_test_" + tag, ".gguf");
-  const std::string command = std::string(GUFO_BINARY) + " convert '" + moe_dir().string() + "' -o '" +
-                              out.string() + "' --outtype f32";
+  const std::string command =
+      std::string(GUFO_BINARY) + " convert '" + moe_dir().string() + "' -o '" + out.string() + "' --outtype f32";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   return out.string();
 }
@@ -182,14 +185,15 @@ TEST(MoeModel, GreedyMatchesTransformers) {
 }
 
 // Rewrites a good file with `edit` applied to a writer holding its metadata and tensors.
-std::string rewrite(const gguf::File& good, const std::string& tag,
-                    const std::function<void(gguf::Writer&)>& edit) {
+std::string rewrite(const gguf::File& good, const std::string& tag, const std::function<void(gguf::Writer&)>& edit) {
   gguf::Writer writer;
   for (const gguf::MetadataEntry& entry : good.metadata()) writer.set(entry.key, entry.value);
   for (const gguf::TensorInfo& info : good.tensors()) {
-    writer.add_tensor({.name = info.name, .type = info.type,
+    writer.add_tensor({.name = info.name,
+                       .type = info.type,
                        .shape = std::vector<uint64_t>(info.shape().begin(), info.shape().end()),
-                       .data = info.bytes(), .fill = {}});
+                       .data = info.bytes(),
+                       .fill = {}});
   }
   edit(writer);
   const std::string path = testing::process_temp_path("gufo_moe_bad_" + tag, ".gguf").string();
@@ -224,11 +228,11 @@ TEST(MoeModel, RefusesBadFilesWithOneLine) {
   auto good = gguf::File::open(convert_moe("good"));
   ASSERT_TRUE(good.ok()) << good.error().message;
 
-  expect_load_error(rewrite(*good, "used", [](gguf::Writer& w) { w.set("qwen3moe.expert_used_count", gguf::Value::u32(9)); }),
-                    {"qwen3moe.expert_used_count is 9", "1..8"});
-  expect_load_error(rewrite(*good, "zero_ff", [](gguf::Writer& w) {
-                      w.set("qwen3moe.expert_feed_forward_length", gguf::Value::u32(0));
-                    }),
+  expect_load_error(
+      rewrite(*good, "used", [](gguf::Writer& w) { w.set("qwen3moe.expert_used_count", gguf::Value::u32(9)); }),
+      {"qwen3moe.expert_used_count is 9", "1..8"});
+  expect_load_error(rewrite(*good, "zero_ff",
+                            [](gguf::Writer& w) { w.set("qwen3moe.expert_feed_forward_length", gguf::Value::u32(0)); }),
                     {"qwen3moe.expert_feed_forward_length is 0"});
   expect_load_error(rewrite(*good, "no_count", [](gguf::Writer& w) { w = without(w, "qwen3moe.expert_count", ""); }),
                     {"qwen3moe.expert_count", "not found"});
@@ -238,20 +242,28 @@ TEST(MoeModel, RefusesBadFilesWithOneLine) {
   // Only 4 of the 8 experts stored: the shape names what was expected.
   const gguf::TensorInfo* down = good->find_tensor("blk.0.ffn_down_exps.weight");
   ASSERT_NE(down, nullptr);
-  expect_load_error(rewrite(*good, "shape", [&](gguf::Writer& w) {
-                      w = without(w, "", down->name);
-                      w.add_tensor({.name = down->name, .type = down->type, .shape = {down->ne[0], down->ne[1], 4},
-                                    .data = down->bytes().first(down->bytes().size() / 2), .fill = {}});
-                    }),
+  expect_load_error(rewrite(*good, "shape",
+                            [&](gguf::Writer& w) {
+                              w = without(w, "", down->name);
+                              w.add_tensor({.name = down->name,
+                                            .type = down->type,
+                                            .shape = {down->ne[0], down->ne[1], 4},
+                                            .data = down->bytes().first(down->bytes().size() / 2),
+                                            .fill = {}});
+                            }),
                     {"tensor 'blk.0.ffn_down_exps.weight' must be [32, 64, 8], found [32, 64, 4]"});
   // A dense model's FFN tensor in place of an expert stack.
   const gguf::TensorInfo* gate = good->find_tensor("blk.1.ffn_gate_exps.weight");
   ASSERT_NE(gate, nullptr);
-  expect_load_error(rewrite(*good, "flat", [&](gguf::Writer& w) {
-                      w = without(w, "", gate->name);
-                      w.add_tensor({.name = gate->name, .type = gate->type, .shape = {gate->ne[0], gate->ne[1]},
-                                    .data = gate->bytes().first(gate->bytes().size() / gate->ne[2]), .fill = {}});
-                    }),
+  expect_load_error(rewrite(*good, "flat",
+                            [&](gguf::Writer& w) {
+                              w = without(w, "", gate->name);
+                              w.add_tensor({.name = gate->name,
+                                            .type = gate->type,
+                                            .shape = {gate->ne[0], gate->ne[1]},
+                                            .data = gate->bytes().first(gate->bytes().size() / gate->ne[2]),
+                                            .fill = {}});
+                            }),
                     {"tensor 'blk.1.ffn_gate_exps.weight' must be [64, 32, 8], found [64, 32, 1]"});
 }
 

@@ -38,8 +38,13 @@ std::vector<float> run(const engine::Model& model, backend::Backend& backend, ba
 }
 
 backend::KvCacheSpec spec_of(const engine::Model& model, int64_t n_seq, int64_t n_blocks) {
-  return {.n_layer = model.hparams().n_layer, .n_embd_kv = model.hparams().n_embd_kv(), .n_ctx = 64,
-          .n_seq = n_seq, .type = DType::F32, .block_size = 4, .n_blocks = n_blocks};
+  return {.n_layer = model.hparams().n_layer,
+          .n_embd_kv = model.hparams().n_embd_kv(),
+          .n_ctx = 64,
+          .n_seq = n_seq,
+          .type = DType::F32,
+          .block_size = 4,
+          .n_blocks = n_blocks};
 }
 
 TEST(PagedKvCache, ScatteredBlocksGiveTheContiguousLogits) {
@@ -111,9 +116,9 @@ TEST(PagedKvCache, RefusesBadTablesAndPositionsPastTheBlocks) {
   EXPECT_FALSE((*contiguous)->set_blocks(0, std::vector<int32_t>{0}, 0).ok());
   auto paged = tiny.cpu.create_kv_cache(spec_of(*tiny.model, 1, 4));
   ASSERT_TRUE(paged.ok());
-  EXPECT_FALSE((*paged)->set_blocks(0, std::vector<int32_t>{4}, 0).ok());   // outside the pool
-  EXPECT_FALSE((*paged)->set_blocks(1, std::vector<int32_t>{0}, 0).ok());   // no such sequence
-  EXPECT_FALSE((*paged)->set_blocks(0, std::vector<int32_t>{0}, 5).ok());   // more filled than held
+  EXPECT_FALSE((*paged)->set_blocks(0, std::vector<int32_t>{4}, 0).ok());  // outside the pool
+  EXPECT_FALSE((*paged)->set_blocks(1, std::vector<int32_t>{0}, 0).ok());  // no such sequence
+  EXPECT_FALSE((*paged)->set_blocks(0, std::vector<int32_t>{0}, 5).ok());  // more filled than held
   ASSERT_TRUE((*paged)->set_blocks(0, std::vector<int32_t>{1}, 0).ok());
   backend::Batch batch = backend::Batch::sequence(prompt_tokens(5), 0, false);  // 5 positions, 4 held
   auto graph = tiny.model->build_graph({.n_tokens = 5, .n_outputs = 1});
@@ -122,8 +127,8 @@ TEST(PagedKvCache, RefusesBadTablesAndPositionsPastTheBlocks) {
   const Status status = tiny.cpu.forward(*graph, batch, **paged, {.logits = logits, .argmax = {}});
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().message.find("past its 4 cache positions"), std::string::npos) << status.error().message;
-  auto bad_block = tiny.cpu.create_kv_cache({.n_layer = 1, .n_embd_kv = 8, .n_ctx = 8, .n_seq = 1,
-                                             .type = DType::F32, .block_size = 6, .n_blocks = 0});
+  auto bad_block = tiny.cpu.create_kv_cache(
+      {.n_layer = 1, .n_embd_kv = 8, .n_ctx = 8, .n_seq = 1, .type = DType::F32, .block_size = 6, .n_blocks = 0});
   EXPECT_FALSE(bad_block.ok());
 }
 

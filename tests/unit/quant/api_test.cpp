@@ -23,13 +23,11 @@ void expect_error(const Status& status, std::initializer_list<const char*> fragm
 }
 
 TEST(QuantApi, SupportedTypes) {
-  for (DType type :
-       {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     EXPECT_TRUE(can_quantize(type)) << dtype_name(type);
     EXPECT_TRUE(can_dequantize(type)) << dtype_name(type);
   }
-  for (DType type : {DType::Q4_0, DType::Q2_K, DType::Q3_K, DType::Q8_K, DType::IQ2_XXS, DType::I32,
-                     DType::MXFP4}) {
+  for (DType type : {DType::Q4_0, DType::Q2_K, DType::Q3_K, DType::Q8_K, DType::IQ2_XXS, DType::I32, DType::MXFP4}) {
     EXPECT_FALSE(can_quantize(type)) << dtype_name(type);
     EXPECT_FALSE(can_dequantize(type)) << dtype_name(type);
   }
@@ -43,12 +41,10 @@ TEST(QuantApi, UnsupportedTypeIsNamed) {
                {"dequantize_row", "Q2_K", "not supported"});
   expect_error(quantize_row(DType::IQ2_XXS, values.data(), 256, buffer.data(), buffer.size()),
                {"quantize_row", "IQ2_XXS", "not supported"});
-  expect_error(
-      dequantize_row(static_cast<DType>(4), buffer.data(), buffer.size(), values.data(), 256),
-      {"unknown type id 4"});
-  expect_error(
-      quantize_row(static_cast<DType>(1000), values.data(), 256, buffer.data(), buffer.size()),
-      {"unknown type id 1000"});
+  expect_error(dequantize_row(static_cast<DType>(4), buffer.data(), buffer.size(), values.data(), 256),
+               {"unknown type id 4"});
+  expect_error(quantize_row(static_cast<DType>(1000), values.data(), 256, buffer.data(), buffer.size()),
+               {"unknown type id 1000"});
 }
 
 TEST(QuantApi, LengthMustBeAWholeNumberOfBlocks) {
@@ -58,8 +54,7 @@ TEST(QuantApi, LengthMustBeAWholeNumberOfBlocks) {
                {"Q4_K", "multiple of 256", "300"});
   expect_error(dequantize_row(DType::Q8_0, buffer.data(), buffer.size(), values.data(), 33),
                {"Q8_0", "multiple of 32", "33"});
-  expect_error(dequantize_row(DType::F16, buffer.data(), buffer.size(), values.data(), -1),
-               {"F16", "-1"});
+  expect_error(dequantize_row(DType::F16, buffer.data(), buffer.size(), values.data(), -1), {"F16", "-1"});
 }
 
 TEST(QuantApi, ShortBufferSaysWhatItNeeds) {
@@ -70,8 +65,7 @@ TEST(QuantApi, ShortBufferSaysWhatItNeeds) {
                {"Q4_K", "512 elements", "needs 288 bytes", "buffer has 287"});
   expect_error(dequantize_row(DType::Q6_K, buffer.data(), 209, values.data(), 256),
                {"Q6_K", "needs 210 bytes", "buffer has 209"});
-  expect_error(dequantize_row(DType::F32, buffer.data(), 7, values.data(), 2),
-               {"F32", "needs 8 bytes", "has 7"});
+  expect_error(dequantize_row(DType::F32, buffer.data(), 7, values.data(), 2), {"F32", "needs 8 bytes", "has 7"});
 }
 
 TEST(QuantApi, NonFiniteInputIsRefusedForBlockFormats) {

@@ -40,8 +40,7 @@ constexpr uint8_t kMins[8] = {0, 5, 12, 20, 31, 40, 50, 63};
 // The same, packed by hand: bytes 0-3 = scale j | (scale j+4 >> 4) << 6; bytes 4-7 =
 // min j | (min j+4 >> 4) << 6; bytes 8-11 = (scale j+4 & 15) | (min j+4 & 15) << 4.
 // E.g. byte 0 = 1 | (17 >> 4) << 6 = 0x41; byte 8 = (17 & 15) | (31 & 15) << 4 = 0xf1.
-constexpr uint8_t kPackedScales[12] = {0x41, 0x82, 0xc3, 0xca, 0x40, 0x85,
-                                       0xcc, 0xd4, 0xf1, 0x81, 0x20, 0xff};
+constexpr uint8_t kPackedScales[12] = {0x41, 0x82, 0xc3, 0xca, 0x40, 0x85, 0xcc, 0xd4, 0xf1, 0x81, 0x20, 0xff};
 
 TEST(Blocks, UnpacksSixBitScalesAndMins) {
   for (int sub_block = 0; sub_block < 8; ++sub_block) {
@@ -55,8 +54,7 @@ template <class Block>
 std::vector<float> dequantize_blocks(DType type, const std::vector<Block>& blocks) {
   const int64_t n_elems = static_cast<int64_t>(blocks.size()) * dtype_info(type).block_elems;
   std::vector<float> y(static_cast<size_t>(n_elems));
-  const Status status =
-      dequantize_row(type, blocks.data(), blocks.size() * sizeof(Block), y.data(), n_elems);
+  const Status status = dequantize_row(type, blocks.data(), blocks.size() * sizeof(Block), y.data(), n_elems);
   EXPECT_TRUE(status.ok()) << (status.ok() ? "" : status.error().message);
   return y;
 }
@@ -87,8 +85,8 @@ TEST(Dequantize, Q4KFollowsScaleMinFormula) {
   std::memcpy(block.scales, kPackedScales, sizeof kPackedScales);
   for (int chunk = 0; chunk < 4; ++chunk) {
     for (int lane = 0; lane < 32; ++lane) {
-      block.qs[32 * chunk + lane] = static_cast<uint8_t>(q4_k_quant(64 * chunk + lane) |
-                                                         (q4_k_quant(64 * chunk + 32 + lane) << 4));
+      block.qs[32 * chunk + lane] =
+          static_cast<uint8_t>(q4_k_quant(64 * chunk + lane) | (q4_k_quant(64 * chunk + 32 + lane) << 4));
     }
   }
   const std::vector<float> y = dequantize_blocks(DType::Q4_K, blocks);

@@ -101,13 +101,11 @@ TEST(GgmlGolden, QuantizedBytesMatchGgmlReference) {
     uint64_t digest = test_data::kFnv1aOffset;
     for (uint64_t seed = 1; seed <= kGoldenSeeds; ++seed) {
       const std::vector<float> x = make_input(golden.pattern, seed, kGoldenElems);
-      const Status status =
-          quantize_row(golden.type, x.data(), kGoldenElems, out.data(), out.size());
+      const Status status = quantize_row(golden.type, x.data(), kGoldenElems, out.data(), out.size());
       ASSERT_TRUE(status.ok()) << status.error().message;
       digest = fnv1a(out.data(), out.size(), digest);
     }
-    EXPECT_EQ(digest, golden.digest)
-        << info.name << " of pattern " << test_data::pattern_name(golden.pattern);
+    EXPECT_EQ(digest, golden.digest) << info.name << " of pattern " << test_data::pattern_name(golden.pattern);
   }
 }
 
@@ -127,12 +125,10 @@ TEST(GgmlGolden, DequantizedRandomBlocksMatchGgml) {
   };
   for (const DequantGolden& golden : goldens) {
     const DTypeInfo info = dtype_info(golden.type);
-    const std::vector<uint8_t> blocks =
-        make_random_blocks(1, info.block_bytes, 64, golden.fp16_offsets);
+    const std::vector<uint8_t> blocks = make_random_blocks(1, info.block_bytes, 64, golden.fp16_offsets);
     const int64_t n_elems = 64 * static_cast<int64_t>(info.block_elems);
     std::vector<float> y(static_cast<size_t>(n_elems));
-    const Status status =
-        dequantize_row(golden.type, blocks.data(), blocks.size(), y.data(), n_elems);
+    const Status status = dequantize_row(golden.type, blocks.data(), blocks.size(), y.data(), n_elems);
     ASSERT_TRUE(status.ok()) << status.error().message;
     EXPECT_EQ(fnv1a(y.data(), y.size() * sizeof(float)), golden.digest) << info.name;
   }

@@ -72,8 +72,8 @@ long check_conversions(void* lib, uint64_t stride) {
     mismatches += fp32_to_fp16(value) != to_fp16(value);
     mismatches += fp32_to_bf16(value) != to_bf16(value);
   }
-  std::printf("fp16/bf16 conversions (fp32 stride %llu): %ld mismatches\n",
-              static_cast<unsigned long long>(stride), mismatches);
+  std::printf("fp16/bf16 conversions (fp32 stride %llu): %ld mismatches\n", static_cast<unsigned long long>(stride),
+              mismatches);
   return mismatches;
 }
 
@@ -103,13 +103,11 @@ long check_type(void* lib, const TypeUnderTest& type, int n_seeds, bool print_go
   for (Pattern pattern : kAllPatterns) {
     uint64_t digest = kFnv1aOffset;
     for (int seed = 1; seed <= n_seeds; ++seed) {
-      compare(make_input(pattern, static_cast<uint64_t>(seed), n_elems), pattern_name(pattern),
-              seed);
+      compare(make_input(pattern, static_cast<uint64_t>(seed), n_elems), pattern_name(pattern), seed);
       if (seed <= 16) digest = fnv1a(theirs.data(), theirs.size(), digest);
     }
     if (print_goldens) {
-      std::printf("    {DType::%s, Pattern::%s, 0x%016llxull},\n", type.name,
-                  enum_token(pattern_name(pattern)).c_str(),
+      std::printf("    {DType::%s, Pattern::%s, 0x%016llxull},\n", type.name, enum_token(pattern_name(pattern)).c_str(),
                   static_cast<unsigned long long>(digest));
     }
   }
@@ -170,48 +168,32 @@ int main(int argc, char** argv) {
        "dequantize_row_q8_0",
        sizeof(BlockQ8_0),
        kQ8_0BlockElems,
-       [](const float* x, void* y, int64_t n) {
-         quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n);
-       },
-       [](const void* x, float* y, int64_t n) {
-         dequantize_row_q8_0(static_cast<const BlockQ8_0*>(x), y, n);
-       },
+       [](const float* x, void* y, int64_t n) { quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n); },
+       [](const void* x, float* y, int64_t n) { dequantize_row_q8_0(static_cast<const BlockQ8_0*>(x), y, n); },
        {0}},
       {"Q4_K",
        "quantize_row_q4_K_ref",
        "dequantize_row_q4_K",
        sizeof(BlockQ4K),
        kQkK,
-       [](const float* x, void* y, int64_t n) {
-         quantize_row_q4_k(x, static_cast<BlockQ4K*>(y), n);
-       },
-       [](const void* x, float* y, int64_t n) {
-         dequantize_row_q4_k(static_cast<const BlockQ4K*>(x), y, n);
-       },
+       [](const float* x, void* y, int64_t n) { quantize_row_q4_k(x, static_cast<BlockQ4K*>(y), n); },
+       [](const void* x, float* y, int64_t n) { dequantize_row_q4_k(static_cast<const BlockQ4K*>(x), y, n); },
        {0, 2}},
       {"Q5_K",
        "quantize_row_q5_K_ref",
        "dequantize_row_q5_K",
        sizeof(BlockQ5K),
        kQkK,
-       [](const float* x, void* y, int64_t n) {
-         quantize_row_q5_k(x, static_cast<BlockQ5K*>(y), n);
-       },
-       [](const void* x, float* y, int64_t n) {
-         dequantize_row_q5_k(static_cast<const BlockQ5K*>(x), y, n);
-       },
+       [](const float* x, void* y, int64_t n) { quantize_row_q5_k(x, static_cast<BlockQ5K*>(y), n); },
+       [](const void* x, float* y, int64_t n) { dequantize_row_q5_k(static_cast<const BlockQ5K*>(x), y, n); },
        {0, 2}},
       {"Q6_K",
        "quantize_row_q6_K_ref",
        "dequantize_row_q6_K",
        sizeof(BlockQ6K),
        kQkK,
-       [](const float* x, void* y, int64_t n) {
-         quantize_row_q6_k(x, static_cast<BlockQ6K*>(y), n);
-       },
-       [](const void* x, float* y, int64_t n) {
-         dequantize_row_q6_k(static_cast<const BlockQ6K*>(x), y, n);
-       },
+       [](const float* x, void* y, int64_t n) { quantize_row_q6_k(x, static_cast<BlockQ6K*>(y), n); },
+       [](const void* x, float* y, int64_t n) { dequantize_row_q6_k(static_cast<const BlockQ6K*>(x), y, n); },
        {208}},
   };
   // NOTE(oracle): 4093 is prime, so a strided sweep still varies the low mantissa bits.

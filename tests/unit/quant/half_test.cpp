@@ -31,7 +31,7 @@ TEST(Fp16, KnownValues) {
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(fp32_to_fp16(-std::ldexp(1.0f, -24)), 0x8001);
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1023.0f, -24)), 0x03ff);  // largest subnormal
-  EXPECT_EQ(fp32_to_fp16(1e-40f), 0x0000);  // fp32 denormal: far below fp16's range
+  EXPECT_EQ(fp32_to_fp16(1e-40f), 0x0000);                    // fp32 denormal: far below fp16's range
 }
 
 TEST(Fp16, RoundsHalfToEven) {

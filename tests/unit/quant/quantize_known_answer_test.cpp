@@ -18,8 +18,7 @@ template <class Block>
 Block quantize_one(DType type, const std::vector<float>& x) {
   Block block;
   std::memset(&block, 0xa5, sizeof block);  // garbage: every byte must be written
-  const Status status =
-      quantize_row(type, x.data(), static_cast<int64_t>(x.size()), &block, sizeof block);
+  const Status status = quantize_row(type, x.data(), static_cast<int64_t>(x.size()), &block, sizeof block);
   EXPECT_TRUE(status.ok()) << (status.ok() ? "" : status.error().message);
   return block;
 }
@@ -27,8 +26,7 @@ Block quantize_one(DType type, const std::vector<float>& x) {
 template <class Block>
 std::vector<float> dequantize_one(DType type, const Block& block) {
   std::vector<float> y(dtype_info(type).block_elems);
-  EXPECT_TRUE(
-      dequantize_row(type, &block, sizeof block, y.data(), static_cast<int64_t>(y.size())).ok());
+  EXPECT_TRUE(dequantize_row(type, &block, sizeof block, y.data(), static_cast<int64_t>(y.size())).ok());
   return y;
 }
 

@@ -68,8 +68,8 @@ std::vector<float> round_trip(DType type, const std::vector<float>& x) {
 }
 
 // Checks every element against the group bound; returns RMS(err) / RMS(x) (0 for x = 0).
-double check_group_bound(const Bounds& bounds, const std::vector<float>& x,
-                         const std::vector<float>& y, const std::string& what) {
+double check_group_bound(const Bounds& bounds, const std::vector<float>& x, const std::vector<float>& y,
+                         const std::string& what) {
   double sum_err2 = 0;
   double sum_x2 = 0;
   int failures = 0;
@@ -82,9 +82,8 @@ double check_group_bound(const Bounds& bounds, const std::vector<float>& x,
       EXPECT_TRUE(std::isfinite(y[idx])) << what << " element " << idx;
       const double err = static_cast<double>(y[idx]) - x[idx];
       if (!(std::fabs(err) <= limit) && failures++ < 3) {
-        ADD_FAILURE() << what << " element " << idx << ": x " << x[idx] << " y " << y[idx]
-                      << " |err| " << std::fabs(err) << " > " << limit << " (group max " << amax
-                      << ")";
+        ADD_FAILURE() << what << " element " << idx << ": x " << x[idx] << " y " << y[idx] << " |err| "
+                      << std::fabs(err) << " > " << limit << " (group max " << amax << ")";
       }
       sum_err2 += err * err;
       sum_x2 += static_cast<double>(x[idx]) * x[idx];
@@ -94,8 +93,7 @@ double check_group_bound(const Bounds& bounds, const std::vector<float>& x,
 }
 
 std::string describe(DType type, const char* pattern, uint64_t seed, size_t n) {
-  return std::string(dtype_name(type)) + " " + pattern + " seed " + std::to_string(seed) + " n " +
-         std::to_string(n);
+  return std::string(dtype_name(type)) + " " + pattern + " seed " + std::to_string(seed) + " n " + std::to_string(n);
 }
 
 TEST(RoundTrip, RandomRowsStayWithinBounds) {
@@ -119,8 +117,7 @@ TEST(RoundTrip, EveryExtraBitRoughlyHalvesTheError) {
   const std::vector<float> x = make_input(Pattern::kNormal, 7, 4096);
   double rms[3];
   const DType types[3] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
-  for (int i = 0; i < 3; ++i)
-    rms[i] = check_group_bound(kBounds[i + 1], x, round_trip(types[i], x), "normal");
+  for (int i = 0; i < 3; ++i) rms[i] = check_group_bound(kBounds[i + 1], x, round_trip(types[i], x), "normal");
   // NOTE(round_trip): one more bit halves the step; 0.6 leaves room for the scale overheads.
   EXPECT_LT(rms[1], 0.6 * rms[0]);
   EXPECT_LT(rms[2], 0.6 * rms[1]);
@@ -138,8 +135,7 @@ TEST(RoundTrip, AdversarialRowsStayFiniteAndBounded) {
   for (size_t i = 0; i < 1024; ++i) {
     alternating[i] = (i % 2 == 0 ? 1.0f : -1.0f) * (i % 64 < 32 ? 1e-3f : 5.0f);
     // NOTE(round_trip): 1e6 is huge next to 1e-2 yet small enough for every fp16 block scale.
-    mixed_outliers[i] =
-        (i % 97 == 0) ? (i % 2 == 0 ? 1e6f : -1e6f) : 1e-2f * static_cast<float>(i % 7);
+    mixed_outliers[i] = (i % 97 == 0) ? (i % 2 == 0 ? 1e6f : -1e6f) : 1e-2f * static_cast<float>(i % 7);
   }
   rows.emplace_back("alternating_signs", alternating);
   rows.emplace_back("1e6_outliers", mixed_outliers);
@@ -174,8 +170,7 @@ TEST(RoundTrip, PlainFormatsAreHalfUlp) {
       for (size_t i = 0; i < x.size(); ++i) {
         const double limit = plain.rel * std::fabs(x[i]) + plain.floor;
         ASSERT_LE(std::fabs(static_cast<double>(y[i]) - x[i]), limit)
-            << dtype_name(plain.type) << " " << pattern_name(pattern) << " element " << i << " x "
-            << x[i];
+            << dtype_name(plain.type) << " " << pattern_name(pattern) << " element " << i << " x " << x[i];
       }
     }
   }
@@ -214,9 +209,8 @@ TEST(RoundTrip, KQuantRequantizationStaysWithinBounds) {
     for (Pattern pattern : {Pattern::kNormal, Pattern::kOutliers, Pattern::kSubBlockScales}) {
       const std::vector<float> y1 = round_trip(bounds.type, make_input(pattern, 13, 2048));
       const std::vector<float> y2 = round_trip(bounds.type, y1);
-      check_group_bound(
-          bounds, y1, y2,
-          "requantized " + std::string(dtype_name(bounds.type)) + " " + pattern_name(pattern));
+      check_group_bound(bounds, y1, y2,
+                        "requantized " + std::string(dtype_name(bounds.type)) + " " + pattern_name(pattern));
     }
   }
 }
@@ -232,8 +226,7 @@ TEST(RoundTrip, OutOfRangeInputIsRefusedNotStoredAsInf) {
     std::vector<uint8_t> packed(dtype_row_bytes(dtype_info(type), 512));
     const Status status = quantize_row(type, x.data(), 512, packed.data(), packed.size());
     ASSERT_FALSE(status.ok()) << dtype_name(type);
-    EXPECT_NE(status.error().message.find("element 300"), std::string::npos)
-        << status.error().message;
+    EXPECT_NE(status.error().message.find("element 300"), std::string::npos) << status.error().message;
   }
   // 1e9 passes the input check but overflows every fp16 block scale: reported per block.
   x[300] = 1e9f;
@@ -274,20 +267,18 @@ TEST(RoundTrip, HugeMagnitudesEitherFitOrAreRefused) {
           x[i] = rng.normal() * scale;
         }
         std::vector<uint8_t> packed(dtype_row_bytes(dtype_info(bounds.type), x.size()));
-        const Status status =
-            quantize_row(bounds.type, x.data(), 1024, packed.data(), packed.size());
+        const Status status = quantize_row(bounds.type, x.data(), 1024, packed.data(), packed.size());
         if (!status.ok()) {
           ++refused;
-          EXPECT_NE(status.error().message.find("fp16"), std::string::npos)
-              << status.error().message;
+          EXPECT_NE(status.error().message.find("fp16"), std::string::npos) << status.error().message;
           continue;
         }
         ++accepted;
         std::vector<float> y(x.size());
         ASSERT_TRUE(dequantize_row(bounds.type, packed.data(), packed.size(), y.data(), 1024).ok());
         check_group_bound(bounds, x, y,
-                          std::string(dtype_name(bounds.type)) + " magnitude 1e" +
-                              std::to_string(exponent) + " seed " + std::to_string(seed));
+                          std::string(dtype_name(bounds.type)) + " magnitude 1e" + std::to_string(exponent) + " seed " +
+                              std::to_string(seed));
       }
     }
     // Both outcomes must occur, or the sweep is not probing the edge.

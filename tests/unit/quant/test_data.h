@@ -50,18 +50,16 @@ enum class Pattern {
 };
 
 inline constexpr Pattern kAllPatterns[] = {
-    Pattern::kNormal,    Pattern::kUniform,  Pattern::kSubBlockScales, Pattern::kHeavyTail,
-    Pattern::kPositive,  Pattern::kNegative, Pattern::kSparse,         Pattern::kOutliers,
-    Pattern::kTiny,      Pattern::kDenormal, Pattern::kConstantBlocks, Pattern::kZeros,
-    Pattern::kHalfSteps, Pattern::kLarge,
+    Pattern::kNormal,         Pattern::kUniform, Pattern::kSubBlockScales, Pattern::kHeavyTail, Pattern::kPositive,
+    Pattern::kNegative,       Pattern::kSparse,  Pattern::kOutliers,       Pattern::kTiny,      Pattern::kDenormal,
+    Pattern::kConstantBlocks, Pattern::kZeros,   Pattern::kHalfSteps,      Pattern::kLarge,
 };
 
 // Names in enum order, for messages.
 inline const char* pattern_name(Pattern pattern) {
   static constexpr const char* kNames[] = {
-      "normal",          "uniform", "sub_block_scales", "heavy_tail", "positive",
-      "negative",        "sparse",  "outliers",         "tiny",       "denormal",
-      "constant_blocks", "zeros",   "half_steps",       "large",
+      "normal",   "uniform", "sub_block_scales", "heavy_tail",      "positive", "negative",   "sparse",
+      "outliers", "tiny",    "denormal",         "constant_blocks", "zeros",    "half_steps", "large",
   };
   return kNames[static_cast<int>(pattern)];
 }

@@ -30,8 +30,7 @@ struct SourceTensor {
   std::vector<std::byte> bytes;
 };
 
-SourceTensor make_tensor(std::string name, DType type, std::vector<uint64_t> shape, float mean,
-                         std::mt19937& rng) {
+SourceTensor make_tensor(std::string name, DType type, std::vector<uint64_t> shape, float mean, std::mt19937& rng) {
   SourceTensor tensor{std::move(name), type, std::move(shape), {}, {}};
   uint64_t n = 1;
   for (uint64_t extent : tensor.shape) n *= extent;
@@ -44,9 +43,11 @@ SourceTensor make_tensor(std::string name, DType type, std::vector<uint64_t> sha
   tensor.values.resize(n);
   for (uint64_t r = 0; r < n / row; ++r) {
     EXPECT_TRUE(quant::quantize_row(type, raw.data() + r * row, static_cast<int64_t>(row),
-                                    tensor.bytes.data() + r * row_bytes, row_bytes).ok());
+                                    tensor.bytes.data() + r * row_bytes, row_bytes)
+                    .ok());
     EXPECT_TRUE(quant::dequantize_row(type, tensor.bytes.data() + r * row_bytes, row_bytes,
-                                      tensor.values.data() + r * row, static_cast<int64_t>(row)).ok());
+                                      tensor.values.data() + r * row, static_cast<int64_t>(row))
+                    .ok());
   }
   return tensor;
 }
@@ -86,14 +87,22 @@ void write_model(const std::vector<SourceTensor>& tensors, const std::string& pa
 // what each format gives (Q8_0 ~0.5%, Q6_K ~1%, Q5_K ~2.5%, Q4_K ~5%); F16/BF16 round once.
 double error_bound(DType type) {
   switch (type) {
-    case DType::F32: return 0;
-    case DType::F16: return 1e-3;
-    case DType::BF16: return 5e-3;
-    case DType::Q8_0: return 0.01;
-    case DType::Q6_K: return 0.025;
-    case DType::Q5_K: return 0.05;
-    case DType::Q4_K: return 0.1;
-    default: return -1;
+    case DType::F32:
+      return 0;
+    case DType::F16:
+      return 1e-3;
+    case DType::BF16:
+      return 5e-3;
+    case DType::Q8_0:
+      return 0.01;
+    case DType::Q6_K:
+      return 0.025;
+    case DType::Q5_K:
+      return 0.05;
+    case DType::Q4_K:
+      return 0.1;
+    default:
+      return -1;
   }
 }
 
@@ -144,8 +153,9 @@ TEST_F(QuantizeModel, EveryMixGivesItsTypesAndBoundedErrors) {
       const uint64_t row = src.shape[0];
       const uint64_t row_bytes = dtype_row_bytes(dtype_info(out.type), row);
       for (uint64_t r = 0; r < values.size() / row; ++r) {
-        ASSERT_TRUE(quant::dequantize_row(out.type, out.data + r * row_bytes, row_bytes,
-                                          values.data() + r * row, static_cast<int64_t>(row)).ok());
+        ASSERT_TRUE(quant::dequantize_row(out.type, out.data + r * row_bytes, row_bytes, values.data() + r * row,
+                                          static_cast<int64_t>(row))
+                        .ok());
       }
       EXPECT_LE(relative_rms_error(values, src.values), error_bound(out.type)) << dtype_name(out.type);
     }
@@ -186,9 +196,9 @@ TEST_F(QuantizeModel, Cli) {
   std::filesystem::remove(out);
 
   const std::string missing = (dir_ / "missing.gguf").string();
-  for (const std::string& args : {"quantize " + in_path_ + " " + out + " q3_k",
-                                  "quantize " + missing + " " + out + " q4_k_m",
-                                  "quantize " + in_path_ + " " + in_path_ + " q4_k_m"}) {
+  for (const std::string& args :
+       {"quantize " + in_path_ + " " + out + " q3_k", "quantize " + missing + " " + out + " q4_k_m",
+        "quantize " + in_path_ + " " + in_path_ + " q4_k_m"}) {
     SCOPED_TRACE(args);
     auto bad = run_gufo(args + " --quiet", dir_);
     EXPECT_EQ(bad.exit_code, 1);
@@ -201,9 +211,10 @@ TEST_F(QuantizeModel, Cli) {
 
 TEST_F(QuantizeModel, OverrideKvSetsMetadataAsLlamaQuantizeDoes) {
   const std::string out = (dir_ / "override.gguf").string();
-  auto ok = run_gufo("quantize " + in_path_ + " " + out + " q8_0 --quiet --override-kv test.pooling_type=int:3 "
-                     "--override-kv tokenizer.ggml.add_eos_token=bool:true --override-kv general.name=str:a=b:c "
-                     "--override-kv test.scale=float:0.5",
+  auto ok = run_gufo("quantize " + in_path_ + " " + out +
+                         " q8_0 --quiet --override-kv test.pooling_type=int:3 "
+                         "--override-kv tokenizer.ggml.add_eos_token=bool:true --override-kv general.name=str:a=b:c "
+                         "--override-kv test.scale=float:0.5",
                      dir_);
   ASSERT_EQ(ok.exit_code, 0) << ok.stderr_text;
   auto file = gguf::File::open(out);
@@ -214,8 +225,8 @@ TEST_F(QuantizeModel, OverrideKvSetsMetadataAsLlamaQuantizeDoes) {
   EXPECT_EQ(*file->get_f32("test.scale"), 0.5f);
   std::filesystem::remove(out);
 
-  for (const std::string bad : {"novalue", "=int:3", "k=3", "k=int:-1", "k=int:4294967296", "k=int:3x",
-                                 "k=bool:yes", "k=float:inf", "k=float:", "k=u8:1"}) {
+  for (const std::string bad : {"novalue", "=int:3", "k=3", "k=int:-1", "k=int:4294967296", "k=int:3x", "k=bool:yes",
+                                "k=float:inf", "k=float:", "k=u8:1"}) {
     SCOPED_TRACE(bad);
     auto refused = run_gufo("quantize " + in_path_ + " " + out + " q8_0 --quiet --override-kv " + bad, dir_);
     EXPECT_EQ(refused.exit_code, 1);

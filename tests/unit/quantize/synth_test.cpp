@@ -45,8 +45,8 @@ class Synth : public ::testing::Test {
   }
   static const std::filesystem::path& shared_qwen() {
     static const std::filesystem::path path = [] {
-      const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                        ("gufo_synth_shared_" + std::to_string(::getpid()));
+      const std::filesystem::path dir =
+          std::filesystem::temp_directory_path() / ("gufo_synth_shared_" + std::to_string(::getpid()));
       std::filesystem::create_directories(dir);
       SynthOptions options;
       options.arch = "qwen3";
@@ -67,9 +67,8 @@ class Synth : public ::testing::Test {
     if (!shared_dir().empty()) std::filesystem::remove_all(shared_dir());
   }
 
-  std::filesystem::path write(const std::string& arch, const std::string& shape,
-                              const std::string& type, uint64_t seed, unsigned n_threads,
-                              const std::string& file_name) {
+  std::filesystem::path write(const std::string& arch, const std::string& shape, const std::string& type, uint64_t seed,
+                              unsigned n_threads, const std::string& file_name) {
     SynthOptions options;
     options.arch = arch;
     options.shape = shape;
@@ -201,8 +200,7 @@ TEST_F(Synth, Qwen3FileLoads) {
   EXPECT_EQ(file->find_tensor("output.weight"), nullptr);
   const ModelFacts facts{.n_layer = 2, .n_expert = 0, .has_output = false, .is_70b_class = false};
   for (const gguf::TensorInfo& tensor : file->tensors()) {
-    EXPECT_EQ(tensor.type, choose_tensor_type(QuantMix::Q4_K_M, facts, tensor.name, tensor.shape(),
-                                              DType::F32))
+    EXPECT_EQ(tensor.type, choose_tensor_type(QuantMix::Q4_K_M, facts, tensor.name, tensor.shape(), DType::F32))
         << tensor.name;
   }
   EXPECT_EQ((*file->get_tensor("token_embd.weight"))->type, DType::Q6_K);
@@ -224,8 +222,7 @@ TEST_F(Synth, Qwen3FileLoads) {
   // A Q4_K row (the search-free encoder) against its generator values.
   const gguf::TensorInfo* attn_q = *file->get_tensor("blk.1.attn_q.weight");
   const uint64_t q4_row_bytes = dtype_row_bytes(dtype_info(DType::Q4_K), 1024);
-  ASSERT_TRUE(quant::dequantize_row(DType::Q4_K, attn_q->data + 9 * q4_row_bytes, q4_row_bytes,
-                                    row.data(), 1024).ok());
+  ASSERT_TRUE(quant::dequantize_row(DType::Q4_K, attn_q->data + 9 * q4_row_bytes, q4_row_bytes, row.data(), 1024).ok());
   for (uint64_t i = 0; i < 1024; ++i) want[i] = 0.02f * synth_unit_value(7, "blk.1.attn_q.weight", 9, i);
   EXPECT_LE(testing::relative_rms_error(row, want), 0.1);
 
@@ -257,8 +254,8 @@ TEST_F(Synth, LlamaHasRopeFreqsAndPlainTypes) {
 
 TEST_F(Synth, Cli) {
   const std::string out = (dir_ / "cli.gguf").string();
-  auto ok = testing::run_gufo(
-      "synth --arch qwen3 --shape 0.6b --type q8_0 --layers 1 --vocab 2048 --seed 5 -o " + out, dir_);
+  auto ok =
+      testing::run_gufo("synth --arch qwen3 --shape 0.6b --type q8_0 --layers 1 --vocab 2048 --seed 5 -o " + out, dir_);
   EXPECT_EQ(ok.exit_code, 0) << ok.stderr_text;
   EXPECT_NE(ok.stderr_text.find("blk.0.attn_q.weight: Q8_0"), std::string::npos) << ok.stderr_text;
   EXPECT_TRUE(gguf::File::open(out).ok());

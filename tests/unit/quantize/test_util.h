@@ -20,9 +20,8 @@ namespace gufo::quantize::testing {
 
 inline std::filesystem::path scratch_dir(const std::string& suite) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("gufo_" + suite + "_" + std::to_string(::getpid()) + "_" + info->name());
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("gufo_" + suite + "_" + std::to_string(::getpid()) + "_" + info->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

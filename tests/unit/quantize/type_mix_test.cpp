@@ -24,15 +24,13 @@ TEST(TypeMix, UseMoreBitsLayers) {
   // n/8 = 3, 7n/8 = 24; in between every third layer starting at n/8 + 2.
   EXPECT_EQ(more_bits_layers(28), (std::set<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27}));
   // n/8 = 4, 7n/8 = 28.
-  EXPECT_EQ(more_bits_layers(32),
-            (std::set<int>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31}));
+  EXPECT_EQ(more_bits_layers(32), (std::set<int>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31}));
   // n/8 = 4, 7n/8 = 31 (integer division).
-  EXPECT_EQ(more_bits_layers(36), (std::set<int>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 31,
-                                                 32, 33, 34, 35}));
+  EXPECT_EQ(more_bits_layers(36), (std::set<int>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 31, 32, 33, 34, 35}));
 }
 
-DType type_of(QuantMix mix, const ModelFacts& model, const std::string& name,
-              std::vector<uint64_t> shape, DType source = DType::F32) {
+DType type_of(QuantMix mix, const ModelFacts& model, const std::string& name, std::vector<uint64_t> shape,
+              DType source = DType::F32) {
   return choose_tensor_type(mix, model, name, shape, source);
 }
 
@@ -142,10 +140,8 @@ TEST(TypeMix, NamesAndFileTypes) {
   const ModelFacts model{.n_layer = 2, .n_expert = 0, .has_output = false, .is_70b_class = false};
   const std::vector<uint64_t> norm = {1024};
   const std::vector<uint64_t> matrix = {1024, 2048};
-  EXPECT_EQ(choose_output_tensor_type(*parse_output_type("bf16"), model, "blk.0.attn_norm.weight", norm),
-            DType::F32);
-  EXPECT_EQ(choose_output_tensor_type(*parse_output_type("bf16"), model, "blk.0.attn_q.weight", matrix),
-            DType::BF16);
+  EXPECT_EQ(choose_output_tensor_type(*parse_output_type("bf16"), model, "blk.0.attn_norm.weight", norm), DType::F32);
+  EXPECT_EQ(choose_output_tensor_type(*parse_output_type("bf16"), model, "blk.0.attn_q.weight", matrix), DType::BF16);
 }
 
 }  // namespace

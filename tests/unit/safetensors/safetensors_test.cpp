@@ -34,12 +34,11 @@ std::vector<uint8_t> iota_bytes(size_t n) {
 }
 
 TEST(Safetensors, ParsesDtypesShapesAndViews) {
-  const json header = {
-      {"__metadata__", {{"format", "pt"}}},
-      {"a", {{"dtype", "F32"}, {"shape", {2, 3}}, {"data_offsets", {0, 24}}}},
-      {"b", {{"dtype", "F16"}, {"shape", {4}}, {"data_offsets", {24, 32}}}},
-      {"c", {{"dtype", "BF16"}, {"shape", json::array()}, {"data_offsets", {32, 34}}}},
-      {"d", {{"dtype", "F32"}, {"shape", {0, 5}}, {"data_offsets", {34, 34}}}}};
+  const json header = {{"__metadata__", {{"format", "pt"}}},
+                       {"a", {{"dtype", "F32"}, {"shape", {2, 3}}, {"data_offsets", {0, 24}}}},
+                       {"b", {{"dtype", "F16"}, {"shape", {4}}, {"data_offsets", {24, 32}}}},
+                       {"c", {{"dtype", "BF16"}, {"shape", json::array()}, {"data_offsets", {32, 34}}}},
+                       {"d", {{"dtype", "F32"}, {"shape", {0, 5}}, {"data_offsets", {34, 34}}}}};
   const auto bytes = file_bytes(header.dump(), iota_bytes(34));
   auto views = parse(bytes, "m.safetensors");
   ASSERT_TRUE(views.ok()) << views.error().message;
@@ -93,11 +92,7 @@ TEST(Safetensors, MalformedHeadersAreErrors) {
        1,
        {},
        "tensor 'w': dtype F8_E4M3 is not supported"},
-      {"shape not array",
-       json{{"w", entry("F32", 4, {0, 16})}}.dump(),
-       16,
-       {},
-       "tensor 'w': shape: expected an array"},
+      {"shape not array", json{{"w", entry("F32", 4, {0, 16})}}.dump(), 16, {}, "tensor 'w': shape: expected an array"},
       {"negative extent",
        json{{"w", entry("F32", {-1}, {0, 4})}}.dump(),
        4,
@@ -180,18 +175,16 @@ TEST(Safetensors, NestedDuplicateKeysAreNotTensorDuplicates) {
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ =
-        std::filesystem::temp_directory_path() /
-        ("gufo_safetensors_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gufo_safetensors_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   void write_file(const std::string& name, const std::vector<std::byte>& bytes) {
     std::ofstream(dir_ / name, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()),
-               static_cast<std::streamsize>(bytes.size()));
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   }
   void write_shard(const std::string& name, const std::vector<std::string>& tensors) {
     json header = json::object();
@@ -261,21 +254,18 @@ TEST_F(CheckpointTest, ShardedErrors) {
     write_index(bad.weight_map);
     auto checkpoint = Checkpoint::open(dir_.string());
     ASSERT_FALSE(checkpoint.ok()) << bad.weight_map.dump();
-    EXPECT_NE(checkpoint.error().message.find(bad.expected), std::string::npos)
-        << checkpoint.error().message;
+    EXPECT_NE(checkpoint.error().message.find(bad.expected), std::string::npos) << checkpoint.error().message;
   }
 }
 
 TEST_F(CheckpointTest, NothingToOpen) {
   auto checkpoint = Checkpoint::open(dir_.string());
   ASSERT_FALSE(checkpoint.ok());
-  EXPECT_NE(checkpoint.error().message.find("no model.safetensors or model.safetensors.index.json"),
-            std::string::npos);
+  EXPECT_NE(checkpoint.error().message.find("no model.safetensors or model.safetensors.index.json"), std::string::npos);
   write_file("model.safetensors", {});
   checkpoint = Checkpoint::open(dir_.string());
   ASSERT_FALSE(checkpoint.ok());
-  EXPECT_NE(checkpoint.error().message.find("model.safetensors: file of 0 bytes is too short"),
-            std::string::npos)
+  EXPECT_NE(checkpoint.error().message.find("model.safetensors: file of 0 bytes is too short"), std::string::npos)
       << checkpoint.error().message;
 }
 
@@ -284,8 +274,7 @@ TEST_F(CheckpointTest, BadIndexJson) {
   std::ofstream(dir_ / "model.safetensors.index.json") << "{not json";
   auto checkpoint = Checkpoint::open(dir_.string());
   ASSERT_FALSE(checkpoint.ok());
-  EXPECT_NE(checkpoint.error().message.find("model.safetensors.index.json: not valid JSON"),
-            std::string::npos);
+  EXPECT_NE(checkpoint.error().message.find("model.safetensors.index.json: not valid JSON"), std::string::npos);
 }
 
 }  // namespace

@@ -102,7 +102,8 @@ TEST(AnthropicRequest, ProblemsNameTheFieldByItsPath) {
   EXPECT_EQ(param_of(parse(R"({"max_tokens": 8, "messages": [{"role": "user"}]})")), "messages.0.content");
   EXPECT_EQ(param_of(parse(R"({"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image"}]}]})")),
             "messages.0.content.0.type");
-  EXPECT_EQ(param_of(parse(R"({"max_tokens": 8, "messages": [{"role": "assistant", "content": [{"type": "tool_result"}]}]})")),
+  EXPECT_EQ(param_of(parse(
+                R"({"max_tokens": 8, "messages": [{"role": "assistant", "content": [{"type": "tool_result"}]}]})")),
             "messages.0.content.0.type");  // tool results come from the user
   EXPECT_EQ(param_of(parse(R"({"max_tokens": 8, "messages": [{"role": "assistant", "content": [
       {"type": "tool_use", "id": "t", "name": "f", "input": "x"}]}]})")),

@@ -48,22 +48,25 @@ TEST(AnthropicResponse, StopReasonsAndBlocks) {
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::ContextFull, plain), "max_tokens");
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::StopString, plain), "stop_sequence");
 
-  const AnswerParts calling{.reasoning = "hmm", .content = "Sure.",
-                            .tool_calls = {{"call_abc", "get_weather", R"({"city":"Oslo"})"},
-                                           {"call_def", "get_time", R"("not an object")"}},
-                            .call_deltas = {}};
+  const AnswerParts calling{
+      .reasoning = "hmm",
+      .content = "Sure.",
+      .tool_calls = {{"call_abc", "get_weather", R"({"city":"Oslo"})"}, {"call_def", "get_time", R"("not an object")"}},
+      .call_deltas = {}};
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::EndOfGeneration, calling), "tool_use");
   const ordered_json blocks = content_blocks(calling);
   ASSERT_EQ(blocks.size(), 3u);
   EXPECT_EQ(blocks[0], ordered_json::parse(R"({"type": "thinking", "thinking": "hmm", "signature": ""})"));
   EXPECT_EQ(blocks[1]["type"], "text");
   EXPECT_EQ(blocks[1]["text"].get<std::string>().rfind("Sure.\n<tool_call>", 0), 0u);  // the bad call stays text
-  EXPECT_EQ(blocks[2], ordered_json::parse(
-                           R"({"type": "tool_use", "id": "toolu_abc", "name": "get_weather", "input": {"city": "Oslo"}})"));
+  EXPECT_EQ(blocks[2],
+            ordered_json::parse(
+                R"({"type": "tool_use", "id": "toolu_abc", "name": "get_weather", "input": {"city": "Oslo"}})"));
   const AnswerParts only_bad{.reasoning = "", .content = "", .tool_calls = {{"call_x", "f", "[1]"}}, .call_deltas = {}};
   EXPECT_EQ(anthropic_stop_reason(engine::StopReason::EndOfGeneration, only_bad), "end_turn");
 
-  const ordered_json message = message_json("msg_1", "m", plain, "end_turn", "", {.input_tokens = 5, .output_tokens = 2});
+  const ordered_json message =
+      message_json("msg_1", "m", plain, "end_turn", "", {.input_tokens = 5, .output_tokens = 2});
   EXPECT_EQ(message["stop_sequence"], nullptr);
   EXPECT_EQ(message["usage"]["input_tokens"], 5);
   EXPECT_EQ(message["content"], ordered_json::parse(R"([{"type": "text", "text": "hi"}])"));
@@ -75,8 +78,9 @@ TEST(AnthropicResponse, TheEventStreamOpensAndClosesBlocksInOrder) {
   sse += stream.feed({.reasoning = "think", .content = "", .tool_calls = {}, .call_deltas = {}});
   sse += stream.feed({.reasoning = " more", .content = "", .tool_calls = {}, .call_deltas = {}});
   sse += stream.feed({.reasoning = "", .content = "Hello", .tool_calls = {}, .call_deltas = {}});
-  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_q", "f", R"({"a":1})"}}, .call_deltas = {}}, "tool_use", "!",
-                       {.input_tokens = 7, .output_tokens = 9, .cache_read_input_tokens = 3});
+  sse +=
+      stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_q", "f", R"({"a":1})"}}, .call_deltas = {}},
+                    "tool_use", "!", {.input_tokens = 7, .output_tokens = 9, .cache_read_input_tokens = 3});
   std::vector<std::string> kinds;
   for (const ordered_json& e : events_of(sse)) {
     std::string kind = e["type"];
@@ -106,9 +110,13 @@ TEST(AnthropicResponse, TheEventStreamOpensAndClosesBlocksInOrder) {
 TEST(AnthropicResponse, AStreamedCallIsAToolUseBlockWhoseInputComesInPieces) {
   AnthropicEventStream stream("msg_2", "m");
   std::string sse = stream.start(7, 0);
-  sse += stream.feed({.reasoning = "", .content = "", .tool_calls = {},
+  sse += stream.feed({.reasoning = "",
+                      .content = "",
+                      .tool_calls = {},
                       .call_deltas = {{.index = 0, .id = "call_q", .name = "get_weather", .arguments = "{\"city\":"}}});
-  sse += stream.feed({.reasoning = "", .content = "", .tool_calls = {},
+  sse += stream.feed({.reasoning = "",
+                      .content = "",
+                      .tool_calls = {},
                       .call_deltas = {{.index = 0, .id = "", .name = "", .arguments = "\"Oslo\"}"}}});
   sse += stream.finish({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = {}}, "tool_use", "",
                        {.input_tokens = 7, .output_tokens = 9, .cache_read_input_tokens = 0});
@@ -124,10 +132,9 @@ TEST(AnthropicResponse, AStreamedCallIsAToolUseBlockWhoseInputComesInPieces) {
     }
     kinds.push_back(kind);
   }
-  EXPECT_EQ(kinds, (std::vector<std::string>{"message_start", "content_block_start",
-                                             "content_block_delta:input_json_delta",
-                                             "content_block_delta:input_json_delta", "content_block_stop",
-                                             "message_delta", "message_stop"}));
+  EXPECT_EQ(kinds, (std::vector<std::string>{
+                       "message_start", "content_block_start", "content_block_delta:input_json_delta",
+                       "content_block_delta:input_json_delta", "content_block_stop", "message_delta", "message_stop"}));
   EXPECT_EQ(input, R"({"city":"Oslo"})");
 }
 

@@ -102,7 +102,7 @@ TEST(ModelRegistry, AHeldModelOutlivesItsEviction) {
   ASSERT_TRUE(held.ok());
   ASSERT_TRUE(registry.acquire("b").ok());  // a is unloaded from the registry...
   EXPECT_EQ(registry.loaded("a"), nullptr);
-  EXPECT_EQ(counts.alive, 2);               // ...but alive while the request holds it
+  EXPECT_EQ(counts.alive, 2);  // ...but alive while the request holds it
   EXPECT_EQ((*held)->served().name, "a");
   held = Error{"done"};
   EXPECT_EQ(counts.alive, 1);
@@ -112,11 +112,11 @@ TEST(ModelRegistry, ShortMemoryEvictsBeforeLoading) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() / "gufo_registry_model.gguf";
   std::ofstream(file) << std::string(1000, 'x');
   Counts counts;
-  std::vector<ModelSource> list = {{.name = "a", .path = file.string()},
-                                   {.name = "b", .path = file.string()},
-                                   {.name = "c", .path = file.string()}};
+  std::vector<ModelSource> list = {
+      {.name = "a", .path = file.string()}, {.name = "b", .path = file.string()}, {.name = "c", .path = file.string()}};
   uint64_t free = 5000;
-  ModelRegistry registry(std::move(list), counting_loader(counts), {.max_loaded = 8, .free_memory = [&] { return free; }});
+  ModelRegistry registry(std::move(list), counting_loader(counts),
+                         {.max_loaded = 8, .free_memory = [&] { return free; }});
   ASSERT_TRUE(registry.acquire("a").ok());
   ASSERT_TRUE(registry.acquire("b").ok());
   EXPECT_NE(registry.loaded("a"), nullptr);  // 5000 bytes free cover a 1000-byte file

@@ -118,8 +118,13 @@ TEST(OpenAiRequest, WrongTypesAndValuesNameTheField) {
 }
 
 TEST(OpenAiRequest, BoundsAreEnforced) {
-  RequestLimits limits{.max_messages = 2, .max_n = 4, .max_stop = 2, .max_stop_length = 4, .max_top_logprobs = 20,
-                       .max_logit_bias = 1, .n_vocab = 100};
+  RequestLimits limits{.max_messages = 2,
+                       .max_n = 4,
+                       .max_stop = 2,
+                       .max_stop_length = 4,
+                       .max_top_logprobs = 20,
+                       .max_logit_bias = 1,
+                       .n_vocab = 100};
   EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
                                            {"role": "user", "content": "c"}]})",
                           limits)),
@@ -171,8 +176,8 @@ TEST(OpenAiRequest, ToolChoiceDecidesWhichToolsMayBeCalled) {
   EXPECT_TRUE(none.callable_tools.empty());
 
   // The name alone, as clients often send it, or with OpenAI's "type".
-  for (const char* choice : {R"({"function": {"name": "get_weather"}})",
-                             R"({"type": "function", "function": {"name": "get_weather"}})"}) {
+  for (const char* choice :
+       {R"({"function": {"name": "get_weather"}})", R"({"type": "function", "function": {"name": "get_weather"}})"}) {
     const CompletionRequest named = ok(chat("{" + base + R"(, "tool_choice": )" + choice + "}"));
     EXPECT_EQ(named.tool_choice.mode, ToolChoice::Mode::Named);
     EXPECT_EQ(named.callable_tools, (std::vector<std::string>{"get_weather"}));
@@ -206,12 +211,14 @@ TEST(OpenAiRequest, ToolSchemasAreCompiledAndTheirErrorsNameTheTool) {
   EXPECT_EQ(param_of(bad), "tools[1].function.parameters");
   EXPECT_EQ(std::get<ApiError>(bad).message,
             "'tools[1].function.parameters': #/properties/x: 'uniqueItems' is not supported");
-  const std::string text = R"(, "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "string"}}}])";
+  const std::string text =
+      R"(, "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "string"}}}])";
   EXPECT_EQ(param_of(chat("{" + m + text + "}")), "tools[0].function.parameters");
   // Not offered to the model: not compiled, not refused.
   EXPECT_EQ(param_of(chat("{" + m + bad_schema + R"(, "tool_choice": "none"})")), "<accepted>");
   std::string many = R"(, "tools": [)";
-  for (int i = 0; i < 129; ++i) many += std::string(i ? "," : "") + R"({"type": "function", "function": {"name": "f"}})";
+  for (int i = 0; i < 129; ++i)
+    many += std::string(i ? "," : "") + R"({"type": "function", "function": {"name": "f"}})";
   EXPECT_EQ(param_of(chat("{" + m + many + "]}")), "tools");
 
   const CompletionRequest named = ok(chat("{" + m + R"(, "tools": [{"type": "function", "function": {"name": "a"}}],
@@ -222,12 +229,14 @@ TEST(OpenAiRequest, ToolSchemasAreCompiledAndTheirErrorsNameTheTool) {
 }
 
 TEST(OpenAiRequest, AForcedToolCallAndAnotherConstraintCannotBothHold) {
-  const std::string m = R"("messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}])";
+  const std::string m =
+      R"("messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}])";
   for (const char* choice : {R"("required")", R"({"function": {"name": "f"}})"}) {
     const std::string c = std::string(R"(, "tool_choice": )") + choice;
     EXPECT_EQ(param_of(chat("{" + m + c + R"(, "response_format": {"type": "json_object"}})")), "response_format");
-    EXPECT_EQ(param_of(chat("{" + m + c + R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})")),
-              "response_format");
+    EXPECT_EQ(
+        param_of(chat("{" + m + c + R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})")),
+        "response_format");
     EXPECT_EQ(param_of(chat("{" + m + c + R"(, "grammar": "root ::= \"a\""})")), "grammar");
     EXPECT_EQ(param_of(chat("{" + m + c + R"(, "json_schema": {"type": "object"}})")), "json_schema");
     EXPECT_EQ(param_of(chat("{" + m + c + R"(, "response_format": {"type": "text"}})")), "<accepted>");
@@ -254,8 +263,9 @@ TEST(OpenAiRequest, JsonSchemaFromResponseFormatOrLlamaCppsField) {
   ASSERT_TRUE(openai.grammar.has_value());
   EXPECT_EQ(openai.grammar_syntax, GrammarSyntax::JsonSchema);
   EXPECT_EQ(openai.grammar_param, "response_format.json_schema.schema");
-  EXPECT_EQ(*openai.grammar,
-            R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false})");
+  EXPECT_EQ(
+      *openai.grammar,
+      R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false})");
   const CompletionRequest llama = ok(chat("{" + messages + R"(, "json_schema": {"type": "integer"}})"));
   EXPECT_EQ(llama.grammar_syntax, GrammarSyntax::JsonSchema);
   EXPECT_EQ(llama.grammar_param, "json_schema");
@@ -278,7 +288,8 @@ TEST(OpenAiRequest, ABadJsonSchemaIsA400WithItsPath) {
   EXPECT_EQ(param_of(chat("{" + messages + R"(, "response_format": {"type": "json_schema"}})")),
             "response_format.json_schema");
   EXPECT_EQ(param_of(chat("{" + messages + R"(, "response_format": {"type": "json_schema",
-    "json_schema": {"name": 1, "schema": {}}}})")), "response_format.json_schema.name");
+    "json_schema": {"name": 1, "schema": {}}}})")),
+            "response_format.json_schema.name");
   EXPECT_EQ(param_of(chat("{" + messages + R"(, "grammar": "root ::= \"a\"", "json_schema": {}})")), "json_schema");
 }
 

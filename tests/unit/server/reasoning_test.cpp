@@ -26,8 +26,8 @@ const std::vector<Case>& cases() {
       {"<think>\n\n</think>\n\nHello.", false, "", "Hello."},
       {"Hello <think>x</think> world", false, "", "Hello <think>x</think> world"},
       {"  \n<think>a</think>b", false, "a", "b"},
-      {"<think>first\n\n  second\n</think>\n\nanswer\n\nwith </think> and <think> inside ", false,
-       "first\n\n  second", "answer\n\nwith </think> and <think> inside "},
+      {"<think>first\n\n  second\n</think>\n\nanswer\n\nwith </think> and <think> inside ", false, "first\n\n  second",
+       "answer\n\nwith </think> and <think> inside "},
       {"<think>\ncut short by max_tokens  \n", false, "cut short by max_tokens", ""},
       {"<think>\ncut in the tag </thi", false, "cut in the tag </thi", ""},
       {"<thi", false, "", "<thi"},
@@ -39,7 +39,8 @@ const std::vector<Case>& cases() {
       {"still reasoning when cut", true, "still reasoning when cut", ""},
       {"\n</think>\n\nNo thoughts.", true, "", "No thoughts."},
       {"<tool_call>\n{\"name\": \"f\"}\n</tool_call>", false, "", "<tool_call>\n{\"name\": \"f\"}\n</tool_call>"},
-      {"<think>\nCall f.\n</think>\n\n<tool_call>\n{}\n</tool_call>", false, "Call f.", "<tool_call>\n{}\n</tool_call>"},
+      {"<think>\nCall f.\n</think>\n\n<tool_call>\n{}\n</tool_call>", false, "Call f.",
+       "<tool_call>\n{}\n</tool_call>"},
       {"<think>ünïcödé ✓</think>日本語", false, "ünïcödé ✓", "日本語"},
   };
   return all;
@@ -92,7 +93,7 @@ TEST(Reasoning, StreamedPiecesAddUpToTheWholeSplit) {
 
 TEST(Reasoning, SendsThoughtsAsTheyComeAndHoldsOnlyWhatIsUndecided) {
   ReasoningSplitter s;
-  EXPECT_EQ(s.feed("<thi").reasoning, "");        // may still be the tag
+  EXPECT_EQ(s.feed("<thi").reasoning, "");  // may still be the tag
   EXPECT_EQ(s.feed("nk>\nOne").reasoning, "One");
   EXPECT_EQ(s.feed(" two\n").reasoning, " two");  // the newline may end the thoughts
   EXPECT_EQ(s.feed("three</").reasoning, "\nthree");

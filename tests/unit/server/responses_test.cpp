@@ -53,7 +53,8 @@ TEST(ResponsesRequest, ItemsInstructionsAndThePreviousConversationBecomeChatMess
   EXPECT_EQ(r.request.messages[2]["content"], "hello");
   EXPECT_EQ(r.request.messages[3], ordered_json::parse(R"({"role": "user", "content": "weather?"})"));
   EXPECT_EQ(r.request.messages[4]["tool_calls"].size(), 2u);  // consecutive calls: one assistant turn
-  EXPECT_EQ(r.request.messages[5], ordered_json::parse(R"({"role": "tool", "tool_call_id": "call_1", "content": "sunny"})"));
+  EXPECT_EQ(r.request.messages[5],
+            ordered_json::parse(R"({"role": "tool", "tool_call_id": "call_1", "content": "sunny"})"));
   EXPECT_EQ(r.request.messages.size(), 6u);
   EXPECT_EQ(r.input_messages.size(), 3u);  // what this request adds to the stored conversation
   EXPECT_EQ((*r.request.tools)[0]["function"]["name"], "get_weather");
@@ -63,13 +64,13 @@ TEST(ResponsesRequest, ItemsInstructionsAndThePreviousConversationBecomeChatMess
 }
 
 TEST(ResponsesStream, SequenceNumbersItemsAndTheFinalResponse) {
-  ResponsesEventStream stream({.id = "resp_1", .model = "m", .created_at = 1, .previous_response_id = "",
-                               .instructions = nullptr});
+  ResponsesEventStream stream(
+      {.id = "resp_1", .model = "m", .created_at = 1, .previous_response_id = "", .instructions = nullptr});
   std::string sse = stream.start();
   sse += stream.feed({.reasoning = "hmm", .content = "", .tool_calls = {}, .call_deltas = {}});
   sse += stream.feed({.reasoning = "", .content = "Hi", .tool_calls = {}, .call_deltas = {}});
-  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_1", "f", "{}"}}, .call_deltas = {}}, false,
-                       {.input_tokens = 3, .cached_tokens = 0, .output_tokens = 4});
+  sse += stream.finish({.reasoning = "", .content = "!", .tool_calls = {{"call_1", "f", "{}"}}, .call_deltas = {}},
+                       false, {.input_tokens = 3, .cached_tokens = 0, .output_tokens = 4});
   std::vector<ordered_json> events;
   for (size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos;) {
     const size_t end = sse.find('\n', at);
@@ -81,14 +82,26 @@ TEST(ResponsesStream, SequenceNumbersItemsAndTheFinalResponse) {
     EXPECT_EQ(events[i]["sequence_number"], i);
     types.push_back(events[i]["type"]);
   }
-  EXPECT_EQ(types, (std::vector<std::string>{
-                       "response.created", "response.in_progress", "response.output_item.added",
-                       "response.content_part.added", "response.reasoning_text.delta", "response.reasoning_text.done",
-                       "response.content_part.done", "response.output_item.done", "response.output_item.added",
-                       "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
-                       "response.output_text.done", "response.content_part.done", "response.output_item.done",
-                       "response.output_item.added", "response.function_call_arguments.delta",
-                       "response.function_call_arguments.done", "response.output_item.done", "response.completed"}));
+  EXPECT_EQ(types, (std::vector<std::string>{"response.created",
+                                             "response.in_progress",
+                                             "response.output_item.added",
+                                             "response.content_part.added",
+                                             "response.reasoning_text.delta",
+                                             "response.reasoning_text.done",
+                                             "response.content_part.done",
+                                             "response.output_item.done",
+                                             "response.output_item.added",
+                                             "response.content_part.added",
+                                             "response.output_text.delta",
+                                             "response.output_text.delta",
+                                             "response.output_text.done",
+                                             "response.content_part.done",
+                                             "response.output_item.done",
+                                             "response.output_item.added",
+                                             "response.function_call_arguments.delta",
+                                             "response.function_call_arguments.done",
+                                             "response.output_item.done",
+                                             "response.completed"}));
   const ordered_json& final_response = events.back()["response"];
   EXPECT_EQ(final_response["status"], "completed");
   ASSERT_EQ(final_response["output"].size(), 3u);
@@ -111,12 +124,16 @@ std::vector<ordered_json> events_of(const std::string& sse) {
 // Streamed calls (AnswerSplitter's call deltas): a function_call item opens with a call's first
 // delta, its arguments come as deltas, and it closes whole when the next call or the end comes.
 TEST(ResponsesStream, StreamedCallsAreItemsWhoseArgumentsComeInDeltas) {
-  ResponsesEventStream stream({.id = "resp_2", .model = "m", .created_at = 1, .previous_response_id = "",
-                               .instructions = nullptr});
+  ResponsesEventStream stream(
+      {.id = "resp_2", .model = "m", .created_at = 1, .previous_response_id = "", .instructions = nullptr});
   std::string sse = stream.start();
-  sse += stream.feed({.reasoning = "", .content = "", .tool_calls = {},
+  sse += stream.feed({.reasoning = "",
+                      .content = "",
+                      .tool_calls = {},
                       .call_deltas = {{.index = 0, .id = "call_a", .name = "get_weather", .arguments = "{\"city\":"}}});
-  sse += stream.feed({.reasoning = "", .content = "", .tool_calls = {},
+  sse += stream.feed({.reasoning = "",
+                      .content = "",
+                      .tool_calls = {},
                       .call_deltas = {{.index = 0, .id = "", .name = "", .arguments = "\"Oslo\"}"},
                                       {.index = 1, .id = "call_b", .name = "now", .arguments = "{}"}}});
   sse += stream.finish({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = {}}, false,
@@ -130,9 +147,9 @@ TEST(ResponsesStream, StreamedCallsAreItemsWhoseArgumentsComeInDeltas) {
   EXPECT_EQ(types, (std::vector<std::string>{
                        "response.created", "response.in_progress", "response.output_item.added",
                        "response.function_call_arguments.delta", "response.function_call_arguments.delta",
-                       "response.function_call_arguments.done", "response.output_item.done", "response.output_item.added",
-                       "response.function_call_arguments.delta", "response.function_call_arguments.done",
-                       "response.output_item.done", "response.completed"}));
+                       "response.function_call_arguments.done", "response.output_item.done",
+                       "response.output_item.added", "response.function_call_arguments.delta",
+                       "response.function_call_arguments.done", "response.output_item.done", "response.completed"}));
   EXPECT_EQ(first_arguments, R"({"city":"Oslo"})");
   const ordered_json output = events_of(sse).back()["response"]["output"];
   ASSERT_EQ(output.size(), 2u);  // the calls only: no empty message beside them
@@ -142,10 +159,12 @@ TEST(ResponsesStream, StreamedCallsAreItemsWhoseArgumentsComeInDeltas) {
   EXPECT_EQ(output[1]["status"], "completed");
 
   // A call cut short (max_output_tokens): its item closes incomplete, named, as far as it got.
-  ResponsesEventStream cut({.id = "resp_3", .model = "m", .created_at = 1, .previous_response_id = "",
-                            .instructions = nullptr});
+  ResponsesEventStream cut(
+      {.id = "resp_3", .model = "m", .created_at = 1, .previous_response_id = "", .instructions = nullptr});
   std::string cut_sse = cut.start();
-  cut_sse += cut.feed({.reasoning = "", .content = "", .tool_calls = {},
+  cut_sse += cut.feed({.reasoning = "",
+                       .content = "",
+                       .tool_calls = {},
                        .call_deltas = {{.index = 0, .id = "call_c", .name = "get_weather", .arguments = "{\"ci"}}});
   cut_sse += cut.finish({.reasoning = "", .content = "", .tool_calls = {}, .call_deltas = {}}, true,
                         {.input_tokens = 3, .cached_tokens = 0, .output_tokens = 2}, /*calls_whole=*/false);

@@ -207,7 +207,8 @@ TEST(ToolCallStream, Llama3CallsStreamAsTheWholeAnswerHasThem) {
   Result<std::optional<ToolConstraint>> c = tool_constraint(plan.request);
   ASSERT_TRUE(c.ok() && c->has_value());
   plan.tool_calls_grammar = (*c)->calls;
-  const std::string text = "Let me check. <|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}";
+  const std::string text =
+      "Let me check. <|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}";
   const AnswerParts whole = whole_answer(plan, text);
   ASSERT_EQ(whole.tool_calls.size(), 1u);
   const Streamed s = stream_answer(plan, text, 1);

@@ -21,7 +21,8 @@ const std::vector<std::string> kOffered = {"get_weather", "get_time", "now", "f"
 TEST(ToolCalls, ParsesBlocksAndKeepsTheTextAround) {
   const ParsedAnswer a = parse_tool_calls(
       "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
-      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"UTC\\\"}\"}\n</tool_call>", kOffered);
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"UTC\\\"}\"}\n</tool_call>",
+      kOffered);
   ASSERT_EQ(a.tool_calls.size(), 2u);
   EXPECT_EQ(a.content, "Let me check.");
   EXPECT_EQ(a.tool_calls[0].name, "get_weather");
@@ -36,7 +37,8 @@ TEST(ToolCalls, ParsesBlocksAndKeepsTheTextAround) {
 TEST(ToolCalls, ArgumentsKeepTheModelsMemberOrder) {
   const ParsedAnswer a = parse_tool_calls(
       "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"pattern\": \"*.log\", \"directory\": \"/var\", "
-      "\"options\": {\"recursive\": true, \"max_results\": 2}}}\n</tool_call>", kOffered);
+      "\"options\": {\"recursive\": true, \"max_results\": 2}}}\n</tool_call>",
+      kOffered);
   ASSERT_EQ(a.tool_calls.size(), 1u);
   EXPECT_EQ(a.tool_calls[0].arguments,
             "{\"pattern\":\"*.log\",\"directory\":\"/var\",\"options\":{\"recursive\":true,\"max_results\":2}}");
@@ -83,7 +85,6 @@ TEST(ToolCalls, ACallToAToolThatWasNotOfferedStaysText) {
   EXPECT_EQ(none.content, text);
 }
 
-
 TEST(ToolCalls, ALlama3CallIsTheAnswersJsonObject) {
   constexpr ToolSyntax kLlama3 = ToolSyntax::Llama3;
   const ParsedAnswer a =
@@ -93,7 +94,8 @@ TEST(ToolCalls, ALlama3CallIsTheAnswersJsonObject) {
   EXPECT_EQ(a.tool_calls[0].arguments, "{\"city\":\"Paris\"}");
   EXPECT_EQ(a.content, "");
   // After <|python_tag|>, after text (which stays content), with "arguments" for "parameters".
-  const ParsedAnswer tagged = parse_tool_calls("<|python_tag|>{\"name\": \"now\", \"parameters\": {}}", kOffered, kLlama3);
+  const ParsedAnswer tagged =
+      parse_tool_calls("<|python_tag|>{\"name\": \"now\", \"parameters\": {}}", kOffered, kLlama3);
   ASSERT_EQ(tagged.tool_calls.size(), 1u);
   EXPECT_EQ(tagged.content, "");
   const ParsedAnswer after =
@@ -108,10 +110,10 @@ TEST(ToolCalls, ALlama3CallIsTheAnswersJsonObject) {
 
 TEST(ToolCalls, ALlama3AnswerThatIsNoCallStaysText) {
   constexpr ToolSyntax kLlama3 = ToolSyntax::Llama3;
-  for (const std::string& text : {std::string("It is sunny."), std::string("{\"name\": \"rm_rf\", \"parameters\": {}}"),
-                                 std::string("{\"name\": \"now\", \"parameters\": {}} and more"),
-                                 std::string("{\"name\": \"now\", \"parameters\": 3}"),
-                                 std::string("{\"name\": \"now\", \"param")}) {
+  for (const std::string& text :
+       {std::string("It is sunny."), std::string("{\"name\": \"rm_rf\", \"parameters\": {}}"),
+        std::string("{\"name\": \"now\", \"parameters\": {}} and more"),
+        std::string("{\"name\": \"now\", \"parameters\": 3}"), std::string("{\"name\": \"now\", \"param")}) {
     const ParsedAnswer a = parse_tool_calls(text, kOffered, kLlama3);
     EXPECT_TRUE(a.tool_calls.empty()) << text;
     EXPECT_EQ(a.content, text);

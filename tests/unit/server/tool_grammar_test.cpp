@@ -48,7 +48,8 @@ bool matches(const std::shared_ptr<const grammar::Grammar>& g, std::string_view 
   return m.accept(text) && m.can_end();
 }
 
-const std::string kWeather = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+const std::string kWeather =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
 const std::string kNow = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
 
 TEST(ToolGrammar, RequiredAllowsOnlyValidCallsToOfferedTools) {
@@ -56,26 +57,31 @@ TEST(ToolGrammar, RequiredAllowsOnlyValidCallsToOfferedTools) {
   EXPECT_EQ(c.answer, c.calls);
   for (const std::string& good :
        {kWeather, kNow, "\n\n" + kNow, kWeather + "\n" + kNow,
-        std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"unit\": \"celsius\"}}\n</tool_call>"),
-        std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\n  \"city\":\"Oslo\"\n}}\n</tool_call>")}) {
+        std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"unit\": "
+                    "\"celsius\"}}\n</tool_call>"),
+        std::string(
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\n  \"city\":\"Oslo\"\n}}\n</tool_call>")}) {
     EXPECT_TRUE(matches(c.answer, good)) << good;
   }
-  for (const std::string& bad : {
-           std::string(""), std::string("Sure: ") + kNow,                       // no text around the calls
-           std::string("<tool_call>\n{\"name\": \"delete_all\", \"arguments\": {}}\n</tool_call>"),  // not offered
-           std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"),  // city required
-           std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3}}\n</tool_call>"),
-           std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"x\": 1}}\n</tool_call>"),
-           std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Llanfairpwllgwyngyll\"}}\n</tool_call>"),
-           std::string("<tool_call>\n{\"name\": \"now\", \"arguments\": {\"x\": 1}}\n</tool_call>"),  // no parameters: {}
-           std::string("<tool_call>\n{\"arguments\": {}, \"name\": \"now\"}\n</tool_call>"),  // the template's order
-           kNow + " done", kWeather + kNow}) {
+  for (const std::string& bad :
+       {std::string(""), std::string("Sure: ") + kNow,  // no text around the calls
+        std::string("<tool_call>\n{\"name\": \"delete_all\", \"arguments\": {}}\n</tool_call>"),   // not offered
+        std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"),  // city required
+        std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3}}\n</tool_call>"),
+        std::string(
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"x\": 1}}\n</tool_call>"),
+        std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+                    "\"Llanfairpwllgwyngyll\"}}\n</tool_call>"),
+        std::string("<tool_call>\n{\"name\": \"now\", \"arguments\": {\"x\": 1}}\n</tool_call>"),  // no parameters: {}
+        std::string("<tool_call>\n{\"arguments\": {}, \"name\": \"now\"}\n</tool_call>"),  // the template's order
+        kNow + " done", kWeather + kNow}) {
     EXPECT_FALSE(matches(c.answer, bad)) << bad;
   }
 }
 
 TEST(ToolGrammar, NamedAndSingleCall) {
-  const ToolConstraint named = constraint_of(request(R"(, "tool_choice": {"type": "function", "function": {"name": "now"}})"));
+  const ToolConstraint named =
+      constraint_of(request(R"(, "tool_choice": {"type": "function", "function": {"name": "now"}})"));
   EXPECT_TRUE(matches(named.answer, kNow));
   EXPECT_TRUE(matches(named.answer, kNow + "\n" + kNow));
   EXPECT_FALSE(matches(named.answer, kWeather));
@@ -87,8 +93,8 @@ TEST(ToolGrammar, NamedAndSingleCall) {
 TEST(ToolGrammar, AutoIsFreeUntilACallOpens) {
   const ToolConstraint c = constraint_of(request(""));
   EXPECT_NE(c.answer, c.calls);
-  for (const std::string& good : {std::string(""), std::string("It is sunny <b>today</b>."), "Let me check.\n" + kWeather,
-                                  kWeather + "\n" + kNow, std::string("a <tool_cal")}) {
+  for (const std::string& good : {std::string(""), std::string("It is sunny <b>today</b>."),
+                                  "Let me check.\n" + kWeather, kWeather + "\n" + kNow, std::string("a <tool_cal")}) {
     EXPECT_TRUE(matches(c.answer, good)) << good;
   }
   for (const std::string& bad : {std::string("x <tool_call>\n{\"name\": \"nope\""), "x " + kWeather + " and text",
@@ -138,7 +144,8 @@ TEST(ToolGrammar, ParametersAreNarrowedToObjects) {
   EXPECT_EQ((*tool_parameters_schema(&either))["type"], "object");
   const ordered_json text = ordered_json::parse(R"({"type": "string"})");
   ASSERT_FALSE(tool_parameters_schema(&text).ok());
-  EXPECT_EQ(tool_parameters_schema(&text).error().message, "#/type: a tool's arguments are a JSON object, not \"string\"");
+  EXPECT_EQ(tool_parameters_schema(&text).error().message,
+            "#/type: a tool's arguments are a JSON object, not \"string\"");
   const ordered_json number = 3;
   EXPECT_FALSE(tool_parameters_schema(&number).ok());
 }
@@ -151,7 +158,6 @@ TEST(ToolGrammar, OnlyAWholeMatchCountsAsCalls) {
   EXPECT_FALSE(is_tool_calls(c.calls, "  "));
 }
 
-
 CompletionRequest llama3_request(const std::string& extra) {
   CompletionRequest r = request(extra);
   r.tool_syntax = ToolSyntax::Llama3;
@@ -163,8 +169,9 @@ const std::string kLlama3Now = "{\"name\": \"now\", \"parameters\": {}}";
 
 TEST(ToolGrammar, Llama3RequiredIsOneCallInItsTemplatesSyntax) {
   const ToolConstraint c = constraint_of(llama3_request(R"(, "tool_choice": "required")"));
-  for (const std::string& good : {kLlama3Weather, kLlama3Now, "\n\n" + kLlama3Now,
-                                  std::string("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"unit\": \"celsius\"}}")}) {
+  for (const std::string& good :
+       {kLlama3Weather, kLlama3Now, "\n\n" + kLlama3Now,
+        std::string("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"unit\": \"celsius\"}}")}) {
     EXPECT_TRUE(matches(c.answer, good)) << good;
     EXPECT_TRUE(is_tool_calls(c.calls, good)) << good;
   }
@@ -181,15 +188,14 @@ TEST(ToolGrammar, Llama3RequiredIsOneCallInItsTemplatesSyntax) {
 
 TEST(ToolGrammar, Llama3AutoIsFreeUntilACallOpens) {
   const ToolConstraint c = constraint_of(llama3_request(""));
-  for (const std::string& good : {std::string("It is sunny."), kLlama3Weather, "Let me check. " + kLlama3Now,
-                                  std::string("a {\"na")}) {
+  for (const std::string& good :
+       {std::string("It is sunny."), kLlama3Weather, "Let me check. " + kLlama3Now, std::string("a {\"na")}) {
     EXPECT_TRUE(matches(c.answer, good)) << good;
   }
   for (const std::string& bad : {std::string("{\"name\": \"nope\""), kLlama3Now + " and text"}) {
     EXPECT_FALSE(matches(c.answer, bad)) << bad;
   }
 }
-
 
 // What the server returns for a streamed Llama 3 answer under the auto constraint: text before
 // the call is content, a <|python_tag|> before it belongs to the call, and the call comes back

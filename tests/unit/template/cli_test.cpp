@@ -32,9 +32,8 @@ struct RunResult {
 class RenderTemplateCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gufo_render_template_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("gufo_render_template_cli_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     model_ = write_model("model.gguf", true);
     bare_model_ = write_model("bare.gguf", false);

@@ -100,10 +100,8 @@ TEST(TemplateExpr, IndexingAndSlicing) {
 }
 
 TEST(TemplateExpr, AttributesOfUndefinedAndNone) {
-  EXPECT_EQ(render("[{{ nothing }}][{{ nothing.a }}][{{ nothing.a.b }}][{{ d.missing }}]", R"({"d": {}})"),
-            "[][][][]");
-  EXPECT_EQ(render("{{ d['k'] }}|{{ d.k }}|{{ d.get('k') }}|{{ d.get('z', 5) }}", R"({"d": {"k": "v"}})"),
-            "v|v|v|5");
+  EXPECT_EQ(render("[{{ nothing }}][{{ nothing.a }}][{{ nothing.a.b }}][{{ d.missing }}]", R"({"d": {}})"), "[][][][]");
+  EXPECT_EQ(render("{{ d['k'] }}|{{ d.k }}|{{ d.get('k') }}|{{ d.get('z', 5) }}", R"({"d": {"k": "v"}})"), "v|v|v|5");
   EXPECT_EQ(render("{{ nothing.strip() }}"),
             "ERROR: chat template line 1: cannot call method 'strip' of an undefined value");
 }
@@ -126,8 +124,7 @@ TEST(TemplateStrings, Methods) {
 
 TEST(TemplateStrings, UnicodeTrim) {
   // As JavaScript's trim() (the oracle): U+3000 and U+00A0 are whitespace, U+200B is not.
-  EXPECT_EQ(render("[{{ s | trim }}][{{ s.strip() }}]", R"({"s": "\u3000a\u00a0b\u00a0"})"),
-            "[a\u00a0b][a\u00a0b]");
+  EXPECT_EQ(render("[{{ s | trim }}][{{ s.strip() }}]", R"({"s": "\u3000a\u00a0b\u00a0"})"), "[a\u00a0b][a\u00a0b]");
   EXPECT_EQ(render("[{{ s | trim }}]", R"({"s": "\u200bx"})"), "[\u200bx]");
 }
 
@@ -143,12 +140,12 @@ TEST(TemplateStatements, ForLoopVariables) {
                    "{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}",
                    R"({"xs": ["a", "b"]})"),
             "1021truefalse2;2110falsetrue2;");
-  EXPECT_EQ(render("{% for x in xs %}{{ loop.previtem }}<{{ x }}>{{ loop.nextitem }} {% endfor %}",
-                   R"({"xs": [1, 2, 3]})"),
-            "<1>2 1<2>3 2<3> ");
-  EXPECT_EQ(render("{% for x in xs if x > 1 %}{{ x }}{{ loop.length }}{% else %}none{% endfor %}",
-                   R"({"xs": [1, 2, 3]})"),
-            "2232");
+  EXPECT_EQ(
+      render("{% for x in xs %}{{ loop.previtem }}<{{ x }}>{{ loop.nextitem }} {% endfor %}", R"({"xs": [1, 2, 3]})"),
+      "<1>2 1<2>3 2<3> ");
+  EXPECT_EQ(
+      render("{% for x in xs if x > 1 %}{{ x }}{{ loop.length }}{% else %}none{% endfor %}", R"({"xs": [1, 2, 3]})"),
+      "2232");
   EXPECT_EQ(render("{% for x in [] %}{{ x }}{% else %}empty{% endfor %}"), "empty");
   EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", R"({"d": {"b": 1, "a": 2}})"),
             "b=1;a=2;");
@@ -183,8 +180,7 @@ TEST(TemplateStatements, Macros) {
 TEST(TemplateFilters, Strings) {
   EXPECT_EQ(render("{{ '  x ' | trim }}|{{ 'ab' | upper }}|{{ 'AB' | lower }}|{{ 'hello world' | title }}"),
             "x|AB|ab|Hello World");
-  EXPECT_EQ(render("{{ 'hello' | capitalize }}|{{ 'a-b' | replace('-', '+') }}|{{ 'abc' | length }}"),
-            "Hello|a+b|3");
+  EXPECT_EQ(render("{{ 'hello' | capitalize }}|{{ 'a-b' | replace('-', '+') }}|{{ 'abc' | length }}"), "Hello|a+b|3");
   EXPECT_EQ(render("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}"), "a\n  b\n\n  c|  a\n  b");
   EXPECT_EQ(render("{{ '<a>' | e }}|{{ '<a>' | safe }}"), "&lt;a&gt;|<a>");
   EXPECT_EQ(render("{{ '42' | int + 1 }}|{{ 'x' | int }}|{{ 3.9 | int }}|{{ '2.5' | float }}|{{ -2 | abs }}"),
@@ -193,12 +189,14 @@ TEST(TemplateFilters, Strings) {
 }
 
 TEST(TemplateFilters, Lists) {
-  const std::string vars = R"({"xs": [3, 1, 2, 1], "people": [{"n": "a", "age": 30}, {"n": "b"}, {"n": "c", "age": 20}]})";
+  const std::string vars =
+      R"({"xs": [3, 1, 2, 1], "people": [{"n": "a", "age": 30}, {"n": "b"}, {"n": "c", "age": 20}]})";
   EXPECT_EQ(render("{{ xs | join(',') }}|{{ xs | first }}|{{ xs | last }}|{{ xs | length }}|{{ xs | count }}", vars),
             "3,1,2,1|3|1|4|4");
   EXPECT_EQ(render("{{ xs | sort }}|{{ xs | sort(reverse=true) }}|{{ xs | unique }}|{{ xs | reverse }}", vars),
             "[1, 1, 2, 3]|[3, 2, 1, 1]|[3, 1, 2]|[1, 2, 1, 3]");
-  EXPECT_EQ(render("{{ people | map(attribute='n') | join }}|{{ people | selectattr('age', 'defined') | map(attribute='n') | list }}",
+  EXPECT_EQ(render("{{ people | map(attribute='n') | join }}|{{ people | selectattr('age', 'defined') | "
+                   "map(attribute='n') | list }}",
                    vars),
             "abc|[\"a\", \"c\"]");
   EXPECT_EQ(render("{{ people | rejectattr('age') | map(attribute='n') | first }}|"
@@ -234,9 +232,9 @@ TEST(TemplateTests, TypeAndValueTests) {
             "truefalsetruefalsetrue");
   EXPECT_EQ(render("{{ n is odd }}{{ n is even }}{{ 9 is divisibleby 3 }}{{ n is divisibleby(2) }}", vars),
             "truefalsetruefalse");
-  EXPECT_EQ(render("{{ n is equalto 3 }}{{ n is eq(4) }}{{ n is ne 4 }}{{ n is lt 4 }}{{ n is gt 4 }}{{ 1 is in l }}",
-                   vars),
-            "truefalsetruetruefalsetrue");
+  EXPECT_EQ(
+      render("{{ n is equalto 3 }}{{ n is eq(4) }}{{ n is ne 4 }}{{ n is lt 4 }}{{ n is gt 4 }}{{ 1 is in l }}", vars),
+      "truefalsetruetruefalsetrue");
   EXPECT_EQ(render("{{ z is not none }}{{ s is not defined }}", vars), "falsefalse");
 }
 
@@ -253,7 +251,8 @@ TEST(TemplateErrors, UnsupportedConstructsNameTheLine) {
   EXPECT_EQ(render("line1\n{{ x | foo }}"), "ERROR: chat template line 2: unknown filter 'foo'");
   EXPECT_EQ(render("\n\n{% if x is foo %}{% endif %}"), "ERROR: chat template line 3: unknown test 'foo'");
   EXPECT_EQ(render("{% include 'x' %}"), "ERROR: chat template line 1: unsupported tag 'include'");
-  EXPECT_EQ(render("{% if x %}unclosed"), "ERROR: chat template line 1: missing 'elif' or 'else' or 'endif' before the end of the template");
+  EXPECT_EQ(render("{% if x %}unclosed"),
+            "ERROR: chat template line 1: missing 'elif' or 'else' or 'endif' before the end of the template");
   EXPECT_EQ(render("{% endif %}"), "ERROR: chat template line 1: unexpected 'endif' tag");
   EXPECT_EQ(render("{{ x"), "ERROR: chat template line 1: missing '}}'");
   EXPECT_EQ(render("{{ 'x }}"), "ERROR: chat template line 1: unterminated string literal");
@@ -283,7 +282,8 @@ TEST(TemplateLimits, HugeRangeAndEndlessWorkFailFast) {
   EXPECT_EQ(render("{{ 'x' * 10**12 }}"), "ERROR: chat template line 1: string repetition larger than 67108864 bytes");
   // Nested loops over allowed ranges: stopped by the step budget, not left to run for hours.
   // A small budget here; the default (RenderLimits::max_steps) is the same counter.
-  auto parsed = ChatTemplate::parse("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}");
+  auto parsed =
+      ChatTemplate::parse("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}");
   ASSERT_TRUE(parsed.ok());
   RenderLimits limits;
   limits.max_steps = 20'000;

@@ -33,9 +33,8 @@ json small_tokenizer_json() {
   merges.push_back("hell o");
   merges.push_back(testing::mapped_byte(' ') + " h");
   json pre = {{"type", "Sequence"},
-              {"pretokenizers", json::array({{{"type", "Split"},
-                                              {"pattern", {{"Regex", kLlama3Regex}}},
-                                              {"behavior", "Isolated"}}})}};
+              {"pretokenizers",
+               json::array({{{"type", "Split"}, {"pattern", {{"Regex", kLlama3Regex}}}, {"behavior", "Isolated"}}})}};
   return {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}},
           {"added_tokens", json::array({{{"id", 261}, {"content", "<|end|>"}, {"special", true}},
                                         {{"id", 262}, {"content", "<think>"}, {"special", false}}})},
@@ -47,14 +46,12 @@ class HfImport : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("gufo_hf_import_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("gufo_hf_import_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  void write(const std::string& name, const json& value) {
-    std::ofstream(dir_ / name) << value.dump();
-  }
+  void write(const std::string& name, const json& value) { std::ofstream(dir_ / name) << value.dump(); }
   std::filesystem::path dir_;
 };
 

@@ -78,10 +78,9 @@ TEST(Tokenizer, CompleteUtf8Prefix) {
 
 // Random codepoints from several scripts, emoji, combining marks, whitespace and digits.
 std::string random_utf8(std::mt19937& rng, int n_chars) {
-  static const char32_t ranges[][2] = {{0x20, 0x7E},     {0x09, 0x0D},   {0xA0, 0x24F},
-                                       {0x300, 0x36F},   {0x400, 0x4FF}, {0x600, 0x6FF},
-                                       {0x900, 0x97F},   {0x3040, 0x30FF}, {0x4E00, 0x9FFF},
-                                       {0x1F300, 0x1FAFF}, {0x2000, 0x206F}};
+  static const char32_t ranges[][2] = {{0x20, 0x7E},     {0x09, 0x0D},       {0xA0, 0x24F},   {0x300, 0x36F},
+                                       {0x400, 0x4FF},   {0x600, 0x6FF},     {0x900, 0x97F},  {0x3040, 0x30FF},
+                                       {0x4E00, 0x9FFF}, {0x1F300, 0x1FAFF}, {0x2000, 0x206F}};
   std::uniform_int_distribution<size_t> pick(0, std::size(ranges) - 1);
   std::string out;
   for (int i = 0; i < n_chars; ++i) {

@@ -111,20 +111,16 @@ TEST(TokenizerVocab, GgufKeysOfTheWrongTypeAreErrors) {
   });
   auto vocab = load_from(wrong_tokens);
   ASSERT_FALSE(vocab.ok());
-  EXPECT_NE(vocab.error().message.find("tokenizer.ggml.tokens"), std::string::npos)
-      << vocab.error().message;
+  EXPECT_NE(vocab.error().message.find("tokenizer.ggml.tokens"), std::string::npos) << vocab.error().message;
 
-  const auto wrong_eos = write_gguf(small_vocab_spec(), [](gguf::Writer& w) {
-    w.set("tokenizer.ggml.eos_token_id", gguf::Value::string("7"));
-  });
+  const auto wrong_eos = write_gguf(
+      small_vocab_spec(), [](gguf::Writer& w) { w.set("tokenizer.ggml.eos_token_id", gguf::Value::string("7")); });
   vocab = load_from(wrong_eos);
   ASSERT_FALSE(vocab.ok());
-  EXPECT_NE(vocab.error().message.find("tokenizer.ggml.eos_token_id"), std::string::npos)
-      << vocab.error().message;
+  EXPECT_NE(vocab.error().message.find("tokenizer.ggml.eos_token_id"), std::string::npos) << vocab.error().message;
 
-  const auto huge_eos = write_gguf(small_vocab_spec(), [](gguf::Writer& w) {
-    w.set("tokenizer.ggml.eos_token_id", gguf::Value::u32(4000000000u));
-  });
+  const auto huge_eos = write_gguf(
+      small_vocab_spec(), [](gguf::Writer& w) { w.set("tokenizer.ggml.eos_token_id", gguf::Value::u32(4000000000u)); });
   vocab = load_from(huge_eos);
   ASSERT_FALSE(vocab.ok());
   EXPECT_NE(vocab.error().message.find("out of range"), std::string::npos) << vocab.error().message;
@@ -136,8 +132,7 @@ TEST(TokenizerVocab, MissingModelKeyIsAnError) {
   const auto bytes = writer.to_bytes("t.gguf").value();
   auto vocab = load_from(bytes);
   ASSERT_FALSE(vocab.ok());
-  EXPECT_NE(vocab.error().message.find("tokenizer.ggml.model"), std::string::npos)
-      << vocab.error().message;
+  EXPECT_NE(vocab.error().message.find("tokenizer.ggml.model"), std::string::npos) << vocab.error().message;
 }
 
 }  // namespace

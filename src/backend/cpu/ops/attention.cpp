@@ -47,8 +47,8 @@ void kv_store(const KvView& kv, int32_t position, const float* k_row, const floa
   }
 }
 
-void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
-            float* scratch, float* out) {
+void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position, float* scratch,
+            float* out) {
   const int64_t group = shape.n_head / shape.n_head_kv;
   const int64_t n_pos = static_cast<int64_t>(position) + 1;
   for (int64_t head = 0; head < shape.n_head; ++head) {

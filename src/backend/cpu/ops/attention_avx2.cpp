@@ -29,7 +29,8 @@ using avx2::transpose8x8;
 
 // Eight elements of a cache row (f16 or f32) as f32.
 __m256 load8(const void* row, bool f16, int64_t j) {
-  if (f16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + j)));
+  if (f16)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + j)));
   return _mm256_loadu_ps(static_cast<const float*>(row) + j);
 }
 
@@ -80,8 +81,8 @@ const void* cache_row(const void* base, bool f16, int64_t index) {
 // from the cache eight positions at a time: each 8 x 8 piece of K is transposed in registers
 // and then serves every query head.
 template <int kQueries>
-void score_heads(const KvView& kv, bool f16, int64_t kv_offset, const float* const* q, int64_t head_dim,
-                 int64_t n_pos, float scale, float* const* scores) {
+void score_heads(const KvView& kv, bool f16, int64_t kv_offset, const float* const* q, int64_t head_dim, int64_t n_pos,
+                 float scale, float* const* scores) {
   const int64_t vec_end = head_dim - head_dim % 8;
   const __m256 vscale = _mm256_set1_ps(scale);
   for (int64_t p = 0; p < n_pos; p += 8) {
@@ -92,17 +93,17 @@ void score_heads(const KvView& kv, bool f16, int64_t kv_offset, const float* con
       rows[i] = cache_row(kv.k, f16, kv.row_offset(p + (i < n ? i : 0)) + kv_offset);
     }
     __m256 acc[kQueries];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int a = 0; a < kQueries; ++a) acc[a] = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j < vec_end; j += 8) {
       __m256 k[8];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) k[i] = load8(rows[i], f16, j);
       transpose8x8(k);  // k[m]: element j + m of the eight rows
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int m = 0; m < 8; ++m) {
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int a = 0; a < kQueries; ++a) acc[a] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[a] + j + m), k[m], acc[a]);
       }
     }
@@ -110,10 +111,10 @@ void score_heads(const KvView& kv, bool f16, int64_t kv_offset, const float* con
       const __m256 k = _mm256_setr_ps(load1(rows[0], f16, j), load1(rows[1], f16, j), load1(rows[2], f16, j),
                                       load1(rows[3], f16, j), load1(rows[4], f16, j), load1(rows[5], f16, j),
                                       load1(rows[6], f16, j), load1(rows[7], f16, j));
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int a = 0; a < kQueries; ++a) acc[a] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[a] + j), k, acc[a]);
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int a = 0; a < kQueries; ++a) {
       alignas(32) float lanes[8];
       _mm256_store_ps(lanes, _mm256_mul_ps(acc[a], vscale));
@@ -171,13 +172,15 @@ void mix_head(const KvView& kv, bool f16, int64_t kv_offset, const float* weight
   for (; j + 8 <= head_dim; j += 8) {
     __m256 a = _mm256_setzero_ps();
     for (int64_t p = 0; p < n_pos; ++p) {
-      a = _mm256_fmadd_ps(_mm256_set1_ps(weights[p]), load8(cache_row(kv.v, f16, kv.row_offset(p) + kv_offset), f16, j), a);
+      a = _mm256_fmadd_ps(_mm256_set1_ps(weights[p]), load8(cache_row(kv.v, f16, kv.row_offset(p) + kv_offset), f16, j),
+                          a);
     }
     _mm256_storeu_ps(out + j, a);
   }
   for (; j < head_dim; ++j) {
     float a = 0.0f;
-    for (int64_t p = 0; p < n_pos; ++p) a = fma1(weights[p], load1(cache_row(kv.v, f16, kv.row_offset(p) + kv_offset), f16, j), a);
+    for (int64_t p = 0; p < n_pos; ++p)
+      a = fma1(weights[p], load1(cache_row(kv.v, f16, kv.row_offset(p) + kv_offset), f16, j), a);
     out[j] = a;
   }
 }
@@ -218,25 +221,25 @@ void score_tile(const float* kt, int64_t stride, const float* const* q, int64_t 
   const __m256 vscale = _mm256_set1_ps(scale);
   for (int64_t p = 0; p < n_pos; p += 8 * kVectors) {
     __m256 acc[kQueries][kVectors];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int a = 0; a < kQueries; ++a) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVectors; ++v) acc[a][v] = _mm256_setzero_ps();
     }
     for (int64_t j = 0; j < head_dim; ++j) {
       __m256 k[kVectors];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVectors; ++v) k[v] = _mm256_loadu_ps(kt + j * stride + p + 8 * v);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int a = 0; a < kQueries; ++a) {
         const __m256 qj = _mm256_broadcast_ss(q[a] + j);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int v = 0; v < kVectors; ++v) acc[a][v] = _mm256_fmadd_ps(qj, k[v], acc[a][v]);
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int a = 0; a < kQueries; ++a) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(scores[a] + p + 8 * v, _mm256_mul_ps(acc[a][v], vscale));
     }
   }
@@ -250,30 +253,30 @@ void mix_tile(const float* v, int64_t head_dim, const float* const* weights, int
   int64_t j = 0;
   for (; j + 8 * kVectors <= head_dim; j += 8 * kVectors) {
     __m256 acc[kQueries][kVectors];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int a = 0; a < kQueries; ++a) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int c = 0; c < kVectors; ++c) acc[a][c] = _mm256_setzero_ps();
     }
     for (int64_t p = 0; p < n_pos; ++p) {
       __m256 vv[kVectors];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int c = 0; c < kVectors; ++c) vv[c] = _mm256_loadu_ps(v + p * head_dim + j + 8 * c);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int a = 0; a < kQueries; ++a) {
         const __m256 w = _mm256_broadcast_ss(weights[a] + p);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < kVectors; ++c) acc[a][c] = _mm256_fmadd_ps(w, vv[c], acc[a][c]);
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int a = 0; a < kQueries; ++a) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int c = 0; c < kVectors; ++c) _mm256_storeu_ps(out[a] + j + 8 * c, acc[a][c]);
     }
   }
   for (; j < head_dim; ++j) {  // columns left over (head_dim not a multiple of the tile)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int a = 0; a < kQueries; ++a) {
       float sum = 0.0f;
       for (int64_t p = 0; p < n_pos; ++p) sum = fma1(weights[a][p], v[p * head_dim + j], sum);
@@ -313,7 +316,8 @@ void attend_rows_avx2(const KvView& kv, const AttentionShape& shape, const Atten
   const int64_t group = shape.n_head / shape.n_head_kv;
   const int64_t head_dim = shape.head_dim;
   int32_t max_position = -1;
-  for (int64_t i = 0; i < rows.n_rows; ++i) max_position = rows.positions[i] > max_position ? rows.positions[i] : max_position;
+  for (int64_t i = 0; i < rows.n_rows; ++i)
+    max_position = rows.positions[i] > max_position ? rows.positions[i] : max_position;
   const int64_t n_pos = static_cast<int64_t>(max_position) + 1;
   const int64_t stride = padded_positions(n_pos);
   head_kv.resize(static_cast<size_t>((stride + n_pos) * head_dim));
@@ -342,8 +346,8 @@ void attend_rows_avx2(const KvView& kv, const AttentionShape& shape, const Atten
   }
 }
 
-void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
-                 int64_t kv_head_first, int64_t kv_head_end, float* scratch, float* out) {
+void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position, int64_t kv_head_first,
+                 int64_t kv_head_end, float* scratch, float* out) {
   const bool f16 = kv.type == DType::F16;
   const int64_t group = shape.n_head / shape.n_head_kv;
   const int64_t n_pos = static_cast<int64_t>(position) + 1;
@@ -364,7 +368,8 @@ void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, 
       if (n == 1) score_heads<1>(kv, f16, kv_offset, qs, shape.head_dim, n_pos, shape.scale, scores);
       for (int64_t a = 0; a < n; ++a) {
         softmax(scores[a], n_pos);
-        mix_head(kv, f16, kv_offset, scores[a], shape.head_dim, n_pos, out + (kv_head * group + g + a) * shape.head_dim);
+        mix_head(kv, f16, kv_offset, scores[a], shape.head_dim, n_pos,
+                 out + (kv_head * group + g + a) * shape.head_dim);
       }
       g += n;
     }

@@ -8,8 +8,7 @@
 
 namespace gufo::cpu {
 
-Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const model::Weight& w,
-               float* out) {
+Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const model::Weight& w, float* out) {
   if (w.cols != k) return Error{"mat_mul: '" + w.name + "' has the wrong width"};
   const int64_t n_out = w.rows;
   Status status;
@@ -20,8 +19,7 @@ Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const 
       const float* wrow = row.data();
       if (w.type == DType::F32) {
         wrow = reinterpret_cast<const float*>(w.data + n * w.row_bytes);
-      } else if (Status s = quant::dequantize_row(w.type, w.data + n * w.row_bytes, w.row_bytes,
-                                                  row.data(), k);
+      } else if (Status s = quant::dequantize_row(w.type, w.data + n * w.row_bytes, w.row_bytes, row.data(), k);
                  !s.ok()) {
         std::lock_guard<std::mutex> lock(error_mutex);
         status = s;

@@ -34,13 +34,13 @@ constexpr int64_t kPanelsPerSweep = 4;
 
 }  // namespace
 
-Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const float* x, int64_t rows,
-                    int64_t k, const model::Weight& w, float* out) {
+Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const float* x, int64_t rows, int64_t k,
+                    const model::Weight& w, float* out) {
   if (w.cols != k) return Error{"mat_mul_fast: '" + w.name + "' has the wrong width"};
   if (rows < 0 || k < 0) return Error{"mat_mul_fast: negative shape for '" + w.name + "'"};
   const fast::DotFn dot = fast::dot_for(kernels, w.type);
-  const fast::DotRowsFn dot_rows = fast::dot_rows_for(kernels, w.type);  // may be nullptr
-  const fast::DotTileFn dot_tile = fast::dot_tile_for(kernels, w.type);  // may be nullptr
+  const fast::DotRowsFn dot_rows = fast::dot_rows_for(kernels, w.type);           // may be nullptr
+  const fast::DotTileFn dot_tile = fast::dot_tile_for(kernels, w.type);           // may be nullptr
   const fast::DotWeightsFn dot_weights = fast::dot_weights_for(kernels, w.type);  // may be nullptr
   const fast::ActivationFormat format = fast::activation_format(w.type);
   if (dot == nullptr || format == fast::ActivationFormat::Unsupported) {
@@ -53,8 +53,8 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
                  std::to_string(info.block_elems) + " == 0, got " + std::to_string(k)};
   }
   if (w.row_bytes < dtype_row_bytes(info, static_cast<uint64_t>(k))) {
-    return Error{"mat_mul_fast: '" + w.name + "': rows of " + std::to_string(w.row_bytes) +
-                 " bytes cannot hold " + std::to_string(k) + " elements"};
+    return Error{"mat_mul_fast: '" + w.name + "': rows of " + std::to_string(w.row_bytes) + " bytes cannot hold " +
+                 std::to_string(k) + " elements"};
   }
   const int64_t n_out = w.rows;
   if (rows == 0 || n_out == 0) return {};
@@ -170,10 +170,8 @@ Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const flo
   return {};
 }
 
-Status mat_mul_fast(ThreadPool& pool, const float* x, int64_t rows, int64_t k,
-                    const model::Weight& w, float* out) {
-  return mat_mul_fast(pool, fast::best_dot_kernels(fast::detected_cpu_features()), x, rows, k, w,
-                      out);
+Status mat_mul_fast(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const model::Weight& w, float* out) {
+  return mat_mul_fast(pool, fast::best_dot_kernels(fast::detected_cpu_features()), x, rows, k, w, out);
 }
 
 }  // namespace gufo::cpu

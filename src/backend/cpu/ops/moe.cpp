@@ -10,8 +10,8 @@
 
 namespace gufo::cpu {
 
-void route_token(const float* logits, int64_t n_expert, int64_t n_used, bool normalize,
-                 std::span<float> probs, std::span<ExpertChoice> out) {
+void route_token(const float* logits, int64_t n_expert, int64_t n_used, bool normalize, std::span<float> probs,
+                 std::span<ExpertChoice> out) {
   float max = logits[0];
   for (int64_t e = 1; e < n_expert; ++e) max = std::max(max, logits[e]);
   float sum = 0.0f;
@@ -27,8 +27,8 @@ void route_token(const float* logits, int64_t n_expert, int64_t n_used, bool nor
   for (int64_t slot = 0; slot < n_used; ++slot) {
     int64_t best = -1;
     for (int64_t e = 0; e < n_expert; ++e) {
-      const bool taken = std::any_of(out.begin(), out.begin() + slot,
-                                     [e](const ExpertChoice& c) { return c.expert == e; });
+      const bool taken =
+          std::any_of(out.begin(), out.begin() + slot, [e](const ExpertChoice& c) { return c.expert == e; });
       if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
     }
     out[slot] = {.expert = static_cast<int32_t>(best), .weight = probs[best]};
@@ -39,8 +39,8 @@ void route_token(const float* logits, int64_t n_expert, int64_t n_used, bool nor
   }
 }
 
-Status moe_ffn(ThreadPool& pool, const float* x, int64_t rows, const float* router_logits,
-               const MoeExperts& experts, int64_t n_used, bool normalize, float* out) {
+Status moe_ffn(ThreadPool& pool, const float* x, int64_t rows, const float* router_logits, const MoeExperts& experts,
+               int64_t n_used, bool normalize, float* out) {
   const int64_t n_expert = experts.gate->n_expert;
   const int64_t n_embd = experts.gate->cols;
   const int64_t n_ff = experts.gate->rows;

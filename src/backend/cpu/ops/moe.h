@@ -26,8 +26,8 @@ struct ExpertChoice {
 // NOTE(ties): equal probabilities go to the lower expert index. torch.topk leaves the order
 // of ties unspecified; a fixed rule keeps one batch == token by token and CPU == GPU.
 // Requires 1 <= n_used <= n_expert (GraphBuilder::moe_ffn checks it).
-void route_token(const float* logits, int64_t n_expert, int64_t n_used, bool normalize,
-                 std::span<float> probs, std::span<ExpertChoice> out);
+void route_token(const float* logits, int64_t n_expert, int64_t n_used, bool normalize, std::span<float> probs,
+                 std::span<ExpertChoice> out);
 
 // The three stacks of one layer, each n_expert matrices: gate and up [n_ff_exp, n_embd],
 // down [n_embd, n_ff_exp] (rows, cols).
@@ -40,7 +40,7 @@ struct MoeExperts {
 // out[r, :] = Σ over r's chosen experts e of w_e · down_e(silu(gate_e(x_r)) * up_e(x_r)),
 // summed in ascending expert order. x [rows, n_embd], router_logits [rows, n_expert],
 // out [rows, n_embd].
-Status moe_ffn(ThreadPool& pool, const float* x, int64_t rows, const float* router_logits,
-               const MoeExperts& experts, int64_t n_used, bool normalize, float* out);
+Status moe_ffn(ThreadPool& pool, const float* x, int64_t rows, const float* router_logits, const MoeExperts& experts,
+               int64_t n_used, bool normalize, float* out);
 
 }  // namespace gufo::cpu

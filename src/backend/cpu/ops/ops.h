@@ -26,12 +26,10 @@ Result<std::vector<float>> weight_to_f32(const model::Weight& w);
 Status get_rows(const model::Weight& table, std::span<const int32_t> ids, float* out);
 
 // Each group of `group` values of each row: x / sqrt(mean(x²) + eps) * w[j].
-void rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int64_t group,
-              float eps, float* out);
+void rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int64_t group, float eps, float* out);
 
 // out[r, n] = Σ_k x[r, k] · w[n, k]; w is [n_out, k] of any dequantizable type.
-Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const model::Weight& w,
-               float* out);
+Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const model::Weight& w, float* out);
 
 // The same product, fast: SIMD dots chosen from the CPU's features (quant/dot_kernels.h).
 // F32/F16/BF16 weights keep f32 activations (results differ from mat_mul only by the order of
@@ -39,16 +37,15 @@ Status mat_mul(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const 
 // (error bounded in tests/unit/backend/cpu_matmul_test.cpp). Defined in mat_mul_fast.cpp.
 // For the quantized types a row's result is the same bits in any batch and with any kernel set
 // (quant/dot_kernels.h, "Accumulation order").
-Status mat_mul_fast(ThreadPool& pool, const float* x, int64_t rows, int64_t k,
-                    const model::Weight& w, float* out);
+Status mat_mul_fast(ThreadPool& pool, const float* x, int64_t rows, int64_t k, const model::Weight& w, float* out);
 // As above with an explicit kernel set (tests pin the scalar or the AVX2 set).
-Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const float* x,
-                    int64_t rows, int64_t k, const model::Weight& w, float* out);
+Status mat_mul_fast(ThreadPool& pool, const fast::DotKernels& kernels, const float* x, int64_t rows, int64_t k,
+                    const model::Weight& w, float* out);
 
 // In place on x [rows, n_heads * head_dim]: rotates each head's pairs by position · θ_i with
 // θ_i = theta^(-2i/head_dim) / freq_factors[i] (factors may be null).
-void rope(float* x, int64_t rows, int64_t cols, std::span<const int32_t> positions,
-          int64_t head_dim, model::RopeType type, float theta, const float* freq_factors);
+void rope(float* x, int64_t rows, int64_t cols, std::span<const int32_t> positions, int64_t head_dim,
+          model::RopeType type, float theta, const float* freq_factors);
 
 // out = silu(gate) * up, elementwise.
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
@@ -85,14 +82,14 @@ struct AttentionShape {
 // Causal attention of one query row q [n_head * head_dim] at `position` over cache positions
 // 0..position of its sequence: out [n_head * head_dim]. `scratch` holds
 // attention_scratch_floats() floats. The scalar reference.
-void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
-            float* scratch, float* out);
+void attend(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position, float* scratch,
+            float* out);
 // The same with AVX2/FMA/F16C (attention_avx2.cpp; x86 builds only, and only on CPUs that
 // have them) for the query heads of KV heads [kv_head_first, kv_head_end) only, so a decode
 // step can spread the heads over threads: GQA heads share each cache row, exp by polynomial;
 // equal to attend() up to float rounding, and to attend_rows_avx2 bit for bit.
-void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position,
-                 int64_t kv_head_first, int64_t kv_head_end, float* scratch, float* out);
+void attend_avx2(const KvView& kv, const AttentionShape& shape, const float* q, int32_t position, int64_t kv_head_first,
+                 int64_t kv_head_end, float* scratch, float* out);
 // Query rows of one sequence, for attend_rows_avx2: row i is q + row_index[i] * row_stride
 // (all heads), at cache position positions[i]; its output goes to out + row_index[i] * row_stride.
 struct AttentionRows {

@@ -5,8 +5,7 @@
 
 namespace gufo::cpu {
 
-void rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int64_t group,
-              float eps, float* out) {
+void rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int64_t group, float eps, float* out) {
   for (int64_t row = 0; row < rows; ++row) {
     for (int64_t start = 0; start < cols; start += group) {
       const float* in = x + row * cols + start;

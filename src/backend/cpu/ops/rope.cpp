@@ -7,8 +7,8 @@
 
 namespace gufo::cpu {
 
-void rope(float* x, int64_t rows, int64_t cols, std::span<const int32_t> positions,
-          int64_t head_dim, model::RopeType type, float theta, const float* freq_factors) {
+void rope(float* x, int64_t rows, int64_t cols, std::span<const int32_t> positions, int64_t head_dim,
+          model::RopeType type, float theta, const float* freq_factors) {
   const int64_t half = head_dim / 2;
   // NOTE(rope): inv_freq as HF computes it (f32 of theta^(-2i/d)), then the llama3 factor;
   // computed once per call rather than once per row (pow was ~1% of prefill).

@@ -17,8 +17,7 @@ Status scale_add_f32(std::span<const float> x, std::span<float> y, float a, floa
   const float* y_end = y.data() + y.size();
   const bool same = x.data() == y.data();
   // std::less gives a total order on unrelated pointers, where operator< would not.
-  if (!same && std::less<const float*>{}(x.data(), y_end) &&
-      std::less<const float*>{}(y.data(), x_end)) {
+  if (!same && std::less<const float*>{}(x.data(), y_end) && std::less<const float*>{}(y.data(), x_end)) {
     return Error{"scale_add_f32(n=" + std::to_string(x.size()) + "): x and y partly overlap"};
   }
   // NOTE(scale_add): std::fma rounds once, as the kernel's fmaf does; a*x+b written out would

@@ -56,9 +56,9 @@ static inline void unpack_scales_mins_u32(const uint8_t* packed, uint32_t out[4]
   constexpr uint32_t kLow2 = 0x03030303;
   uint32_t in[3];
   std::memcpy(in, packed, sizeof in);
-  out[0] = in[0] & kLow6;                                          // scales 0-3
-  out[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);        // scales 4-7
-  out[2] = in[1] & kLow6;                                          // mins 0-3
+  out[0] = in[0] & kLow6;                                           // scales 0-3
+  out[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);         // scales 4-7
+  out[2] = in[1] & kLow6;                                           // mins 0-3
   out[3] = ((in[2] >> 4) & kLow4) | (((in[1] >> 6) & kLow2) << 4);  // mins 4-7
 }
 

@@ -1,7 +1,8 @@
 // AVX2 + FMA + F16C row dot products (dot_kernels.h); this file alone is compiled with
 // -mavx2 -mfma -mf16c (src/backend/cpu/CMakeLists.txt) and only called after cpuid says so.
 // The quantized kernels compute exactly what their twins in dot_scalar.cpp compute, bit for bit
-// (dot_kernels.h, "Accumulation order"); the float dots differ in the order of their sums. Tested by tests/unit/backend/cpu_matmul_test.cpp (scalar vs AVX2 vs reference).
+// (dot_kernels.h, "Accumulation order"); the float dots differ in the order of their sums. Tested by
+// tests/unit/backend/cpu_matmul_test.cpp (scalar vs AVX2 vs reference).
 //
 // Everything here lives in an anonymous namespace; see NOTE(avx2) in avx2_common.h.
 #include <immintrin.h>
@@ -16,10 +17,10 @@
 namespace gufo::cpu::fast {
 namespace {
 
-using avx2::half_to_float;
 using avx2::fma1;
-using avx2::hsum;
 using avx2::four_halves;
+using avx2::half_to_float;
+using avx2::hsum;
 using avx2::hsum_i32;
 using avx2::hsum_i32x4;
 using avx2::k_min_sums;
@@ -46,13 +47,11 @@ uint16_t load_u16(const std::byte* p) {
 float dot_f32(int64_t k, const std::byte* w_row, const void* x_row) {
   const auto* x = static_cast<const float*>(x_row);
   const auto* w = reinterpret_cast<const float*>(w_row);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps()};
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t j = 0;
   for (; j + 32 <= k; j += 32) {
     for (int a = 0; a < 4; ++a) {
-      acc[a] =
-          _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * a), _mm256_loadu_ps(w + j + 8 * a), acc[a]);
+      acc[a] = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * a), _mm256_loadu_ps(w + j + 8 * a), acc[a]);
     }
   }
   float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
@@ -78,13 +77,11 @@ __m256 load8_half(const std::byte* p) {
 template <bool kBf16>
 float dot_half(int64_t k, const std::byte* w_row, const void* x_row) {
   const auto* x = static_cast<const float*>(x_row);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps()};
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t j = 0;
   for (; j + 32 <= k; j += 32) {
     for (int a = 0; a < 4; ++a) {
-      acc[a] = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * a),
-                               load8_half<kBf16>(w_row + (j + 8 * a) * 2), acc[a]);
+      acc[a] = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * a), load8_half<kBf16>(w_row + (j + 8 * a) * 2), acc[a]);
     }
   }
   float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
@@ -127,9 +124,9 @@ float dot_q8_0(int64_t k, const std::byte* w_row, const void* x_row) {
   int64_t b = 0;
   for (; b + 4 <= n_blocks; b += 4) {
     alignas(16) float sums[4];
-    _mm_store_ps(sums, _mm_cvtepi32_ps(hsum_i32x4(q8_0_block_sums(w[b], x[b]), q8_0_block_sums(w[b + 1], x[b + 1]),
-                                                  q8_0_block_sums(w[b + 2], x[b + 2]),
-                                                  q8_0_block_sums(w[b + 3], x[b + 3]))));
+    _mm_store_ps(sums,
+                 _mm_cvtepi32_ps(hsum_i32x4(q8_0_block_sums(w[b], x[b]), q8_0_block_sums(w[b + 1], x[b + 1]),
+                                            q8_0_block_sums(w[b + 2], x[b + 2]), q8_0_block_sums(w[b + 3], x[b + 3]))));
     for (int i = 0; i < 4; ++i) acc = fma1(half_to_float(w[b + i].d) * x[b + i].d, sums[i], acc);
   }
   for (; b < n_blocks; ++b) {
@@ -151,7 +148,7 @@ void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const
   for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
     const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     __m256i sums[4];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
       // One line per block and row: a 34-byte block never spans more than two lines, and the
       // next block's prefetch covers the second.
@@ -179,7 +176,7 @@ GUFO_KERNEL_INLINE __m128i q8_0_rows_block_sums(__m256i qw, __m256i qw_abs, cons
   static_assert(kDotRows == 4, "one int32 lane per activation row of an __m128i");
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i sums[4];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
     const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][b].qs));
     sums[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(qw_abs, _mm256_sign_epi8(qx, qw)), ones);
@@ -250,9 +247,9 @@ GUFO_KERNEL_INLINE void qk_4_5_block_sums(const Block& w, const BlockQ8K* const*
   const __m128i min_scales = _mm256_extracti128_si256(scales_mins, 1);
   __m256i high_bits = _mm256_setzero_si256();
   if constexpr (kFifthBit) high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) sums[r] = _mm256_setzero_si256();
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
     const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
     __m256i q_lo = _mm256_and_si256(packed, low_mask);
@@ -267,7 +264,7 @@ GUFO_KERNEL_INLINE void qk_4_5_block_sums(const Block& w, const BlockQ8K* const*
     }
     const __m256i scale_lo = _mm256_shuffle_epi8(scales, repeat_i16_control(2 * c, 2 * c));
     const __m256i scale_hi = _mm256_shuffle_epi8(scales, repeat_i16_control(2 * c + 1, 2 * c + 1));
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r]->qs + 64 * c));
       const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r]->qs + 64 * c + 32));
@@ -276,7 +273,7 @@ GUFO_KERNEL_INLINE void qk_4_5_block_sums(const Block& w, const BlockQ8K* const*
       sums[r] = _mm256_add_epi32(sums[r], _mm256_add_epi32(p_lo, p_hi));
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) mins[r] = k_min_sums(min_scales, x[r]->bsums);
 }
 
@@ -292,9 +289,9 @@ GUFO_KERNEL_INLINE void q6_k_block_sums(const BlockQ6K& w, const BlockQ8K* const
   const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
   const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
                                   _mm256_permute2x128_si256(scales16, scales16, 0x11)};
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) sums[r] = _mm256_setzero_si256();
-  #pragma GCC unroll 2
+#pragma GCC unroll 2
   for (int half = 0; half < 2; ++half) {
     const uint8_t* ql = w.ql + 64 * half;
     const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
@@ -309,18 +306,19 @@ GUFO_KERNEL_INLINE void q6_k_block_sums(const BlockQ6K& w, const BlockQ8K* const
         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low_mask),
                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4)),
     };
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int quarter = 0; quarter < 4; ++quarter) {
       const int first = 128 * half + 32 * quarter;  // element index; groups first/16, first/16 + 1
       const __m256i scales = _mm256_shuffle_epi8(half_scales[half], repeat_i16_control(2 * quarter, 2 * quarter + 1));
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
         const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r]->qs + first));
-        sums[r] = _mm256_add_epi32(sums[r], _mm256_madd_epi16(_mm256_maddubs_epi16(quarter_quants[quarter], xq), scales));
+        sums[r] =
+            _mm256_add_epi32(sums[r], _mm256_madd_epi16(_mm256_maddubs_epi16(quarter_quants[quarter], xq), scales));
       }
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r]->bsums));
     // |offset lane| <= 2 * 128 * 2032: 32x that fits int32 with room.
@@ -328,7 +326,6 @@ GUFO_KERNEL_INLINE void q6_k_block_sums(const BlockQ6K& w, const BlockQ8K* const
     sums[r] = _mm256_sub_epi32(sums[r], _mm256_slli_epi32(offset, 5));
   }
 }
-
 
 // The block sums of weight block w against kRows activation blocks, for either family.
 template <typename Block, int kRows>
@@ -339,8 +336,6 @@ GUFO_KERNEL_INLINE void k_block_sums(const Block& w, const BlockQ8K* const* x, _
     q6_k_block_sums<kRows>(w, x, sums);
   }
 }
-
-
 
 // The instruction set of the shared K-quant drivers (k_quant_drivers.h).
 struct Avx2K {

@@ -45,9 +45,9 @@ PackedKernels avx2_packed_kernels();  // gemm_packed_avx2.cpp
 
 namespace {
 
-using avx2::half_to_float;
 using avx2::fma1;
 using avx2::four_halves;
+using avx2::half_to_float;
 using avx2::hsum_i32;
 using avx2::hsum_i32x4;
 using avx2::k_min_sums;
@@ -146,7 +146,7 @@ GUFO_KERNEL_INLINE void q8_0_step(const BlockQ8_0* w, const ActBlockQ8_0* const*
   const __mmask64 w_neg = _mm512_movepi8_mask(qw);
   const float d0 = half_to_float(w[b].d);
   const float d1 = kPair ? half_to_float(w[b + 1].d) : 0.0f;
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
     const __m512i qx = kPair ? load_halves(x[r][b].qs, x[r][b + 1].qs) : _mm512_zextsi256_si512(load256(x[r][b].qs));
     const __m512i x_signed = _mm512_mask_sub_epi8(qx, w_neg, _mm512_setzero_si512(), qx);
@@ -161,7 +161,7 @@ void dot_q8_0_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_
   const auto* w = reinterpret_cast<const BlockQ8_0*>(w_row);
   const ActBlockQ8_0* x[kRows];
   float acc[kRows];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
     x[r] = row_at<ActBlockQ8_0>(x_rows, x_stride, r);
     acc[r] = 0.0f;
@@ -170,7 +170,7 @@ void dot_q8_0_n(int64_t k, const std::byte* w_row, const void* x_rows, size_t x_
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) q8_0_step<kVnni, true, kRows>(w, x, b, acc);
   if (b < n_blocks) q8_0_step<kVnni, false, kRows>(w, x, b, acc);
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) out[r] = acc[r];
 }
 
@@ -190,9 +190,9 @@ GUFO_KERNEL_INLINE void qk_4_5_block_sums(const Block& w, const BlockQ8K* const*
   const __m128i min_scales = _mm256_extracti128_si256(scales_mins, 1);
   __m512i high_bits = _mm512_setzero_si512();
   if constexpr (kFifthBit) high_bits = _mm512_broadcast_i64x4(load256(w.qh));
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_si512();
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
     const __m512i packed = _mm512_broadcast_i64x4(load256(w.qs + 32 * c));
     __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(packed, kHighHalf, packed, 4), low_mask);
@@ -202,12 +202,12 @@ GUFO_KERNEL_INLINE void qk_4_5_block_sums(const Block& w, const BlockQ8K* const*
       q = _mm512_or_si512(q, _mm512_slli_epi16(h, 4));
     }
     const __m512i scale = _mm512_shuffle_epi8(scales, repeat_word_per_lane(2 * c, 2 * c, 2 * c + 1, 2 * c + 1));
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       sums[r] = madd_i16<kVnni>(sums[r], _mm512_maddubs_epi16(q, load512(x[r]->qs + 64 * c)), scale);
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) mins[r] = k_min_sums(min_scales, x[r]->bsums);
 }
 
@@ -225,14 +225,15 @@ GUFO_KERNEL_INLINE void q6_k_block_sums(const BlockQ6K& w, const BlockQ8K* const
   const __m512i pick01 = repeat_word_per_lane(0, 1, 2, 3);
   const __m512i pick23 = repeat_word_per_lane(4, 5, 6, 7);
   const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_si512();
-  #pragma GCC unroll 2
+#pragma GCC unroll 2
   for (int half = 0; half < 2; ++half) {
     const __m512i ql = load512(w.ql + 64 * half);
     const __m512i qh = _mm512_broadcast_i64x4(load256(w.qh + 32 * half));
-    const __m512i q01 = _mm512_or_si512(
-        _mm512_and_si512(ql, low_mask), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift01), two_bits), 4));
+    const __m512i q01 =
+        _mm512_or_si512(_mm512_and_si512(ql, low_mask),
+                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift01), two_bits), 4));
     const __m512i q23 =
         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_mask),
                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift23), two_bits), 4));
@@ -240,21 +241,20 @@ GUFO_KERNEL_INLINE void q6_k_block_sums(const BlockQ6K& w, const BlockQ8K* const
         _mm512_broadcast_i32x4(half == 0 ? _mm256_castsi256_si128(scales16) : _mm256_extracti128_si256(scales16, 1));
     const __m512i scale01 = _mm512_shuffle_epi8(half_scales, pick01);
     const __m512i scale23 = _mm512_shuffle_epi8(half_scales, pick23);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const int8_t* xq = x[r]->qs + 128 * half;
       sums[r] = madd_i16<kVnni>(sums[r], _mm512_maddubs_epi16(q01, load512(xq)), scale01);
       sums[r] = madd_i16<kVnni>(sums[r], _mm512_maddubs_epi16(q23, load512(xq + 64)), scale23);
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
     // |offset lane| <= 2 * 128 * 2032: 32x that fits int32 with room.
     const __m256i offset = _mm256_madd_epi16(scales16, load256(x[r]->bsums));
     sums[r] = _mm512_sub_epi32(sums[r], _mm512_zextsi256_si512(_mm256_slli_epi32(offset, 5)));
   }
 }
-
 
 template <bool kVnni, typename Block, int kRows>
 GUFO_KERNEL_INLINE void k_block_sums(const Block& w, const BlockQ8K* const* x, __m512i* sums, __m128i* mins) {
@@ -275,8 +275,6 @@ GUFO_KERNEL_INLINE __m128i sum4(__m512i a, __m512i b, __m512i c, __m512i d) {
   const __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(abcd), _mm512_extracti64x4_epi64(abcd, 1));
   return _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
 }
-
-
 
 // The instruction set of the shared K-quant drivers (k_quant_drivers.h).
 template <bool kVnni>
@@ -329,10 +327,11 @@ void dot_q8_0_rows(int64_t k, const std::byte* w_row, const void* x_rows, size_t
     const __m512i w_abs = _mm512_abs_epi8(qw);
     const __mmask64 w_neg = _mm512_movepi8_mask(qw);
     __m512i sums[4];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       const __m512i qx = load_halves(x[r][b].qs, x[r][b + 1].qs);
-      sums[r] = dot_u8_i8<kVnni>(_mm512_setzero_si512(), w_abs, _mm512_mask_sub_epi8(qx, w_neg, _mm512_setzero_si512(), qx));
+      sums[r] =
+          dot_u8_i8<kVnni>(_mm512_setzero_si512(), w_abs, _mm512_mask_sub_epi8(qx, w_neg, _mm512_setzero_si512(), qx));
     }
     __m128i s0;
     __m128i s1;
@@ -365,7 +364,7 @@ void dot_q8_0_weights(int64_t k, const std::byte* w_rows, size_t w_stride, const
   for (; b + 2 <= n_blocks; b += 2) {
     const __m512i qx = load_halves(x[b].qs, x[b + 1].qs);
     __m512i sums[4];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
       prefetch_ahead(&w[i][b], 2 * sizeof(BlockQ8_0), ahead);
       const __m512i qw = load_halves(w[i][b].qs, w[i][b + 1].qs);
@@ -420,9 +419,7 @@ void pack_paired(int64_t k, const std::byte* w_rows, size_t w_stride, std::byte*
 }
 
 // The eight row sums of a 16-lane vector whose lanes 2i and 2i+1 belong to weight row i.
-__m256i fold_rows(__m512i sums) {
-  return _mm512_cvtepi64_epi32(_mm512_add_epi32(sums, _mm512_srli_epi64(sums, 32)));
-}
+__m256i fold_rows(__m512i sums) { return _mm512_cvtepi64_epi32(_mm512_add_epi32(sums, _mm512_srli_epi64(sums, 32))); }
 
 template <typename Block>
 const Block* act_row(const void* x_rows, size_t x_stride, int r) {
@@ -434,7 +431,7 @@ void gemm_q8_0_rows(int64_t k, const std::byte* packed, const void* x_rows, size
                     size_t out_stride) {
   const ActBlockQ8_0* x[kRows];
   __m256 acc[kRows];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
     x[r] = act_row<ActBlockQ8_0>(x_rows, x_stride, r);
     acc[r] = _mm256_setzero_ps();
@@ -442,27 +439,27 @@ void gemm_q8_0_rows(int64_t k, const std::byte* packed, const void* x_rows, size
   for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
     const std::byte* blk = packed + b * kPackedQ8_0BlockBytes;
     __m512i sum[kRows];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) sum[r] = _mm512_setzero_si512();
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       const __m512i w = load512(blk + 64 * p);
       const __m512i w_abs = _mm512_abs_epi8(w);
       const __mmask64 w_neg = _mm512_movepi8_mask(w);
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
         const __m512i xb = broadcast8(x[r][b].qs + 8 * p);
         sum[r] = dot_u8_i8<kVnni>(sum[r], w_abs, _mm512_mask_sub_epi8(xb, w_neg, _mm512_setzero_si512(), xb));
       }
     }
     const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(blk + 256));
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[r][b].d)), _mm256_cvtepi32_ps(fold_rows(sum[r])),
-                               acc[r]);
+      acc[r] =
+          _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[r][b].d)), _mm256_cvtepi32_ps(fold_rows(sum[r])), acc[r]);
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) _mm256_storeu_ps(out + r * out_stride, acc[r]);
 }
 
@@ -473,7 +470,7 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
                  size_t out_stride) {
   const BlockQ8K* x[kRows];
   __m256 acc[kRows];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
     x[r] = act_row<BlockQ8K>(x_rows, x_stride, r);
     acc[r] = _mm256_setzero_ps();
@@ -482,24 +479,25 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
   for (int64_t b = 0; b < k / kQkK; ++b) {
     const std::byte* blk = packed + b * kPackedKBlockBytes;
     __m512i sum[kRows];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) sum[r] = _mm512_setzero_si512();
     for (int g = 0; g < 16; ++g) {
-      const __m512i scale = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(load256(blk + panel::kKScales + 32 * g)));
+      const __m512i scale =
+          _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(load256(blk + panel::kKScales + 32 * g)));
       const __m512i w0 = load512(blk + 64 * (2 * g));
       const __m512i w1 = load512(blk + 64 * (2 * g + 1));
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
         const int8_t* xq = x[r][b].qs + 16 * g;
-        const __m512i p = _mm512_add_epi16(_mm512_maddubs_epi16(w0, broadcast8(xq)),
-                                           _mm512_maddubs_epi16(w1, broadcast8(xq + 8)));
+        const __m512i p =
+            _mm512_add_epi16(_mm512_maddubs_epi16(w0, broadcast8(xq)), _mm512_maddubs_epi16(w1, broadcast8(xq + 8)));
         sum[r] = madd_i16<kVnni>(sum[r], p, scale);
       }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) acc[r] = panel::k_block_tail<kOffset>(blk, x[r][b], fold_rows(sum[r]), acc[r]);
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) _mm256_storeu_ps(out + r * out_stride, acc[r]);
 }
 
@@ -507,10 +505,14 @@ template <bool kVnni>
 void gemm_q8_0(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, int n_rows, float* out,
                size_t out_stride) {
   switch (n_rows) {
-    case 1: return gemm_q8_0_rows<kVnni, 1>(k, packed, x_rows, x_stride, out, out_stride);
-    case 2: return gemm_q8_0_rows<kVnni, 2>(k, packed, x_rows, x_stride, out, out_stride);
-    case 3: return gemm_q8_0_rows<kVnni, 3>(k, packed, x_rows, x_stride, out, out_stride);
-    default: return gemm_q8_0_rows<kVnni, 4>(k, packed, x_rows, x_stride, out, out_stride);
+    case 1:
+      return gemm_q8_0_rows<kVnni, 1>(k, packed, x_rows, x_stride, out, out_stride);
+    case 2:
+      return gemm_q8_0_rows<kVnni, 2>(k, packed, x_rows, x_stride, out, out_stride);
+    case 3:
+      return gemm_q8_0_rows<kVnni, 3>(k, packed, x_rows, x_stride, out, out_stride);
+    default:
+      return gemm_q8_0_rows<kVnni, 4>(k, packed, x_rows, x_stride, out, out_stride);
   }
 }
 
@@ -518,10 +520,14 @@ template <bool kVnni, bool kOffset>
 void gemm_k(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, int n_rows, float* out,
             size_t out_stride) {
   switch (n_rows) {
-    case 1: return gemm_k_rows<kVnni, kOffset, 1>(k, packed, x_rows, x_stride, out, out_stride);
-    case 2: return gemm_k_rows<kVnni, kOffset, 2>(k, packed, x_rows, x_stride, out, out_stride);
-    case 3: return gemm_k_rows<kVnni, kOffset, 3>(k, packed, x_rows, x_stride, out, out_stride);
-    default: return gemm_k_rows<kVnni, kOffset, 4>(k, packed, x_rows, x_stride, out, out_stride);
+    case 1:
+      return gemm_k_rows<kVnni, kOffset, 1>(k, packed, x_rows, x_stride, out, out_stride);
+    case 2:
+      return gemm_k_rows<kVnni, kOffset, 2>(k, packed, x_rows, x_stride, out, out_stride);
+    case 3:
+      return gemm_k_rows<kVnni, kOffset, 3>(k, packed, x_rows, x_stride, out, out_stride);
+    default:
+      return gemm_k_rows<kVnni, kOffset, 4>(k, packed, x_rows, x_stride, out, out_stride);
   }
 }
 
@@ -544,20 +550,20 @@ DotKernels make_avx512_kernels(const char* name, const DotKernels& base) {
   kernels.q4_k_weights = k_drivers::dot_weights<Avx512K<kVnni>, BlockQ4K>;
   kernels.q5_k_weights = k_drivers::dot_weights<Avx512K<kVnni>, BlockQ5K>;
   kernels.q6_k_weights = k_drivers::dot_weights<Avx512K<kVnni>, BlockQ6K>;
-  kernels.packed = PackedKernels{
-      .pack_q8_0 = pack_paired<&PackedKernels::pack_q8_0, kPackedQ8_0BlockBytes, kQ8_0BlockElems, 8>,
-      .pack_q4_k = pack_paired<&PackedKernels::pack_q4_k, kPackedKBlockBytes, kQkK, 64>,
-      .pack_q5_k = pack_paired<&PackedKernels::pack_q5_k, kPackedKBlockBytes, kQkK, 64>,
-      .pack_q6_k = pack_paired<&PackedKernels::pack_q6_k, kPackedKBlockBytes, kQkK, 64>,
-      .gemm_q8_0 = gemm_q8_0<kVnni>,
-      .gemm_k = gemm_k<kVnni, false>,
-      .gemm_q6_k = gemm_k<kVnni, true>,
-      // NOTE(packed): matmul_bench 4096x4096, 2 threads, Zen 5, avx512vnni panels vs row
-      // kernels in GFLOP/s: Q8_0 at 8 rows 160 vs 160, at 16 rows 229 vs 178; Q4_K at 16 rows
-      // 212 vs 283, at 32 rows 306 vs 270, at 64 rows 398 vs 282; Q6_K at 16 rows 236 vs 329,
-      // at 32 rows 304 vs 298, at 64 431 vs 325. The wider row kernels hold out longer.
-      .min_rows_q8_0 = 8,
-      .min_rows_k = 32};
+  kernels.packed =
+      PackedKernels{.pack_q8_0 = pack_paired<&PackedKernels::pack_q8_0, kPackedQ8_0BlockBytes, kQ8_0BlockElems, 8>,
+                    .pack_q4_k = pack_paired<&PackedKernels::pack_q4_k, kPackedKBlockBytes, kQkK, 64>,
+                    .pack_q5_k = pack_paired<&PackedKernels::pack_q5_k, kPackedKBlockBytes, kQkK, 64>,
+                    .pack_q6_k = pack_paired<&PackedKernels::pack_q6_k, kPackedKBlockBytes, kQkK, 64>,
+                    .gemm_q8_0 = gemm_q8_0<kVnni>,
+                    .gemm_k = gemm_k<kVnni, false>,
+                    .gemm_q6_k = gemm_k<kVnni, true>,
+                    // NOTE(packed): matmul_bench 4096x4096, 2 threads, Zen 5, avx512vnni panels vs row
+                    // kernels in GFLOP/s: Q8_0 at 8 rows 160 vs 160, at 16 rows 229 vs 178; Q4_K at 16 rows
+                    // 212 vs 283, at 32 rows 306 vs 270, at 64 rows 398 vs 282; Q6_K at 16 rows 236 vs 329,
+                    // at 32 rows 304 vs 298, at 64 431 vs 325. The wider row kernels hold out longer.
+                    .min_rows_q8_0 = 8,
+                    .min_rows_k = 32};
   return kernels;
 }
 

@@ -78,7 +78,7 @@ using DotWeightsFn = void (*)(int64_t k, const std::byte* w_rows, size_t w_strid
 // rows, so matmuls use panels only for batches (prefill), never for one row (decode).
 inline constexpr int kPackedWeightRows = 8;
 inline constexpr int kPackedActRows = 4;
-inline constexpr size_t kPackedQ8_0BlockBytes = 8 * 32 + 8 * 4;                 // per 32 elements
+inline constexpr size_t kPackedQ8_0BlockBytes = 8 * 32 + 8 * 4;                       // per 32 elements
 inline constexpr size_t kPackedKBlockBytes = 64 * 32 + 16 * 32 + 8 * 32 + 2 * 8 * 4;  // per 256
 // Packs kPackedWeightRows rows (w_rows, w_rows + w_stride, ...) of k elements into `packed`.
 using PackFn = void (*)(int64_t k, const std::byte* w_rows, size_t w_stride, std::byte* packed);

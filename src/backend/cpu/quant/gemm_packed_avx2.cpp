@@ -163,7 +163,8 @@ void pack_q6_k(int64_t k, const std::byte* w_rows, size_t w_stride, std::byte* p
         const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
         const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh + 32 * half));
-        quarters[0][i] = _mm256_or_si256(_mm256_and_si256(l0, low_mask), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4));
+        quarters[0][i] =
+            _mm256_or_si256(_mm256_and_si256(l0, low_mask), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4));
         quarters[1][i] = _mm256_or_si256(_mm256_and_si256(l1, low_mask),
                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4));
         quarters[2][i] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low_mask),
@@ -203,7 +204,7 @@ void gemm_q8_0_rows(int64_t k, const std::byte* packed, const void* x_rows, size
                     size_t out_stride) {
   const ActBlockQ8_0* x[kRows];
   __m256 acc[kRows];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
     x[r] = act_row<ActBlockQ8_0>(x_rows, x_stride, r);
     acc[r] = _mm256_setzero_ps();
@@ -212,25 +213,25 @@ void gemm_q8_0_rows(int64_t k, const std::byte* packed, const void* x_rows, size
   for (int64_t b = 0; b < k / kQ8_0BlockElems; ++b) {
     const std::byte* blk = packed + b * kPackedQ8_0BlockBytes;
     __m256i sum[kRows];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) sum[r] = _mm256_setzero_si256();
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * j));
       const __m256i w_abs = _mm256_sign_epi8(w, w);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         const __m256i xs = _mm256_sign_epi8(broadcast4(x[r][b].qs + 4 * j), w);
         sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, xs), ones));
       }
     }
     const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(blk + 256));
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[r][b].d)), _mm256_cvtepi32_ps(sum[r]), acc[r]);
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) _mm256_storeu_ps(out + r * out_stride, acc[r]);
 }
 
@@ -242,7 +243,7 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
                  size_t out_stride) {
   const BlockQ8K* x[kRows];
   __m256 acc[kRows];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
     x[r] = act_row<BlockQ8K>(x_rows, x_stride, r);
     acc[r] = _mm256_setzero_ps();
@@ -250,16 +251,16 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
   for (int64_t b = 0; b < k / kQkK; ++b) {
     const std::byte* blk = packed + b * kPackedKBlockBytes;
     __m256i sum[kRows];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) sum[r] = _mm256_setzero_si256();
     for (int g = 0; g < 16; ++g) {
       const __m256i scale = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + panel::kKScales + 32 * g));
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int pair = 0; pair < 2; ++pair) {
         const int j = 4 * g + 2 * pair;
         const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * j));
         const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * (j + 1)));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r) {
           const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, broadcast4(x[r][b].qs + 4 * j)),
                                              _mm256_maddubs_epi16(w1, broadcast4(x[r][b].qs + 4 * j + 4)));
@@ -267,20 +268,24 @@ void gemm_k_rows(int64_t k, const std::byte* packed, const void* x_rows, size_t 
         }
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) acc[r] = panel::k_block_tail<kOffset>(blk, x[r][b], sum[r], acc[r]);
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) _mm256_storeu_ps(out + r * out_stride, acc[r]);
 }
 
 void gemm_q8_0(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, int n_rows, float* out,
                size_t out_stride) {
   switch (n_rows) {
-    case 1: return gemm_q8_0_rows<1>(k, packed, x_rows, x_stride, out, out_stride);
-    case 2: return gemm_q8_0_rows<2>(k, packed, x_rows, x_stride, out, out_stride);
-    case 3: return gemm_q8_0_rows<3>(k, packed, x_rows, x_stride, out, out_stride);
-    default: return gemm_q8_0_rows<4>(k, packed, x_rows, x_stride, out, out_stride);
+    case 1:
+      return gemm_q8_0_rows<1>(k, packed, x_rows, x_stride, out, out_stride);
+    case 2:
+      return gemm_q8_0_rows<2>(k, packed, x_rows, x_stride, out, out_stride);
+    case 3:
+      return gemm_q8_0_rows<3>(k, packed, x_rows, x_stride, out, out_stride);
+    default:
+      return gemm_q8_0_rows<4>(k, packed, x_rows, x_stride, out, out_stride);
   }
 }
 
@@ -288,10 +293,14 @@ template <bool kOffset>
 void gemm_k(int64_t k, const std::byte* packed, const void* x_rows, size_t x_stride, int n_rows, float* out,
             size_t out_stride) {
   switch (n_rows) {
-    case 1: return gemm_k_rows<kOffset, 1>(k, packed, x_rows, x_stride, out, out_stride);
-    case 2: return gemm_k_rows<kOffset, 2>(k, packed, x_rows, x_stride, out, out_stride);
-    case 3: return gemm_k_rows<kOffset, 3>(k, packed, x_rows, x_stride, out, out_stride);
-    default: return gemm_k_rows<kOffset, 4>(k, packed, x_rows, x_stride, out, out_stride);
+    case 1:
+      return gemm_k_rows<kOffset, 1>(k, packed, x_rows, x_stride, out, out_stride);
+    case 2:
+      return gemm_k_rows<kOffset, 2>(k, packed, x_rows, x_stride, out, out_stride);
+    case 3:
+      return gemm_k_rows<kOffset, 3>(k, packed, x_rows, x_stride, out, out_stride);
+    default:
+      return gemm_k_rows<kOffset, 4>(k, packed, x_rows, x_stride, out, out_stride);
   }
 }
 

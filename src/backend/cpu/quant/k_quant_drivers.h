@@ -48,7 +48,8 @@ static void dot_rows(int64_t k, const std::byte* w_row, const void* x_rows, size
   const auto* w = reinterpret_cast<const Block*>(w_row);
   const quant::BlockQ8K* x[4];
   for (int r = 0; r < 4; ++r) {
-    x[r] = reinterpret_cast<const quant::BlockQ8K*>(static_cast<const std::byte*>(x_rows) + static_cast<size_t>(r) * x_stride);
+    x[r] = reinterpret_cast<const quant::BlockQ8K*>(static_cast<const std::byte*>(x_rows) +
+                                                    static_cast<size_t>(r) * x_stride);
   }
   __m128 acc = _mm_setzero_ps();  // lane r: activation row r
   for (int64_t b = 0; b < k / quant::kQkK; ++b) {
@@ -76,14 +77,15 @@ static void dot_weights(int64_t k, const std::byte* w_rows, size_t w_stride, con
     const quant::BlockQ8K* xb[1] = {&x[b]};
     typename Isa::Sums sums[4];
     __m128i mins[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
       avx2::prefetch_ahead(&w[i][b], sizeof(Block), ahead);
       Isa::template block_sums<Block, 1>(w[i][b], xb, &sums[i], &mins[i]);
     }
     const __m128 xd = _mm_set1_ps(x[b].d);
     __m128 dmin = _mm_setzero_ps();
-    if constexpr (avx2::kHasMins<Block>) dmin = avx2::four_halves(w[0][b].dmin, w[1][b].dmin, w[2][b].dmin, w[3][b].dmin);
+    if constexpr (avx2::kHasMins<Block>)
+      dmin = avx2::four_halves(w[0][b].dmin, w[1][b].dmin, w[2][b].dmin, w[3][b].dmin);
     acc = avx2::k_steps4<avx2::kHasMins<Block>>(
         acc, _mm_mul_ps(xd, avx2::four_halves(w[0][b].d, w[1][b].d, w[2][b].d, w[3][b].d)), _mm_mul_ps(xd, dmin),
         Isa::sum4(sums), avx2::hsum_i32x4(mins[0], mins[1], mins[2], mins[3]));

@@ -15,10 +15,10 @@
 namespace gufo::cpu::fast::panel {
 
 // Byte offsets inside one kPackedKBlockBytes block of a K-quant panel.
-inline constexpr size_t kKScales = 2048;            // 16 scale vectors of 32 bytes
-inline constexpr size_t kKMins = kKScales + 512;    // 8 min vectors of 32 bytes
-inline constexpr size_t kKD = kKMins + 256;         // d of the 8 rows, f32
-inline constexpr size_t kKDmin = kKD + 32;          // dmin of the 8 rows, f32
+inline constexpr size_t kKScales = 2048;          // 16 scale vectors of 32 bytes
+inline constexpr size_t kKMins = kKScales + 512;  // 8 min vectors of 32 bytes
+inline constexpr size_t kKD = kKMins + 256;       // d of the 8 rows, f32
+inline constexpr size_t kKDmin = kKD + 32;        // dmin of the 8 rows, f32
 static_assert(kKDmin + 32 == kPackedKBlockBytes, "the K panel layout must fill its block");
 
 // acc + d * x.d * sums - dmin * x.d * mins, lane i for weight row i of the panel, where sums
@@ -29,7 +29,7 @@ static_assert(kKDmin + 32 == kPackedKBlockBytes, "the K panel layout must fill i
 template <bool kOffset>
 static inline __m256 k_block_tail(const std::byte* blk, const quant::BlockQ8K& x, __m256i sums, __m256 acc) {
   __m256i mins = _mm256_setzero_si256();
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int t = 0; t < 8; ++t) {
     int32_t bsum_pair;
     std::memcpy(&bsum_pair, x.bsums + 2 * t, sizeof bsum_pair);

@@ -31,7 +31,8 @@ constexpr int kMaxDimsPerLane = kMaxHeadDim / 32;
 constexpr int64_t kSplitBlocksMaxRows = 64;
 
 __device__ inline float load_kv(const KvLayer& kv, const void* base, int64_t index) {
-  return kv.f16 ? quant::fp16_to_fp32(static_cast<const uint16_t*>(base)[index]) : static_cast<const float*>(base)[index];
+  return kv.f16 ? quant::fp16_to_fp32(static_cast<const uint16_t*>(base)[index])
+                : static_cast<const float*>(base)[index];
 }
 
 __global__ void kv_store_kernel(KvLayer kv, BatchRows batch, const float* k, int64_t ldk, const float* v, int64_t ldv) {
@@ -178,8 +179,8 @@ __global__ void attention_kernel(AttentionArgs a) {
 }
 
 // Split-block mode, second step: one lane group per (row, head) merges the splits in order.
-__global__ void attention_merge_kernel(BatchRows batch, AttentionShape shape, const float* partials,
-                                       int64_t max_splits, float* out_all, int64_t ldo) {
+__global__ void attention_merge_kernel(BatchRows batch, AttentionShape shape, const float* partials, int64_t max_splits,
+                                       float* out_all, int64_t ldo) {
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   const int64_t item = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
@@ -232,10 +233,9 @@ size_t attention_scratch_bytes(const AttentionShape& shape, int64_t n_rows, int3
 int64_t attention_tickets(const AttentionShape& shape) { return kSplitBlocksMaxRows * shape.n_head_kv; }
 
 Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape& shape, const float* q, int64_t ldq,
-                 int32_t max_position, void* scratch, int32_t* tickets, float* out, int64_t ldo,
-                 gpu::stream_t stream) {
-  const std::string context = "attention(rows=" + std::to_string(batch.n_rows) + ", heads=" +
-                              std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
+                 int32_t max_position, void* scratch, int32_t* tickets, float* out, int64_t ldo, gpu::stream_t stream) {
+  const std::string context = "attention(rows=" + std::to_string(batch.n_rows) +
+                              ", heads=" + std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
                               std::to_string(shape.head_dim) + ")";
   if (!attention_supports(shape)) {
     return Error{context + ": unsupported head layout (head_dim up to " + std::to_string(kMaxHeadDim) +
@@ -251,8 +251,17 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
     float* partials = split_blocks ? static_cast<float*>(scratch) : nullptr;
     return attention_mma(kv, batch, shape, q, ldq, max_splits, partials, tickets, out, ldo, stream);
   }
-  AttentionArgs args{kv, batch, shape, q, ldq, out, ldo, split_blocks ? static_cast<float*>(scratch) : nullptr,
-                     max_splits, nullptr, static_cast<int>(group)};
+  AttentionArgs args{kv,
+                     batch,
+                     shape,
+                     q,
+                     ldq,
+                     out,
+                     ldo,
+                     split_blocks ? static_cast<float*>(scratch) : nullptr,
+                     max_splits,
+                     nullptr,
+                     static_cast<int>(group)};
   const size_t smem = attention_shared_bytes(shape);
   // NOTE(attention): past the default 48 KiB (head_dim 256 with a large GQA group) a block must
   // ask for its shared memory, up to what the device allows; the common layouts never ask.
@@ -262,8 +271,8 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
     GUFO_GPU_RETURN_IF_ERROR(gpu::get_device(&device), context);
     GUFO_GPU_RETURN_IF_ERROR(gpu::max_shared_per_block_optin(&optin, device), context);
     if (smem > static_cast<size_t>(optin)) {
-      return Error{context + ": needs " + std::to_string(smem) + " bytes of shared memory per block, the device allows " +
-                       std::to_string(optin),
+      return Error{context + ": needs " + std::to_string(smem) +
+                       " bytes of shared memory per block, the device allows " + std::to_string(optin),
                    ErrorKind::Unsupported};
     }
     GUFO_GPU_RETURN_IF_ERROR(gpu::set_max_dynamic_shared(attention_kernel, static_cast<int>(smem)), context);

@@ -200,8 +200,7 @@ __device__ __forceinline__ void scores(const uint32_t (&q_hi)[kDim / 16][4], con
 // scores lie in the 4 lanes of its quad.
 template <int kDim>
 __device__ __forceinline__ void softmax_step(int i, bool sees_any, int32_t position, int64_t tile0, int t,
-                                             float (&s)[kKvTile / 8][4], float& m, float& l,
-                                             float (&o)[kDim / 8][4]) {
+                                             float (&s)[kKvTile / 8][4], float& m, float& l, float (&o)[kDim / 8][4]) {
   float tile_max = -INFINITY;
 #pragma unroll
   for (int j = 0; j < kKvTile / 8; ++j) {
@@ -261,9 +260,9 @@ __device__ __forceinline__ void add_weighted_values(const float (&p)[kKvTile / 8
 
 // A finished split of row i: its partial (split blocks) or merged into the running totals.
 template <int kDim, bool kSplit>
-__device__ __forceinline__ void finish_split(const AttentionArgs& a, const LaneRows& rows, int i, int64_t split,
-                                             int g, int t, float m, float l, const float (&o)[kDim / 8][4],
-                                             float& total_m, float& total_l, float* totals) {
+__device__ __forceinline__ void finish_split(const AttentionArgs& a, const LaneRows& rows, int i, int64_t split, int g,
+                                             int t, float m, float l, const float (&o)[kDim / 8][4], float& total_m,
+                                             float& total_l, float* totals) {
   if (kSplit && rows.position[i] < kAttentionSplit) {
     // The row's only split: merged into a fresh total it becomes (0 + o, l) (weights 0 and 1),
     // so (0 + o) / l here is what merge_partials would write (-0 too), without the trip
@@ -318,8 +317,8 @@ __device__ __forceinline__ void write_row(const AttentionArgs& a, const LaneRows
 // and that block sets it back to zero), so no second kernel is launched. A row with one split
 // wrote its output directly (finish_split) and takes no ticket. The merge is merge_splits's,
 // so the bits are the same whichever block is last.
-[[maybe_unused]] __device__ void merge_if_last(const AttentionArgs& a, int64_t t0, int tokens, int64_t kv_head, int kDim,
-                              bool* merging) {
+[[maybe_unused]] __device__ void merge_if_last(const AttentionArgs& a, int64_t t0, int tokens, int64_t kv_head,
+                                               int kDim, bool* merging) {
   __threadfence();  // this thread's partials, visible to the block that merges them
   __syncthreads();
   for (int token = static_cast<int>(threadIdx.x); token < tokens; token += blockDim.x) {
@@ -471,7 +470,8 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        if (!owns_rows || !in_run[i] || split > rows.position[i] / kAttentionSplit) continue;  // no key of the row in it
+        if (!owns_rows || !in_run[i] || split > rows.position[i] / kAttentionSplit)
+          continue;  // no key of the row in it
         finish_split<kDim, kSplit>(a, rows, i, split, g, t, m[i], l[i], o, total_m[i], total_l[i], totals);
       }
     }
@@ -517,13 +517,22 @@ bool attention_mma_supports(const KvLayer& kv, const AttentionShape& shape) {
 Status attention_mma(const KvLayer& kv, const BatchRows& batch, const AttentionShape& shape, const float* q,
                      int64_t ldq, int64_t max_splits, float* partials, int32_t* tickets, float* out, int64_t ldo,
                      gpu::stream_t stream) {
-  const std::string context = "attention_mma(rows=" + std::to_string(batch.n_rows) + ", heads=" +
-                              std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
+  const std::string context = "attention_mma(rows=" + std::to_string(batch.n_rows) +
+                              ", heads=" + std::to_string(shape.n_head) + "/" + std::to_string(shape.n_head_kv) + "x" +
                               std::to_string(shape.head_dim) + ")";
   if (!attention_mma_supports(kv, shape)) return Error{context + ": unsupported layout", ErrorKind::Unsupported};
   if (partials != nullptr && tickets == nullptr) return Error{context + ": split blocks without tickets"};
-  const AttentionArgs args{kv,        batch,      shape,  q, ldq, out, ldo, partials,
-                           max_splits, tickets, static_cast<int>(shape.n_head / shape.n_head_kv)};
+  const AttentionArgs args{kv,
+                           batch,
+                           shape,
+                           q,
+                           ldq,
+                           out,
+                           ldo,
+                           partials,
+                           max_splits,
+                           tickets,
+                           static_cast<int>(shape.n_head / shape.n_head_kv)};
   const bool split_mode = partials != nullptr;
   if (shape.head_dim == 64) {
     return split_mode ? launch<64, true>(args, shape.n_head_kv, context, stream)

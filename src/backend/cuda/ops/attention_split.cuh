@@ -25,7 +25,7 @@ struct AttentionArgs {
   float* partials;  // split-block mode: [rows, n_head, max_splits, head_dim + 2], else null
   int64_t max_splits;
   int32_t* tickets;  // split-block mode of attention_mma: [rows, n_head_kv], zero between launches
-  int group;        // query heads per KV head
+  int group;         // query heads per KV head
 };
 
 // Split-block mode keeps one partial per (row, head, split): [m, l, o[0..head_dim)].
@@ -67,7 +67,8 @@ __device__ inline void merge_partials(const float* first, int64_t stride, int64_
       m[c] = live ? gpu::load_past_l1(partial) : 0.0f;
       l[c] = live ? gpu::load_past_l1(partial + 1) : 0.0f;
 #pragma unroll
-      for (int j = 0; j < kDims; ++j) o[c][j] = live && lane + 32 * j < hd ? gpu::load_past_l1(partial + 2 + lane + 32 * j) : 0.0f;
+      for (int j = 0; j < kDims; ++j)
+        o[c][j] = live && lane + 32 * j < hd ? gpu::load_past_l1(partial + 2 + lane + 32 * j) : 0.0f;
     }
 #pragma unroll
     for (int c = 0; c < kChunk; ++c) {

@@ -195,9 +195,15 @@ template <int kSeg, bool kVec4>
 void launch_add_norm(const AddNormArgs& a, int q_block, gpu::stream_t stream) {
   const auto grid = static_cast<unsigned>((a.rows + kThreads / kSeg - 1) / (kThreads / kSeg));
   switch (q_block) {
-    case 32: (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 32>, grid, kThreads, 0, stream, a); break;
-    case 256: (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 256>, grid, kThreads, 0, stream, a); break;
-    default: (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 0>, grid, kThreads, 0, stream, a); break;
+    case 32:
+      (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 32>, grid, kThreads, 0, stream, a);
+      break;
+    case 256:
+      (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 256>, grid, kThreads, 0, stream, a);
+      break;
+    default:
+      (void)gpu::launch(add_norm_kernel<kSeg, kVec4, 0>, grid, kThreads, 0, stream, a);
+      break;
   }
 }
 
@@ -209,7 +215,8 @@ void launch_add_norm(const AddNormArgs& a, int q_block, gpu::stream_t stream) {
 __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a) {
   const bool store = a.kv.k != nullptr;
   const int64_t heads = a.n_head + a.n_head_kv * (store ? 2 : 1);
-  const int64_t segment = static_cast<int64_t>(blockIdx.x) * (kThreads / gpu::group_lanes) + threadIdx.x / gpu::group_lanes;
+  const int64_t segment =
+      static_cast<int64_t>(blockIdx.x) * (kThreads / gpu::group_lanes) + threadIdx.x / gpu::group_lanes;
   const bool live = segment < a.rows * heads;
   const int64_t row = live ? segment / heads : 0;
   const int64_t head = segment % heads;
@@ -239,7 +246,8 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a
   const int64_t cache_at =
       seq != kPaddingSeq ? cache_row(a.kv, seq, position) * a.kv.n_embd_kv + kv_head * a.head_dim + 4 * lane : 0;
   if (is_v) {  // (a whole lane group: heads are uniform per group)
-    if (has_piece && seq != kPaddingSeq) store_kv4(a.kv, a.kv.v, cache_at, reinterpret_cast<const float4*>(a.v + base)[lane]);
+    if (has_piece && seq != kPaddingSeq)
+      store_kv4(a.kv, a.kv.v, cache_at, reinterpret_cast<const float4*>(a.v + base)[lane]);
     return;
   }
   const float* in = (is_q ? a.q : a.k) + base;
@@ -254,8 +262,8 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a
     reinterpret_cast<float4*>(normed)[lane] = v;
   }
   const int partner = first_half ? lane + apart : lane - apart;
-  const float4 p = make_float4(gpu::shfl(v.x, partner), gpu::shfl(v.y, partner), gpu::shfl(v.z, partner),
-                               gpu::shfl(v.w, partner));
+  const float4 p =
+      make_float4(gpu::shfl(v.x, partner), gpu::shfl(v.y, partner), gpu::shfl(v.z, partner), gpu::shfl(v.w, partner));
   if (!has_piece) return;
   const float mine[4] = {v.x, v.y, v.z, v.w};
   const float theirs[4] = {p.x, p.y, p.z, p.w};
@@ -273,13 +281,14 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a
 // A lane group per quantization block: lane l computes its kBlock / 32 products, writes them,
 // and quantizes them from its registers.
 template <int kBlock>
-__global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(const float* gate, const float* up, int64_t rows,
-                                                                int64_t cols, float* out, QuantActs quant) {
+__global__ void __launch_bounds__(kThreads)
+    swiglu_quant_kernel(const float* gate, const float* up, int64_t rows, int64_t cols, float* out, QuantActs quant) {
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   constexpr int kPerLane = kBlock / 32;
   const int64_t per_row = cols / kBlock;
-  const int64_t block = static_cast<int64_t>(blockIdx.x) * (kThreads / gpu::group_lanes) + threadIdx.x / gpu::group_lanes;
+  const int64_t block =
+      static_cast<int64_t>(blockIdx.x) * (kThreads / gpu::group_lanes) + threadIdx.x / gpu::group_lanes;
   if (block >= rows * per_row) return;
   const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
   const int64_t row = block / per_row;
@@ -312,9 +321,15 @@ Status add_rms_norm(const float* a, const float* b, int64_t rows, int64_t cols, 
   if (wide && vec4 && cols / 4 <= static_cast<int64_t>(kThreads) * kRowPieces) {
     const auto grid = static_cast<unsigned>(rows);
     switch (q_block) {
-      case 32: (void)gpu::launch(add_norm_row_kernel<32>, grid, kThreads, 0, stream, args); break;
-      case 256: (void)gpu::launch(add_norm_row_kernel<256>, grid, kThreads, 0, stream, args); break;
-      default: (void)gpu::launch(add_norm_row_kernel<0>, grid, kThreads, 0, stream, args); break;
+      case 32:
+        (void)gpu::launch(add_norm_row_kernel<32>, grid, kThreads, 0, stream, args);
+        break;
+      case 256:
+        (void)gpu::launch(add_norm_row_kernel<256>, grid, kThreads, 0, stream, args);
+        break;
+      default:
+        (void)gpu::launch(add_norm_row_kernel<0>, grid, kThreads, 0, stream, args);
+        break;
     }
   } else if (wide && vec4) {
     launch_add_norm<kThreads, true>(args, q_block, stream);
@@ -361,12 +376,12 @@ Status qk_norm_rope(const QkNormRopeArgs& args, gpu::stream_t stream) {
                  std::to_string(args.head_dim)};
   }
   if (segments == 0) return {};
-  for (const void* p : {static_cast<const void*>(args.q), static_cast<const void*>(args.k),
-                        static_cast<const void*>(args.q_norm), static_cast<const void*>(args.k_norm),
-                        static_cast<const void*>(args.q_normed), static_cast<const void*>(args.k_normed),
-                        static_cast<const void*>(args.q_out), static_cast<const void*>(args.k_out),
-                        static_cast<const void*>(args.v), static_cast<const void*>(args.kv.k),
-                        static_cast<const void*>(args.kv.v)}) {
+  for (const void* p :
+       {static_cast<const void*>(args.q), static_cast<const void*>(args.k), static_cast<const void*>(args.q_norm),
+        static_cast<const void*>(args.k_norm), static_cast<const void*>(args.q_normed),
+        static_cast<const void*>(args.k_normed), static_cast<const void*>(args.q_out),
+        static_cast<const void*>(args.k_out), static_cast<const void*>(args.v), static_cast<const void*>(args.kv.k),
+        static_cast<const void*>(args.kv.v)}) {
     if (!aligned16(p)) return Error{"qk_norm_rope: a buffer is not 16-byte aligned"};
   }
   constexpr int64_t kPerBlock = kThreads / gpu::group_lanes;

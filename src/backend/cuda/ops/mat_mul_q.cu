@@ -99,8 +99,8 @@ __device__ __forceinline__ void super_block_sums(const Args& args, const LaneRow
 // One chain step of super-block sb for every element (the CPU's float step, in order).
 template <class T, int kRm, int kTn>
 __device__ __forceinline__ void chain(const Args& args, const LaneRows<kRm, kTn>& rows,
-                                      const typename T::RowBlock (&rb)[kRm][2], int64_t sb, int64_t n_sb,
-                                      const int* s, const int* m, float (&acc)[kRm * kTn * 4]) {
+                                      const typename T::RowBlock (&rb)[kRm][2], int64_t sb, int64_t n_sb, const int* s,
+                                      const int* m, float (&acc)[kRm * kTn * 4]) {
   for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
     // NOTE(mat_mul_q): a weight super-block is one activation block (32 for Q8_0, 256 for the
     // K-quants), so the activation scale of super-block sb is d[row][sb].
@@ -214,7 +214,7 @@ struct Config {
   static constexpr int rows = 16 * kRm * kWr;
   static constexpr int tokens = 8 * kTn * kWt;
   static constexpr int threads = 32 * kWr * kWt * kWk;
-  static constexpr size_t smem = kWk > 1 ? static_cast<size_t>(kWk) * 32 * 2 * kRm * kTn * 4 * sizeof(int) : 0;
+  static constexpr size_t smem = kWk > 1 ? static_cast<size_t>(kWk) * 32 * 2 * kRm* kTn * 4 * sizeof(int) : 0;
 
   template <class T>
   static void launch(const Args& args, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
@@ -284,10 +284,18 @@ Status mat_mul_q(const WeightView& w, const QuantActs& x, float* out, int64_t ld
   }
   Args args{w, x, out, ldo, experts != nullptr ? *experts : ExpertRows{}};
   switch (w.type) {
-    case DType::Q8_0: launch_for_type<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream); break;
-    case DType::Q4_K: launch_for_type<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream); break;
-    case DType::Q5_K: launch_for_type<TraitsQ5K>(args, n_rows, n_tokens, n_expert, stream); break;
-    default: launch_for_type<TraitsQ6K>(args, n_rows, n_tokens, n_expert, stream); break;
+    case DType::Q8_0:
+      launch_for_type<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream);
+      break;
+    case DType::Q4_K:
+      launch_for_type<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream);
+      break;
+    case DType::Q5_K:
+      launch_for_type<TraitsQ5K>(args, n_rows, n_tokens, n_expert, stream);
+      break;
+    default:
+      launch_for_type<TraitsQ6K>(args, n_rows, n_tokens, n_expert, stream);
+      break;
   }
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
   return {};

@@ -91,7 +91,8 @@ __device__ void stage_copies(const QuantMatMulArgs& a, const Frame& f, int64_t s
   if constexpr (T::kMins) {
     if (tid < 2 * kBN) {
       const int r = tid / 2, p = tid % 2;
-      copy16_async(stage + S::kSums + r * 32 + p * 16, a.x.sum32 + x_row(a, f, f.tok0 + r) * (a.x.k / 32) + sb * 8 + p * 4);
+      copy16_async(stage + S::kSums + r * 32 + p * 16,
+                   a.x.sum32 + x_row(a, f, f.tok0 + r) * (a.x.k / 32) + sb * 8 + p * 4);
     }
   }
   copies_commit();
@@ -218,11 +219,16 @@ Status mat_mul_q_staged(const QuantMatMulArgs& args, int64_t n_tokens, gpu::stre
   const int64_t n_rows = experts ? args.w.rows_per_expert : args.w.rows;
   const int64_t n_expert = experts ? expert_grid(args.experts) : 1;
   switch (args.w.type) {
-    case DType::Q8_0: return launch<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream);
-    case DType::Q4_K: return launch<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream);
-    case DType::Q5_K: return launch<TraitsQ5K>(args, n_rows, n_tokens, n_expert, stream);
-    case DType::Q6_K: return launch<TraitsQ6K>(args, n_rows, n_tokens, n_expert, stream);
-    default: return Error{"mat_mul_q_staged: not a quantized type"};
+    case DType::Q8_0:
+      return launch<TraitsQ8_0>(args, n_rows, n_tokens, n_expert, stream);
+    case DType::Q4_K:
+      return launch<TraitsQ4K>(args, n_rows, n_tokens, n_expert, stream);
+    case DType::Q5_K:
+      return launch<TraitsQ5K>(args, n_rows, n_tokens, n_expert, stream);
+    case DType::Q6_K:
+      return launch<TraitsQ6K>(args, n_rows, n_tokens, n_expert, stream);
+    default:
+      return Error{"mat_mul_q_staged: not a quantized type"};
   }
 }
 #else

@@ -91,8 +91,8 @@ struct LaneShare<TraitsQ8_0> {
     LaneActs<kRows, 1> acts;
   };
   template <int kRows>
-  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int sub,
-                                       const QuantActs& x, const int64_t (&xr)[kRows]) {
+  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
+                                       const int64_t (&xr)[kRows]) {
     Loaded<kRows> l;
     l.q = load16(weight_row(w, row) + sb * 32 + sub * 16);
     l.d = w.d[row * w.d_per_row + sb];
@@ -101,9 +101,8 @@ struct LaneShare<TraitsQ8_0> {
     return l;
   }
   template <int kRows>
-  __device__ static void compute(const Loaded<kRows>& l, int /*sub*/, const QuantActs& x,
-                                 const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows],
-                                 float& d, float& dmin) {
+  __device__ static void compute(const Loaded<kRows>& l, int /*sub*/, const QuantActs& x, const int64_t (&xr)[kRows],
+                                 int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
       s[t] = dot16(l.q, l.acts.get(x, xr, t, 0));
@@ -119,8 +118,8 @@ struct LaneShare<TraitsQ8_0> {
 // registers, without branches. Bytes 2p % 4 and 2p % 4 + 1 of each word are the pair's; the
 // first four sub-blocks take 6 bits of y (scales) and z (mins), the last four 4 bits of w
 // and the top 2 bits of y and z.
-__device__ inline void scale_min_pair(const uint4& header, int p, int& lo_scale, int& lo_min,
-                                      int& hi_scale, int& hi_min) {
+__device__ inline void scale_min_pair(const uint4& header, int p, int& lo_scale, int& lo_min, int& hi_scale,
+                                      int& hi_min) {
   const int shift = 16 * (p & 1);
   const uint32_t y = header.y >> shift, z = header.z >> shift, w = header.w >> shift;
   const bool first_half = p < 2;
@@ -154,8 +153,7 @@ __device__ inline uint4 with_fifth_bit(const uint4& q, const uint4& v, int bit) 
 template <class Block, bool kFifthBit>
 struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
   static constexpr int kLanes = 4;
-  static_assert(offsetof(Block, scales) == 4 && sizeof(Block::scales) == 12 &&
-                sizeof(Block) % 16 == 0);
+  static_assert(offsetof(Block, scales) == 4 && sizeof(Block::scales) == 12 && sizeof(Block) % 16 == 0);
   template <int kRows>
   struct Loaded {
     uint4 header;
@@ -165,8 +163,8 @@ struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
     LaneActs<kRows, 4> acts;
   };
   template <int kRows>
-  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int p,
-                                       const QuantActs& x, const int64_t (&xr)[kRows]) {
+  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int p, const QuantActs& x,
+                                       const int64_t (&xr)[kRows]) {
     Loaded<kRows> l;
     const Block* b = reinterpret_cast<const Block*>(weight_row(w, row)) + sb;
     l.header = load16(b);
@@ -187,9 +185,8 @@ struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
     return l;
   }
   template <int kRows>
-  __device__ static void compute(const Loaded<kRows>& l, int p, const QuantActs& x,
-                                 const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows],
-                                 float& d, float& dmin) {
+  __device__ static void compute(const Loaded<kRows>& l, int p, const QuantActs& x, const int64_t (&xr)[kRows],
+                                 int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
     uint4 lo[2], hi[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -204,10 +201,8 @@ struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
     scale_min_pair(l.header, p, lo_scale, lo_min, hi_scale, hi_min);
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      const int lo_dot =
-          dot16(lo[1], l.acts.get(x, xr, t, 1)) + dot16(lo[0], l.acts.get(x, xr, t, 0));
-      const int hi_dot =
-          dot16(hi[1], l.acts.get(x, xr, t, 3)) + dot16(hi[0], l.acts.get(x, xr, t, 2));
+      const int lo_dot = dot16(lo[1], l.acts.get(x, xr, t, 1)) + dot16(lo[0], l.acts.get(x, xr, t, 0));
+      const int hi_dot = dot16(hi[1], l.acts.get(x, xr, t, 3)) + dot16(hi[0], l.acts.get(x, xr, t, 2));
       s[t] = lo_scale * lo_dot + hi_scale * hi_dot;
       m[t] = lo_min * l.sums[t].x + hi_min * l.sums[t].y;
     }
@@ -233,8 +228,8 @@ struct LaneShare<TraitsQ6K> {
     LaneActs<kRows, 4> acts;
   };
   template <int kRows>
-  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int sub,
-                                       const QuantActs& x, const int64_t (&xr)[kRows]) {
+  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
+                                       const int64_t (&xr)[kRows]) {
     Loaded<kRows> l;
     const std::byte* base = weight_row(w, row) + sb * 192;
     const int hh = sub / 2, q = sub % 2;
@@ -255,13 +250,10 @@ struct LaneShare<TraitsQ6K> {
     return l;
   }
   template <int kRows>
-  __device__ static void compute(const Loaded<kRows>& l, int sub, const QuantActs& x,
-                                 const int64_t (&xr)[kRows], int (&s)[kRows], int (&m)[kRows],
-                                 float& d, float& dmin) {
+  __device__ static void compute(const Loaded<kRows>& l, int sub, const QuantActs& x, const int64_t (&xr)[kRows],
+                                 int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
     const int q = sub % 2;
-    const auto six = [](uint32_t low4, uint32_t high2) {
-      return bytes_minus_32(low4 | (high2 << 4));
-    };
+    const auto six = [](uint32_t low4, uint32_t high2) { return bytes_minus_32(low4 | (high2 << 4)); };
     uint4 lo[2], hi[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -277,10 +269,8 @@ struct LaneShare<TraitsQ6K> {
     }
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      s[t] = l.sc_lo.x * dot16(lo[0], l.acts.get(x, xr, t, 0)) +
-             l.sc_lo.y * dot16(lo[1], l.acts.get(x, xr, t, 1)) +
-             l.sc_hi.x * dot16(hi[0], l.acts.get(x, xr, t, 2)) +
-             l.sc_hi.y * dot16(hi[1], l.acts.get(x, xr, t, 3));
+      s[t] = l.sc_lo.x * dot16(lo[0], l.acts.get(x, xr, t, 0)) + l.sc_lo.y * dot16(lo[1], l.acts.get(x, xr, t, 1)) +
+             l.sc_hi.x * dot16(hi[0], l.acts.get(x, xr, t, 2)) + l.sc_hi.y * dot16(hi[1], l.acts.get(x, xr, t, 3));
       m[t] = 0;
     }
     d = quant::fp16_to_fp32(l.d);
@@ -435,8 +425,7 @@ void launch_rows(const MatVecLaunch& l, const dim3& grid, gpu::stream_t stream) 
 }
 
 template <class T>
-void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int64_t n_expert,
-                 gpu::stream_t stream) {
+void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
   const dim3 grid(static_cast<unsigned>(n_blocks), 1, static_cast<unsigned>(n_expert));
   switch (n_tokens) {
     case 1:
@@ -478,8 +467,7 @@ Status launch(const MatVecLaunch& l, int64_t n_blocks, gpu::stream_t stream) {
     default:
       return Error{"mat_vec_q: not a quantized type"};
   }
-  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(),
-                           "mat_vec_q(" + std::to_string(args.w.rows) + " rows)");
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_vec_q(" + std::to_string(args.w.rows) + " rows)");
   return {};
 }
 
@@ -491,12 +479,10 @@ bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts) {
 
 Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream) {
   const int64_t n_rows = args.experts.offsets != nullptr ? args.w.rows_per_expert : args.w.rows;
-  return launch({.args = args, .more = {}, .n_more = 0, .part_block = {}}, blocks_for_rows(n_rows),
-                stream);
+  return launch({.args = args, .more = {}, .n_more = 0, .part_block = {}}, blocks_for_rows(n_rows), stream);
 }
 
-Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more,
-                       gpu::stream_t stream) {
+Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more, gpu::stream_t stream) {
   if (n_more < 0 || n_more > kMaxMatMulParts - 1) {
     return Error{"mat_vec_q_parts: at most " + std::to_string(kMaxMatMulParts) + " weights"};
   }

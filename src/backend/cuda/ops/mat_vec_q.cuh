@@ -26,8 +26,7 @@ struct MatVecPart {
   float* out;
   int64_t ldo;
 };
-Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more,
-                       gpu::stream_t stream);
+Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more, gpu::stream_t stream);
 
 // Runs where current_device_has_mma() (HIP builds keep mat_mul_q.cu's tiles).
 // n_tokens: the activation rows (plain mode) or the largest expert's (expert mode).

@@ -23,10 +23,9 @@ namespace gufo::cuda {
 // The two k-halves of mma_k32 separately (m16n8k16 .s8: a[0] row g, a[1] row g+8, b col g).
 [[maybe_unused]] __device__ inline void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b) {
 #if !defined(GUFO_HIP)
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
-      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a0), "r"(a1), "r"(b), "r"(0));
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
+               : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+               : "r"(a0), "r"(a1), "r"(b), "r"(0));
 #endif
 }
 
@@ -61,7 +60,8 @@ __device__ __forceinline__ void add_scaled_products(const uint32_t (&a)[kRm][4],
         mma_k16(lo, a[rm][0], a[rm][1], b[tn][0]);
         mma_k16(hi, a[rm][2], a[rm][3], b[tn][1]);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) se[i] += T::scale(rb[rm][i / 2], c, 0) * lo[i] + T::scale(rb[rm][i / 2], c, 1) * hi[i];
+        for (int i = 0; i < 4; ++i)
+          se[i] += T::scale(rb[rm][i / 2], c, 0) * lo[i] + T::scale(rb[rm][i / 2], c, 1) * hi[i];
       } else {
         int prod[4];
         mma_k32(prod, a[rm], b[tn]);

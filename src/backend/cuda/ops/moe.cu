@@ -111,9 +111,8 @@ __device__ void route_row(const float* logits, int64_t row, int n_expert, int n_
   }
 }
 
-__global__ void __launch_bounds__(kRouteGroups * gpu::group_lanes) route_kernel(const float* logits, int64_t n_rows,
-                                                                                int n_expert, int n_used,
-                                                                                bool normalize, MoeRouting r) {
+__global__ void __launch_bounds__(kRouteGroups* gpu::group_lanes)
+    route_kernel(const float* logits, int64_t n_rows, int n_expert, int n_used, bool normalize, MoeRouting r) {
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   __shared__ float probs[kRouteGroups][kMaxExperts];
@@ -214,10 +213,8 @@ __global__ void plan_kernel(int64_t n_rows, int n_expert, int n_used, MoeRouting
 }
 
 // Up to kRouteGroups tokens (a decode step): routing and plan in one block, one launch.
-__global__ void __launch_bounds__(kRouteGroups * gpu::group_lanes) route_and_plan_kernel(const float* logits,
-                                                                                         int64_t n_rows, int n_expert,
-                                                                                         int n_used, bool normalize,
-                                                                                         MoeRouting r) {
+__global__ void __launch_bounds__(kRouteGroups* gpu::group_lanes)
+    route_and_plan_kernel(const float* logits, int64_t n_rows, int n_expert, int n_used, bool normalize, MoeRouting r) {
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   __shared__ float probs[kRouteGroups][kMaxExperts];
@@ -259,8 +256,8 @@ __global__ void combine_kernel(const float* y, int64_t cols, MoeRouting r, int n
 
 size_t moe_routing_bytes(int64_t n_rows, int64_t n_expert, int64_t n_used) {
   const auto choices = static_cast<size_t>(n_rows * n_used);
-  return 2 * aligned_bytes(choices * 4) + aligned_bytes(static_cast<size_t>(n_expert + 1) * 4) + 3 * aligned_bytes(choices * 4) +
-         aligned_bytes(static_cast<size_t>(n_expert) * 4);
+  return 2 * aligned_bytes(choices * 4) + aligned_bytes(static_cast<size_t>(n_expert + 1) * 4) +
+         3 * aligned_bytes(choices * 4) + aligned_bytes(static_cast<size_t>(n_expert) * 4);
 }
 
 MoeRouting moe_routing_at(void* memory, int64_t n_rows, int64_t n_expert, int64_t n_used) {
@@ -312,8 +309,8 @@ Status moe_route(const float* logits, int64_t n_rows, int64_t n_expert, int64_t 
   return {};
 }
 
-Status moe_combine(const float* y, int64_t cols, const MoeRouting& routing, int64_t n_rows, int64_t n_used,
-                   float* out, gpu::stream_t stream) {
+Status moe_combine(const float* y, int64_t cols, const MoeRouting& routing, int64_t n_rows, int64_t n_used, float* out,
+                   gpu::stream_t stream) {
   if (n_rows == 0) return {};
   constexpr int kThreads = 256;
   const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>((cols + kThreads - 1) / kThreads));

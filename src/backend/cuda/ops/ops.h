@@ -36,8 +36,7 @@ Status add(const float* a, const float* b, int64_t rows, int64_t cols, int64_t b
 Status swiglu(const float* gate, const float* up, int64_t n, float* out, gpu::stream_t stream);
 
 // out[i, :] = x[rows[i], :] for i < n_rows (rows: device indices).
-Status gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n_rows, float* out,
-                   gpu::stream_t stream);
+Status gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n_rows, float* out, gpu::stream_t stream);
 
 // out = x [rows, cols] (heads of head_dim) rotated at positions[row] (device), angles in
 // double as the CPU computes them; freq_factors [head_dim / 2] or null; out may be x.
@@ -59,7 +58,7 @@ struct QuantActs {
   int32_t* sum32 = nullptr;  // [rows, k / 32], q8k only
   int64_t rows = 0;
   int64_t k = 0;
-  bool q8k = false;          // 256-blocks (K-quants) rather than 32-blocks (Q8_0)
+  bool q8k = false;  // 256-blocks (K-quants) rather than 32-blocks (Q8_0)
 };
 // Device bytes a QuantActs of rows x k takes (the three arrays, each 256-byte aligned).
 size_t quant_acts_bytes(int64_t rows, int64_t k, bool q8k);
@@ -84,8 +83,8 @@ struct ExpertRows {
   const int32_t* offsets = nullptr;  // [n_expert + 1], device
   const int32_t* x_rows = nullptr;   // [total rows], device, or null
   int64_t n_expert = 0;
-  int64_t max_rows = 0;              // an upper bound on any expert's rows (sizes the grid)
-  const int32_t* active = nullptr;   // [grid_experts], device, or null: every expert has a block
+  int64_t max_rows = 0;             // an upper bound on any expert's rows (sizes the grid)
+  const int32_t* active = nullptr;  // [grid_experts], device, or null: every expert has a block
   int64_t grid_experts = 0;
 };
 
@@ -175,7 +174,7 @@ struct QkNormRopeArgs {
   float* k_normed = nullptr;
   float* q_out = nullptr;
   float* k_out = nullptr;
-  KvLayer kv;                 // kv.k null: no store
+  KvLayer kv;  // kv.k null: no store
   const int32_t* seq_ids = nullptr;
   const float* v = nullptr;  // [rows, n_head_kv * head_dim]
 };
@@ -191,8 +190,8 @@ Status qk_norm_rope(const QkNormRopeArgs& args, gpu::stream_t stream);
 
 // Writes k and v rows [n_rows, n_embd_kv] (row strides ldk, ldv) into the cache at their
 // positions, converted as the CPU converts them (quant/half.h).
-Status kv_store(const KvLayer& kv, const BatchRows& batch, const float* k, int64_t ldk, const float* v,
-                int64_t ldv, gpu::stream_t stream);
+Status kv_store(const KvLayer& kv, const BatchRows& batch, const float* k, int64_t ldk, const float* v, int64_t ldv,
+                gpu::stream_t stream);
 
 struct AttentionShape {
   int64_t n_head = 0;
@@ -250,7 +249,7 @@ Status moe_route(const float* logits, int64_t n_rows, int64_t n_expert, int64_t 
                  const MoeRouting& routing, gpu::stream_t stream);
 // out[r, :] = sum over r's experts in ascending order of w * y[slot, :] (multiply, then add:
 // the CPU's operations), y [n_rows * n_used, cols].
-Status moe_combine(const float* y, int64_t cols, const MoeRouting& routing, int64_t n_rows, int64_t n_used,
-                   float* out, gpu::stream_t stream);
+Status moe_combine(const float* y, int64_t cols, const MoeRouting& routing, int64_t n_rows, int64_t n_used, float* out,
+                   gpu::stream_t stream);
 
 }  // namespace gufo::cuda

@@ -18,8 +18,8 @@ __global__ void quantize_kernel(const float* x, int64_t ldx, QuantActs out) {
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   const int64_t blocks_per_row = out.k / kBlock;
-  const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu::group_lanes) +
-                        threadIdx.x / gpu::group_lanes;
+  const int64_t block =
+      static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu::group_lanes) + threadIdx.x / gpu::group_lanes;
   if (block >= out.rows * blocks_per_row) return;
   const int lane = static_cast<int>(threadIdx.x % gpu::group_lanes);
   quantize_block<kBlock>(x, ldx, block / blocks_per_row, block % blocks_per_row, lane, out);

@@ -32,8 +32,8 @@ __device__ inline Q8Scale q8_scale(float amax) {
 // of one group: lane l holds the kBlock / 32 consecutive values from index * kBlock + l *
 // kBlock / 32 on.
 template <int kBlock>
-__device__ inline void quantize_block_values(const float (&values)[kBlock / 32], int64_t row, int64_t index,
-                                             int lane, const QuantActs& out) {
+__device__ inline void quantize_block_values(const float (&values)[kBlock / 32], int64_t row, int64_t index, int lane,
+                                             const QuantActs& out) {
   constexpr int kPerLane = kBlock / 32;
   const int64_t first = index * kBlock + lane * kPerLane;
   float amax = 0.0f;

@@ -22,9 +22,7 @@ constexpr int kThreads = 256;
 // the widest block and four independent loads per step keep enough reads in flight.
 constexpr int kArgmaxThreads = 1024;
 
-unsigned blocks_for(int64_t n, int64_t per_block) {
-  return static_cast<unsigned>((n + per_block - 1) / per_block);
-}
+unsigned blocks_for(int64_t n, int64_t per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
 
 Status launched(const char* what, int64_t n) {
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), std::string(what) + "(n=" + std::to_string(n) + ")");
@@ -44,8 +42,8 @@ __global__ void get_rows_kernel(WeightView table, const int32_t* ids, float* out
 // kThreads threads per normalized segment (rms_norm.cuh); the sum of squares, then the
 // scaled values.
 template <int kThreads, bool kVec4>
-__global__ void __launch_bounds__(256) rms_norm_kernel(const float* x, int64_t n_segments, int64_t cols,
-                                                       const float* w, int64_t group, float eps, float* out) {
+__global__ void __launch_bounds__(256) rms_norm_kernel(const float* x, int64_t n_segments, int64_t cols, const float* w,
+                                                       int64_t group, float eps, float* out) {
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   __shared__ float group_sums[256 / gpu::group_lanes];
@@ -175,14 +173,16 @@ Status get_rows(const WeightView& table, const int32_t* ids, int64_t n_ids, floa
 Status rms_norm(const float* x, int64_t rows, int64_t cols, const float* w, int64_t group, float eps, float* out,
                 gpu::stream_t stream) {
   if (rows < 0 || group < 1 || cols % group != 0) {
-    return Error{"rms_norm: width " + std::to_string(cols) + " is not a multiple of the group " + std::to_string(group)};
+    return Error{"rms_norm: width " + std::to_string(cols) + " is not a multiple of the group " +
+                 std::to_string(group)};
   }
   const int64_t segments = rows * (cols / group);
   if (segments == 0) return {};
   // NOTE(rms_norm): float4 pieces where every row and segment starts 16-byte aligned; a
   // block per segment from 1024 values (one warp would walk a 4096-wide row 128 loads deep).
-  const bool vec4 = group % 4 == 0 && cols % 4 == 0 &&
-                    ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(out)) & 15) == 0;
+  const bool vec4 =
+      group % 4 == 0 && cols % 4 == 0 &&
+      ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(out)) & 15) == 0;
   const bool wide = group >= 1024;
   const unsigned grid = wide ? static_cast<unsigned>(segments) : blocks_for(segments, kThreads / gpu::group_lanes);
   if (wide && vec4) {
@@ -204,7 +204,8 @@ Status add(const float* a, const float* b, int64_t rows, int64_t cols, int64_t b
   if (b_rows != 1 && b_rows != rows) return Error{"add: b has " + std::to_string(b_rows) + " rows, not 1 or rows"};
   const int64_t n = rows * cols;
   if (n == 0) return {};
-  (void)gpu::launch(add_kernel, grid_stride_blocks(n), kThreads, 0, stream, a, b, n, cols, b_rows == 1 && rows != 1, out);
+  (void)gpu::launch(add_kernel, grid_stride_blocks(n), kThreads, 0, stream, a, b, n, cols, b_rows == 1 && rows != 1,
+                    out);
   return launched("add", n);
 }
 

@@ -25,15 +25,13 @@ __global__ void scale_add_f32_kernel(const float* x, float* y, int64_t n, float 
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
-       idx += stride) {
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n; idx += stride) {
     y[idx] = fmaf(a, x[idx], b);
   }
 }
 
 // Checks that `ptr` is device (or managed) memory of the current device.
-Status check_device_pointer(const void* ptr, const char* name, int device,
-                            const std::string& context) {
+Status check_device_pointer(const void* ptr, const char* name, int device, const std::string& context) {
   gpu::pointer_attributes_t attr{};
   GUFO_GPU_RETURN_IF_ERROR(gpu::pointer_get_attributes(&attr, ptr), context);
   if (!gpu::is_device_memory(attr)) {
@@ -73,8 +71,7 @@ Status scale_add_f32(const float* x, float* y, int64_t n, float a, float b, gpu:
 
   int64_t blocks = (n + threads_per_block - 1) / threads_per_block;
   if (blocks > max_blocks) blocks = max_blocks;
-  (void)gpu::launch(scale_add_f32_kernel, static_cast<unsigned>(blocks), threads_per_block, 0, stream, x, y, n, a,
-                                                                                        b);
+  (void)gpu::launch(scale_add_f32_kernel, static_cast<unsigned>(blocks), threads_per_block, 0, stream, x, y, n, a, b);
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), context);
   return ok_status();
 }

@@ -14,7 +14,6 @@ namespace gufo::cuda {
 // not partly overlap it. Everything is checked before launching; an error names the kernel,
 // the problem size and what is wrong. Returns once the kernel is queued on `stream`, so a
 // fault inside the kernel surfaces at the caller's next synchronisation.
-Status scale_add_f32(const float* x, float* y, int64_t n, float a, float b,
-                     gpu::stream_t stream = nullptr);
+Status scale_add_f32(const float* x, float* y, int64_t n, float a, float b, gpu::stream_t stream = nullptr);
 
 }  // namespace gufo::cuda
