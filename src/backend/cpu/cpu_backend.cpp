@@ -1,8 +1,10 @@
-// CpuBackend (see cpu_backend.h): one f32 buffer per activation node, filled in graph order.
+// CpuBackend (see cpu_backend.h): one f32 buffer per activation node, filled in graph order
+// (Activations); run_node dispatches a node to its operator.
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,10 +18,6 @@
 namespace gufo::cpu {
 
 namespace {
-
-const float* input(const std::vector<std::vector<float>>& values, const model::Node& node, int slot) {
-  return values[static_cast<size_t>(node.src[slot])].data();
-}
 
 // The row-wise ops (rms_norm, rope, swiglu) go to the pool in tasks of at least this many
 // rows; a decode step (one row) runs them inline.
@@ -119,6 +117,192 @@ void attend_all(ThreadPool& pool, CpuKvCache& cache, int32_t layer, const Attent
   });
 }
 
+// NOTE(cpu_backend): one f32 buffer per activation node, filled in graph order. Buffers are
+// recycled by exact size: a freed node's buffer is kept spare and the next node of that size
+// takes it as it is (every op overwrites its whole output), so each distinct size is allocated,
+// page-faulted and zeroed a few times per forward instead of once per node (pp512 spent ~20% of
+// its time in memset and page faults). A buffer is freed after its last reader, so prefill
+// memory stays a few nodes' worth.
+class Activations {
+ public:
+  explicit Activations(const model::Graph& graph)
+      : graph_(graph), values_(graph.nodes.size()), last_use_(graph.nodes.size(), model::kNoNode) {
+    for (size_t id = 0; id < graph.nodes.size(); ++id) {
+      for (model::NodeId src : graph.nodes[id].src) {
+        if (src != model::kNoNode) last_use_[static_cast<size_t>(src)] = static_cast<model::NodeId>(id);
+      }
+    }
+  }
+
+  std::vector<float>& allocate(size_t id, size_t n) {
+    std::vector<float>& buffer = values_[id];
+    const auto spare = std::find_if(spare_.begin(), spare_.end(), [n](const auto& b) { return b.size() == n; });
+    if (spare == spare_.end()) {
+      buffer = std::vector<float>(n);
+    } else {
+      buffer = std::move(*spare);
+      spare_.erase(spare);
+    }
+    return buffer;
+  }
+
+  const std::vector<float>& of(model::NodeId id) const { return values_[static_cast<size_t>(id)]; }
+  const model::Node& node(const model::Graph& graph, const model::Node& node, int slot) const {
+    return graph.nodes[static_cast<size_t>(node.src[slot])];
+  }
+  const float* input(const model::Node& node, int slot) const { return of(node.src[slot]).data(); }
+
+  // Frees the inputs of node `id` that no later node reads (the graph's output is kept).
+  void release_inputs(size_t id) {
+    for (model::NodeId src : graph_.nodes[id].src) {
+      if (src == model::kNoNode || src == graph_.output ||
+          last_use_[static_cast<size_t>(src)] != static_cast<model::NodeId>(id)) {
+        continue;
+      }
+      std::vector<float>& freed = values_[static_cast<size_t>(src)];
+      if (!freed.empty()) spare_.push_back(std::move(freed));
+      freed = {};
+    }
+  }
+
+ private:
+  const model::Graph& graph_;
+  std::vector<std::vector<float>> values_;
+  std::vector<std::vector<float>> spare_;
+  std::vector<model::NodeId> last_use_;
+};
+
+Status run_rms_norm(ThreadPool& pool, const model::Node& node, const float* x, const model::Weight& weight,
+                    float* out) {
+  const auto& p = std::get<model::RmsNormParams>(node.params);
+  GUFO_ASSIGN_OR_RETURN(std::vector<float> w, weight_to_f32(weight));
+  pool.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
+    rms_norm(x + begin * node.cols, end - begin, node.cols, w.data(), p.group, p.eps, out + begin * node.cols);
+  });
+  return {};
+}
+
+// a + b, where b is a node of the same shape or a weight row broadcast over a's rows (a bias).
+Status run_add(const model::Graph& graph, const model::Node& node, const Activations& values, float* out) {
+  const model::Node& b = values.node(graph, node, 1);
+  std::vector<float> bias;
+  const float* bv = nullptr;
+  if (b.op == model::Op::Weight) {
+    GUFO_ASSIGN_OR_RETURN(bias, weight_to_f32(*b.weight));
+    bv = bias.data();
+  } else {
+    bv = values.input(node, 1);
+  }
+  const float* a = values.input(node, 0);
+  for (int64_t r = 0; r < node.rows; ++r) {
+    const float* brow = b.rows == 1 ? bv : bv + r * node.cols;
+    for (int64_t c = 0; c < node.cols; ++c) out[r * node.cols + c] = a[r * node.cols + c] + brow[c];
+  }
+  return {};
+}
+
+Status run_rope(ThreadPool& pool, const model::Graph& graph, const model::Node& node, const backend::Batch& batch,
+                const float* x, float* out) {
+  const auto& p = std::get<model::RopeParams>(node.params);
+  std::vector<float> factors;
+  if (node.src[1] != model::kNoNode) {
+    GUFO_ASSIGN_OR_RETURN(factors, weight_to_f32(*graph.nodes[static_cast<size_t>(node.src[1])].weight));
+  }
+  pool.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
+    std::copy(x + begin * node.cols, x + end * node.cols, out + begin * node.cols);
+    const auto positions =
+        std::span<const int32_t>(batch.positions).subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
+    rope(out + begin * node.cols, end - begin, node.cols, positions, p.head_dim, p.type, p.theta,
+         factors.empty() ? nullptr : factors.data());
+  });
+  return {};
+}
+
+// Stores the rows' K and V in the cache, then attends every row (padding rows give zeros).
+Status run_attention(ThreadPool& pool, const model::Graph& graph, const model::Node& node, const backend::Batch& batch,
+                     CpuKvCache& cache, const Activations& values, float* out) {
+  const auto& p = std::get<model::AttentionParams>(node.params);
+  if (p.layer >= cache.spec().n_layer || values.node(graph, node, 1).cols != cache.spec().n_embd_kv) {
+    return Error{"KV cache of " + std::to_string(cache.spec().n_layer) + " layers x " +
+                 std::to_string(cache.spec().n_embd_kv) + " does not fit " + node.name};
+  }
+  const float* k = values.input(node, 1);
+  const float* v = values.input(node, 2);
+  const int64_t kv_cols = static_cast<int64_t>(p.n_head_kv) * p.head_dim;
+  for (int64_t r = 0; r < node.rows; ++r) {
+    if (batch.seq_ids[r] == backend::kPaddingSeq) {
+      std::fill_n(out + r * node.cols, node.cols, 0.0f);
+      continue;
+    }
+    kv_store(cache.view(batch.seq_ids[r], p.layer), batch.positions[r], k + r * kv_cols, v + r * kv_cols);
+  }
+  const AttentionShape shape{.n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale};
+  attend_all(pool, cache, p.layer, shape, batch, values.input(node, 0), out, node.cols);
+  return {};
+}
+
+void run_swiglu(ThreadPool& pool, const model::Node& node, const float* gate, const float* up, float* out) {
+  pool.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
+    swiglu(gate + begin * node.cols, up + begin * node.cols, (end - begin) * node.cols, out + begin * node.cols);
+  });
+}
+
+void copy_output_rows(const model::Node& node, const backend::Batch& batch, const float* x, float* out) {
+  for (size_t i = 0; i < batch.output_rows.size(); ++i) {
+    std::copy_n(x + batch.output_rows[i] * node.cols, node.cols, out + i * node.cols);
+  }
+}
+
+// The logits and, when asked, each output row's argmax (ties to the lower index, as
+// std::max_element keeps the first of equal maxima).
+void write_outputs(const model::Graph& graph, const std::vector<float>& result,
+                   const backend::ForwardOutputs& outputs) {
+  if (!outputs.logits.empty()) std::copy(result.begin(), result.end(), outputs.logits.begin());
+  const int64_t n_vocab = graph.nodes[static_cast<size_t>(graph.output)].cols;
+  for (size_t i = 0; i < outputs.argmax.size(); ++i) {
+    const float* row = result.data() + static_cast<int64_t>(i) * n_vocab;
+    outputs.argmax[i] = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
+  }
+}
+
+// Runs one node into `out` (node.rows x node.cols floats).
+Status run_node(ThreadPool& pool, const model::Graph& graph, const model::Node& node, const backend::Batch& batch,
+                CpuKvCache& cache, const Activations& values, float* out) {
+  const auto weight = [&](int slot) -> const model::Weight& {
+    return *graph.nodes[static_cast<size_t>(node.src[slot])].weight;
+  };
+  switch (node.op) {
+    case model::Op::GetRows:
+      return get_rows(weight(0), batch.tokens, out);
+    case model::Op::RmsNorm:
+      return run_rms_norm(pool, node, values.input(node, 0), weight(1), out);
+    case model::Op::MatMul:
+      return mat_mul_fast(pool, values.input(node, 0), node.rows, values.node(graph, node, 0).cols, weight(1), out);
+    case model::Op::Add:
+      return run_add(graph, node, values, out);
+    case model::Op::Rope:
+      return run_rope(pool, graph, node, batch, values.input(node, 0), out);
+    case model::Op::Attention:
+      return run_attention(pool, graph, node, batch, cache, values, out);
+    case model::Op::SwiGlu:
+      run_swiglu(pool, node, values.input(node, 0), values.input(node, 1), out);
+      return {};
+    case model::Op::OutputRows:
+      copy_output_rows(node, batch, values.input(node, 0), out);
+      return {};
+    case model::Op::MoeFfn: {
+      const auto& p = std::get<model::MoeParams>(node.params);
+      const MoeExperts experts{.gate = &weight(2), .up = &weight(3), .down = &weight(4)};
+      return moe_ffn(pool, values.input(node, 0), node.rows, values.input(node, 1), experts, p.n_expert_used,
+                     p.norm_topk, out);
+    }
+    case model::Op::Weight:
+    case model::Op::Tokens:
+      break;
+  }
+  return {};
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
@@ -167,158 +351,17 @@ Status CpuBackend::forward(const model::Graph& graph, const backend::Batch& batc
   GUFO_RETURN_IF_ERROR(backend::validate_outputs(graph, outputs));
   GUFO_ASSIGN_OR_RETURN(std::vector<int32_t> filled, cache.table().fill_after(batch));
 
-  std::vector<std::vector<float>> values(graph.nodes.size());
-  // NOTE(cpu_backend): activation buffers are recycled by exact size: a freed node's buffer is
-  // kept in `spare` and the next node of that size takes it as it is (every op overwrites its
-  // whole output), so each distinct size is allocated, page-faulted and zeroed a few times per
-  // forward instead of once per node (pp512 spent ~20% of its time in memset and page faults).
-  std::vector<std::vector<float>> spare;
-  const auto take_buffer = [&spare](size_t n) {
-    for (auto it = spare.begin(); it != spare.end(); ++it) {
-      if (it->size() == n) {
-        std::vector<float> buffer = std::move(*it);
-        spare.erase(it);
-        return buffer;
-      }
-    }
-    return std::vector<float>(n);
-  };
-  std::vector<model::NodeId> last_use(graph.nodes.size(), model::kNoNode);
-  for (size_t id = 0; id < graph.nodes.size(); ++id) {
-    for (model::NodeId src : graph.nodes[id].src) {
-      if (src != model::kNoNode) last_use[static_cast<size_t>(src)] = static_cast<model::NodeId>(id);
-    }
-  }
+  Activations values(graph);
   for (size_t id = 0; id < graph.nodes.size(); ++id) {
     const model::Node& node = graph.nodes[id];
     if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;
     if (!supports(node)) return Error{"cpu backend cannot run node " + node.name};
-    std::vector<float>& out = values[id];
-    out = take_buffer(static_cast<size_t>(node.rows * node.cols));
-    const auto src_node = [&](int slot) -> const model::Node& {
-      return graph.nodes[static_cast<size_t>(node.src[slot])];
-    };
-    switch (node.op) {
-      case model::Op::GetRows:
-        GUFO_RETURN_IF_ERROR(get_rows(*src_node(0).weight, batch.tokens, out.data()));
-        break;
-      case model::Op::RmsNorm: {
-        const auto& p = std::get<model::RmsNormParams>(node.params);
-        GUFO_ASSIGN_OR_RETURN(std::vector<float> w, weight_to_f32(*src_node(1).weight));
-        const float* x = input(values, node, 0);
-        pool_.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
-          rms_norm(x + begin * node.cols, end - begin, node.cols, w.data(), p.group, p.eps,
-                   out.data() + begin * node.cols);
-        });
-        break;
-      }
-      case model::Op::MatMul:
-        GUFO_RETURN_IF_ERROR(
-            mat_mul_fast(pool_, input(values, node, 0), node.rows, src_node(0).cols, *src_node(1).weight, out.data()));
-        break;
-      case model::Op::Add: {
-        const model::Node& b = src_node(1);
-        std::vector<float> bias;
-        const float* bv = nullptr;
-        if (b.op == model::Op::Weight) {
-          GUFO_ASSIGN_OR_RETURN(bias, weight_to_f32(*b.weight));
-          bv = bias.data();
-        } else {
-          bv = input(values, node, 1);
-        }
-        const float* a = input(values, node, 0);
-        for (int64_t r = 0; r < node.rows; ++r) {
-          const float* brow = b.rows == 1 ? bv : bv + r * node.cols;
-          for (int64_t c = 0; c < node.cols; ++c) out[r * node.cols + c] = a[r * node.cols + c] + brow[c];
-        }
-        break;
-      }
-      case model::Op::Rope: {
-        const auto& p = std::get<model::RopeParams>(node.params);
-        std::vector<float> factors;
-        if (node.src[1] != model::kNoNode) {
-          GUFO_ASSIGN_OR_RETURN(factors, weight_to_f32(*src_node(1).weight));
-        }
-        const float* x = input(values, node, 0);
-        pool_.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
-          std::copy(x + begin * node.cols, x + end * node.cols, out.data() + begin * node.cols);
-          rope(out.data() + begin * node.cols, end - begin, node.cols,
-               std::span<const int32_t>(batch.positions)
-                   .subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)),
-               p.head_dim, p.type, p.theta, factors.empty() ? nullptr : factors.data());
-        });
-        break;
-      }
-      case model::Op::Attention: {
-        const auto& p = std::get<model::AttentionParams>(node.params);
-        if (p.layer >= cache.spec().n_layer || src_node(1).cols != cache.spec().n_embd_kv) {
-          return Error{"KV cache of " + std::to_string(cache.spec().n_layer) + " layers x " +
-                       std::to_string(cache.spec().n_embd_kv) + " does not fit " + node.name};
-        }
-        const float* q = input(values, node, 0);
-        const float* k = input(values, node, 1);
-        const float* v = input(values, node, 2);
-        for (int64_t r = 0; r < node.rows; ++r) {
-          if (batch.seq_ids[r] == backend::kPaddingSeq) continue;
-          kv_store(cache.view(batch.seq_ids[r], p.layer), batch.positions[r], k + r * p.n_head_kv * p.head_dim,
-                   v + r * p.n_head_kv * p.head_dim);
-        }
-        const AttentionShape shape{
-            .n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = p.scale};
-        for (int64_t r = 0; r < node.rows; ++r) {  // padding rows attend to nothing
-          if (batch.seq_ids[r] == backend::kPaddingSeq) std::fill_n(out.data() + r * node.cols, node.cols, 0.0f);
-        }
-        attend_all(pool_, cache, p.layer, shape, batch, q, out.data(), node.cols);
-        break;
-      }
-      case model::Op::SwiGlu: {
-        const float* gate = input(values, node, 0);
-        const float* up = input(values, node, 1);
-        pool_.parallel_for(node.rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
-          swiglu(gate + begin * node.cols, up + begin * node.cols, (end - begin) * node.cols,
-                 out.data() + begin * node.cols);
-        });
-        break;
-      }
-      case model::Op::OutputRows: {
-        const float* x = input(values, node, 0);
-        for (size_t i = 0; i < batch.output_rows.size(); ++i) {
-          std::copy_n(x + batch.output_rows[i] * node.cols, node.cols, out.data() + i * node.cols);
-        }
-        break;
-      }
-      case model::Op::MoeFfn: {
-        const auto& p = std::get<model::MoeParams>(node.params);
-        const MoeExperts experts{.gate = src_node(2).weight, .up = src_node(3).weight, .down = src_node(4).weight};
-        GUFO_RETURN_IF_ERROR(moe_ffn(pool_, input(values, node, 0), node.rows, input(values, node, 1), experts,
-                                     p.n_expert_used, p.norm_topk, out.data()));
-        break;
-      }
-      case model::Op::Weight:
-      case model::Op::Tokens:
-        break;
-    }
+    std::vector<float>& out = values.allocate(id, static_cast<size_t>(node.rows * node.cols));
+    GUFO_RETURN_IF_ERROR(run_node(pool_, graph, node, batch, cache, values, out.data()));
     if (tap != nullptr) (*tap)(node, out);
-    // Free the activations no later node reads: prefill memory stays a few nodes' worth.
-    for (model::NodeId src : node.src) {
-      if (src != model::kNoNode && last_use[static_cast<size_t>(src)] == static_cast<model::NodeId>(id) &&
-          src != graph.output) {
-        std::vector<float>& freed = values[static_cast<size_t>(src)];
-        if (!freed.empty()) spare.push_back(std::move(freed));
-        freed = {};
-      }
-    }
+    values.release_inputs(id);
   }
-  const std::vector<float>& result = values[static_cast<size_t>(graph.output)];
-  if (!outputs.logits.empty()) std::copy(result.begin(), result.end(), outputs.logits.begin());
-  if (!outputs.argmax.empty()) {
-    const int64_t n_vocab = graph.nodes[static_cast<size_t>(graph.output)].cols;
-    for (size_t i = 0; i < outputs.argmax.size(); ++i) {
-      const float* row = result.data() + static_cast<int64_t>(i) * n_vocab;
-      // std::max_element keeps the first of equal maxima: ties go to the lower index.
-      outputs.argmax[i] = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
-    }
-  }
+  write_outputs(graph, values.of(graph.output), outputs);
   cache.table().commit(std::move(filled));
   return {};
 }
