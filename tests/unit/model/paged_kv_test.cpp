@@ -1,8 +1,8 @@
 // The paged KV cache on the CPU backend: a sequence whose positions live in scattered blocks
 // gives exactly the logits of the contiguous cache, and a sequence that starts from another
 // sequence's filled prefix blocks (what the prefix cache does) gives exactly the logits of
-// evaluating the whole prompt itself; the backend gives the same numbers in any batch. Bad
-// block tables are refused.
+// evaluating the whole prompt itself. Bad block tables are refused. (The same numbers in any
+// batch: batch_invariance_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -85,27 +85,6 @@ TEST(PagedKvCache, SharedPrefixBlocksGiveTheLogitsOfAFullEvaluation) {
   ASSERT_EQ(continued.size(), want.size());
   // The same keys and values; only how the rows were batched differs, which changes no bit.
   EXPECT_EQ(continued, want);
-}
-
-// Batch invariance: a prompt evaluated as one 24-row batch (packed q8_0 panels, batched
-// attention) and token by token (weight quads, row attention) gives the same last-row logits
-// bit for bit; the server's greedy answers rest on it (prefix-cache hits, continuous batching).
-TEST(PagedKvCache, TheSameNumbersInAnyBatch) {
-  for (const char* name : {"tiny-qwen3", "tiny-qwen3-moe"}) {
-    testing::TinyModel tiny(name, "q8_0");
-    ASSERT_NE(tiny.model, nullptr);
-    const std::vector<int32_t> tokens = prompt_tokens(24);
-    auto cache = tiny.cpu.create_kv_cache(spec_of(*tiny.model, 2, 0));
-    ASSERT_TRUE(cache.ok());
-    const std::vector<float> batched = run(*tiny.model, tiny.cpu, **cache, tokens, 0, 0);
-    std::vector<float> single;
-    for (int32_t i = 0; i < 24; ++i) {
-      single = run(*tiny.model, tiny.cpu, **cache, {tokens[static_cast<size_t>(i)]}, i, 1);
-    }
-    const size_t n_vocab = static_cast<size_t>(tiny.model->hparams().n_vocab);
-    const std::vector<float> last(batched.end() - static_cast<std::ptrdiff_t>(n_vocab), batched.end());
-    EXPECT_EQ(single, last) << name;
-  }
 }
 
 TEST(PagedKvCache, RefusesBadTablesAndPositionsPastTheBlocks) {
