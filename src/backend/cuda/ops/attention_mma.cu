@@ -176,17 +176,19 @@ __device__ __forceinline__ RunSpan run_span(const Runs& runs, int run, int64_t s
   return {first, end};
 }
 
-// s = the warp's 16 rows of scaled Q against the tile's keys.
-template <int kDim>
+// s = the warp's 16 rows of scaled Q against kTiles n-tiles of the tile's keys, from n-tile
+// j0 on (a whole tile: kKeyTiles from 0). Each n-tile's products are the same MMAs in the
+// same order whichever warp computes them.
+template <int kDim, int kTiles>
 __device__ __forceinline__ void scores(const uint32_t (&q_hi)[kDim / 16][4], const uint32_t (&q_lo)[kDim / 16][4],
-                                       const __half* k_tile, int g, int t, float (&s)[kKvTile / 8][4]) {
+                                       const __half* k_tile, int j0, int g, int t, float (&s)[kTiles][4]) {
   using T = Tiles<kDim>;
 #pragma unroll
-  for (int j = 0; j < T::kKeyTiles; ++j) {
+  for (int j = 0; j < kTiles; ++j) {
     s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < T::kSteps; ++kk) {
-      const __half* k_row = k_tile + (8 * j + g) * T::kStride + 16 * kk + 2 * t;
+      const __half* k_row = k_tile + (8 * (j0 + j) + g) * T::kStride + 16 * kk + 2 * t;
       const uint32_t b0 = *reinterpret_cast<const uint32_t*>(k_row);
       const uint32_t b1 = *reinterpret_cast<const uint32_t*>(k_row + 8);
       mma(s[j], q_hi[kk], b0, b1);
@@ -195,12 +197,32 @@ __device__ __forceinline__ void scores(const uint32_t (&q_hi)[kDim / 16][4], con
   }
 }
 
+// Split mode's warps share one set of MMA rows: each computes some n-tiles of the scores and
+// leaves them in `rows` ([16][kScoreStride] floats) for all of them to read back whole.
+constexpr int kScoreStride = kKvTile + 8;
+template <int kTiles>
+__device__ __forceinline__ void store_scores(const float (&s)[kTiles][4], int j0, int g, int t, float* rows) {
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+    *reinterpret_cast<float2*>(rows + g * kScoreStride + 8 * (j0 + j) + 2 * t) = make_float2(s[j][0], s[j][1]);
+    *reinterpret_cast<float2*>(rows + (g + 8) * kScoreStride + 8 * (j0 + j) + 2 * t) = make_float2(s[j][2], s[j][3]);
+  }
+}
+__device__ __forceinline__ void load_scores(const float* rows, int g, int t, float (&s)[kKvTile / 8][4]) {
+#pragma unroll
+  for (int j = 0; j < kKvTile / 8; ++j) {
+    const float2 top = *reinterpret_cast<const float2*>(rows + g * kScoreStride + 8 * j + 2 * t);
+    const float2 bottom = *reinterpret_cast<const float2*>(rows + (g + 8) * kScoreStride + 8 * j + 2 * t);
+    s[j][0] = top.x, s[j][1] = top.y, s[j][2] = bottom.x, s[j][3] = bottom.y;
+  }
+}
+
 // The online softmax step of row i (0: g, 1: g + 8) over the tile: masks the keys the row
-// does not see, turns its scores into weights and rescales its state (m, l, o). A row's 64
-// scores lie in the 4 lanes of its quad.
-template <int kDim>
+// does not see, turns its scores into weights and rescales its state (m, l, and the kTiles
+// n-tiles of o this warp keeps). A row's 64 scores lie in the 4 lanes of its quad.
+template <int kTiles>
 __device__ __forceinline__ void softmax_step(int i, bool sees_any, int32_t position, int64_t tile0, int t,
-                                             float (&s)[kKvTile / 8][4], float& m, float& l, float (&o)[kDim / 8][4]) {
+                                             float (&s)[kKvTile / 8][4], float& m, float& l, float (&o)[kTiles][4]) {
   float tile_max = -INFINITY;
 #pragma unroll
   for (int j = 0; j < kKvTile / 8; ++j) {
@@ -231,16 +253,17 @@ __device__ __forceinline__ void softmax_step(int i, bool sees_any, int32_t posit
   l = l * alpha + sum;
   m = m_new;
 #pragma unroll
-  for (int j = 0; j < kDim / 8; ++j) {
+  for (int j = 0; j < kTiles; ++j) {
     o[j][2 * i] *= alpha;
     o[j][2 * i + 1] *= alpha;
   }
 }
 
-// o += P V, the weights as A fragments straight from the score accumulators.
-template <int kDim>
-__device__ __forceinline__ void add_weighted_values(const float (&p)[kKvTile / 8][4], const __half* v_tile, int lane,
-                                                    float (&o)[kDim / 8][4]) {
+// o += P V for kTiles n-tiles of the output from n-tile j0 on, the weights as A fragments
+// straight from the score accumulators.
+template <int kDim, int kTiles>
+__device__ __forceinline__ void add_weighted_values(const float (&p)[kKvTile / 8][4], const __half* v_tile, int j0,
+                                                    int lane, float (&o)[kTiles][4]) {
 #pragma unroll
   for (int kk = 0; kk < kKvTile / 16; ++kk) {
     uint32_t p_hi[4], p_lo[4];
@@ -249,47 +272,49 @@ __device__ __forceinline__ void add_weighted_values(const float (&p)[kKvTile / 8
     split_half2(p[2 * kk + 1][0], p[2 * kk + 1][1], p_hi[2], p_lo[2]);
     split_half2(p[2 * kk + 1][2], p[2 * kk + 1][3], p_hi[3], p_lo[3]);
 #pragma unroll
-    for (int j = 0; j < kDim / 8; ++j) {
+    for (int j = 0; j < kTiles; ++j) {
       uint32_t b0, b1;
-      ldmatrix_trans(b0, b1, v_tile + (16 * kk + lane % 16) * Tiles<kDim>::kStride + 8 * j);
+      ldmatrix_trans(b0, b1, v_tile + (16 * kk + lane % 16) * Tiles<kDim>::kStride + 8 * (j0 + j));
       mma(o[j], p_hi, b0, b1);
       mma(o[j], p_lo, b0, b1);
     }
   }
 }
 
-// A finished split of row i: its partial (split blocks) or merged into the running totals.
-template <int kDim, bool kSplit>
+// A finished split of row i: its partial (split blocks) or merged into the running totals. o
+// holds the warp's kTiles n-tiles of the output from n-tile j0 on (walk mode: all of them).
+template <int kDim, bool kSplit, int kTiles>
 __device__ __forceinline__ void finish_split(const AttentionArgs& a, const LaneRows& rows, int i, int64_t split, int g,
-                                             int t, float m, float l, const float (&o)[kDim / 8][4], float& total_m,
-                                             float& total_l, float* totals) {
+                                             int t, float m, float l, const float (&o)[kTiles][4], int j0,
+                                             float& total_m, float& total_l, float* totals) {
   if (kSplit && rows.position[i] < kAttentionSplit) {
     // The row's only split: merged into a fresh total it becomes (0 + o, l) (weights 0 and 1),
     // so (0 + o) / l here is what merge_partials would write (-0 too), without the trip
     // through memory.
 #pragma unroll
-    for (int j = 0; j < kDim / 8; ++j) {
-      *reinterpret_cast<float2*>(a.out + rows.row[i] * a.ldo + rows.head[i] * kDim + 8 * j + 2 * t) =
+    for (int j = 0; j < kTiles; ++j) {
+      *reinterpret_cast<float2*>(a.out + rows.row[i] * a.ldo + rows.head[i] * kDim + 8 * (j0 + j) + 2 * t) =
           make_float2((0.0f + o[j][2 * i]) / l, (0.0f + o[j][2 * i + 1]) / l);
     }
     return;
   }
   if constexpr (kSplit) {
     float* partial = a.partials + partial_offset(rows.row[i], rows.head[i], split, a.shape.n_head, a.max_splits, kDim);
-    if (t == 0) {
+    if (t == 0 && j0 == 0) {  // (every warp has the same m and l)
       partial[0] = m;
       partial[1] = l;
     }
 #pragma unroll
-    for (int j = 0; j < kDim / 8; ++j) {
-      partial[2 + 8 * j + 2 * t] = o[j][2 * i];
-      partial[2 + 8 * j + 2 * t + 1] = o[j][2 * i + 1];
+    for (int j = 0; j < kTiles; ++j) {
+      partial[2 + 8 * (j0 + j) + 2 * t] = o[j][2 * i];
+      partial[2 + 8 * (j0 + j) + 2 * t + 1] = o[j][2 * i + 1];
     }
   } else {
+    static_assert(kTiles == kDim / 8, "walk mode keeps every n-tile of the output");
     float wa, wb;
     merge_weights(total_m, total_l, m, l, wa, wb);
 #pragma unroll
-    for (int j = 0; j < kDim / 8; ++j) {
+    for (int j = 0; j < kTiles; ++j) {
       float* total = totals + (g + 8 * i) * kDim + 8 * j + 2 * t;
       total[0] = total[0] * wa + o[j][2 * i] * wb;
       total[1] = total[1] * wa + o[j][2 * i + 1] * wb;
@@ -356,12 +381,15 @@ __device__ __forceinline__ void write_row(const AttentionArgs& a, const LaneRows
 }
 
 // blockIdx: x = window of 16 * kRowWarps / group rows, y = KV head, z = split (split-block
-// mode). A block has kMaxWarps warps: all of them copy tiles (and merge, in split mode); the
-// first kRowWarps own MMA rows (split mode: 1, a decode step's group of heads; a window of
-// more would walk its sequences one after another), and a split block walks up to
-// kAttentionSplit / kKvTile tiles of one sequence, so tile n + 1 is copied while tile n is
-// computed (kStages 2). What comes from the host (positions, sequences, block tables) is read
-// before the wait for the previous kernel, so the first tile's lookups overlap it.
+// mode). A block has kMaxWarps warps: all of them copy tiles (and merge, in split mode). In
+// walk mode each warp owns 16 MMA rows. In split mode the block has one set of 16 (a decode
+// step's group of heads; a window of more would walk its sequences one after another), which
+// all warps share: each computes a quarter of a tile's scores (through shared memory to all)
+// and a quarter of the output dims, with the MMAs a single warp would issue for them, so a
+// row's floats are the walk's; a split block walks up to kAttentionSplit / kKvTile tiles of one
+// sequence, so tile n + 1 is copied while tile n is computed (kStages 2). What comes from the
+// host (positions, sequences, block tables) is read before the wait for the previous kernel,
+// so the first tile's lookups overlap it.
 // kSplit is a template argument (not a.partials != null alone) so that each kernel holds only
 // its own mode's code: the registers are near the 255 a thread can have.
 template <int kDim, bool kSplit>
@@ -370,6 +398,10 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
   constexpr int kRowWarps = kSplit ? 1 : kMaxWarps;
   constexpr int kStages = kSplit ? 2 : 1;
   using T = Tiles<kDim>;
+  // Warps that share one set of MMA rows, and the score and output n-tiles each computes.
+  constexpr int kSharers = kSplit ? kMaxWarps : 1;
+  constexpr int kOwnKeyTiles = T::kKeyTiles / kSharers;
+  constexpr int kOwnDimTiles = T::kDimTiles / kSharers;
   extern __shared__ __align__(16) unsigned char shared[];
   // kStages K and V tiles, then (walk mode) the warps' totals.
   constexpr int kStageHalves = 2 * kKvTile * T::kStride;
@@ -378,12 +410,13 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
   __shared__ Runs runs;
   __shared__ int64_t key_at[kStages][kKvTile];  // each stage's keys: element offset in the pool, -1 past the end
   __shared__ bool merging[16 * kMaxWarps];      // split mode: the window's tokens this block merges
+  __shared__ __align__(16) float score_rows[kSplit ? 16 * kScoreStride : 1];  // split mode: a tile's scores
 
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int g = lane / 4, t = lane % 4;
   const int tokens = 16 * kRowWarps / a.group;
-  const bool owns_rows = kRowWarps == kMaxWarps || warp < kRowWarps;
+  const int share = kSplit ? warp : 0;  // which quarter of the scores and dims (split mode)
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * tokens;
   const int64_t kv_head = blockIdx.y;
   constexpr bool split_mode = kSplit;
@@ -392,9 +425,9 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
 
   LaneRows rows;
   for (int i = 0; i < 2; ++i) {
-    const int r = 16 * warp + g + 8 * i;
+    const int r = 16 * (kSplit ? 0 : warp) + g + 8 * i;
     rows.token[i] = r / a.group;
-    rows.row[i] = owns_rows && t0 + rows.token[i] < a.batch.n_rows ? t0 + rows.token[i] : -1;
+    rows.row[i] = t0 + rows.token[i] < a.batch.n_rows ? t0 + rows.token[i] : -1;
     rows.head[i] = kv_head * a.group + r % a.group;
     rows.position[i] = rows.row[i] >= 0 ? a.batch.positions[rows.row[i]] : 0;
   }
@@ -418,7 +451,9 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
     }
     if (seq == kPaddingSeq) {
       for (int i = 0; i < 2; ++i) {
-        if (in_run[i] && (!split_mode || blockIdx.z == 0)) write_row<kDim>(a, rows, i, g, t, nullptr, 0.0f);
+        if (in_run[i] && (!split_mode || (blockIdx.z == 0 && warp == 0))) {
+          write_row<kDim>(a, rows, i, g, t, nullptr, 0.0f);
+        }
       }
       continue;
     }
@@ -434,9 +469,9 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
       const int64_t split = begin / kAttentionSplit;
       const int64_t end = min(span.end, begin + kAttentionSplit);
       float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-      float o[T::kDimTiles][4];
+      float o[kOwnDimTiles][4];
 #pragma unroll
-      for (int j = 0; j < T::kDimTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+      for (int j = 0; j < kOwnDimTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
       if (run > 0 || begin > span.first) locate_tile(a, seq, kv_head, begin, end, kDim, key_at[stage]);
       copy_tile<kDim>(a, key_at[stage], k_tile(stage), v_tile(stage));
       for (int64_t tile0 = begin; tile0 < end; tile0 += kKvTile) {
@@ -455,14 +490,20 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
           copies_wait<0>();
         }
         __syncthreads();  // every thread's copies of the current tile have landed
-        if (owns_rows) {
-          float s[T::kKeyTiles][4];
-          scores<kDim>(q_hi, q_lo, k_tile(current), g, t, s);
-#pragma unroll
-          for (int i = 0; i < 2; ++i) softmax_step<kDim>(i, in_run[i], rows.position[i], tile0, t, s, m[i], l[i], o);
-          add_weighted_values<kDim>(s, v_tile(current), lane, o);
+        float s[T::kKeyTiles][4];
+        if constexpr (kSplit) {
+          float own[kOwnKeyTiles][4];
+          scores<kDim, kOwnKeyTiles>(q_hi, q_lo, k_tile(current), share * kOwnKeyTiles, g, t, own);
+          store_scores(own, share * kOwnKeyTiles, g, t, score_rows);
+          __syncthreads();  // every warp's scores
+          load_scores(score_rows, g, t, s);
+        } else {
+          scores<kDim, T::kKeyTiles>(q_hi, q_lo, k_tile(current), 0, g, t, s);
         }
-        __syncthreads();  // the current tile's buffers are free again
+#pragma unroll
+        for (int i = 0; i < 2; ++i) softmax_step(i, in_run[i], rows.position[i], tile0, t, s, m[i], l[i], o);
+        add_weighted_values<kDim>(s, v_tile(current), share * kOwnDimTiles, lane, o);
+        __syncthreads();  // the current tile's buffers (and split mode's scores) are free again
         if (kStages == 1 && more) {
           locate_tile(a, seq, kv_head, tile0 + kKvTile, end, kDim, key_at[stage]);
           copy_tile<kDim>(a, key_at[stage], k_tile(stage), v_tile(stage));
@@ -470,9 +511,9 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        if (!owns_rows || !in_run[i] || split > rows.position[i] / kAttentionSplit)
-          continue;  // no key of the row in it
-        finish_split<kDim, kSplit>(a, rows, i, split, g, t, m[i], l[i], o, total_m[i], total_l[i], totals);
+        if (!in_run[i] || split > rows.position[i] / kAttentionSplit) continue;  // no key of the row in it
+        finish_split<kDim, kSplit>(a, rows, i, split, g, t, m[i], l[i], o, share * kOwnDimTiles, total_m[i], total_l[i],
+                                   totals);
       }
     }
     for (int i = 0; i < 2; ++i) {
