@@ -30,7 +30,7 @@ TEST(CudaFused, AddRmsNormGivesTheSeparateKernelsBits) {
   };
   enum class Quant { None, Q8_0, Q8K };
   // 70 and 1030 are not float4 widths: the scalar paths, narrow and wide. 1024 to 8192: a row
-  // held in registers (2560: a last pass of half the threads); 9216: too wide for that.
+  // held in registers, a piece or two per thread of 1024 (2560: 640 pieces); 9216: too wide.
   for (const Case c : {Case{1, 4096}, Case{3, 2048}, Case{8, 5120}, Case{7, 512}, Case{2, 64}, Case{5, 1024},
                        Case{1, 96}, Case{3, 70}, Case{2, 1030}, Case{2, 2560}, Case{1, 8192}, Case{2, 9216}}) {
     for (Quant quant : {Quant::None, Quant::Q8_0, Quant::Q8K}) {

@@ -80,13 +80,16 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs a) {
   }
 }
 
-// NOTE(fused_runs): a wide row (a block of kThreads per row, float4 pieces) of up to this many
-// pieces per thread stays in registers from its load to its quantization: one trip to memory
-// for the inputs, where add_norm_kernel reads the sum and the normalized row back.
-constexpr int kRowPieces = 8;
+// NOTE(fused_runs): a wide row of up to kRowThreads * kRowPieces float4 pieces (8192 values)
+// stays in registers from its load to its quantization, a piece or two per thread of a
+// 1024-thread block: one trip to memory for the inputs, where add_norm_kernel reads the sum
+// and the normalized row back, and enough warps to hide the latency of each instruction (with
+// 8 warps and 16 pieces each, ncu saw 2,300 dependent instructions a warp: 7 us a row).
+constexpr int kRowThreads = 1024;
+constexpr int kRowPieces = 2;
 
 // The quantization of a row held as add_norm_row_kernel holds it (thread t: float4 pieces t,
-// t + kThreads, ...; zeros past the row): a block of kQBlock values is kQBlock / 4 consecutive
+// t + kRowThreads; zeros past the row): a block of kQBlock values is kQBlock / 4 consecutive
 // threads of one pass, which find its largest magnitude together (lane groups, and for
 // 256-blocks a pair of groups through shared memory) and quantize their own pieces with
 // quantize_block's operations. The passes go side by side, so their reductions overlap.
@@ -95,7 +98,7 @@ __device__ inline void quantize_row_pieces(const float4 (&v)[kRowPieces], int64_
                                            const QuantActs& quant) {
   constexpr int kQThreads = kQBlock / 4;  // threads per quantization block: 8 or 64
   constexpr int kLanes = kQThreads < gpu::group_lanes ? kQThreads : gpu::group_lanes;
-  constexpr int kGroups = kThreads / gpu::group_lanes;
+  constexpr int kGroups = kRowThreads / gpu::group_lanes;
   __shared__ float group_max[kRowPieces][kGroups];
   const int tid = static_cast<int>(threadIdx.x);
   float amax[kRowPieces];
@@ -124,7 +127,7 @@ __device__ inline void quantize_row_pieces(const float4 (&v)[kRowPieces], int64_
   int sums[kRowPieces];
 #pragma unroll
   for (int it = 0; it < kRowPieces; ++it) {
-    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    const int64_t i = tid + static_cast<int64_t>(it) * kRowThreads;
     sums[it] = 0;
     if (i >= pieces) continue;
     const auto [d, inv_d] = q8_scale(amax[it]);
@@ -142,15 +145,17 @@ __device__ inline void quantize_row_pieces(const float4 (&v)[kRowPieces], int64_
   }
 #pragma unroll
   for (int it = 0; it < kRowPieces; ++it) {
-    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    const int64_t i = tid + static_cast<int64_t>(it) * kRowThreads;
     if (i < pieces && tid % 8 == 0) quant.sum32[row * (quant.k / 32) + 4 * i / 32] = sums[it];
   }
 }
 
-// add_norm_kernel<kThreads, true, kQBlock>'s outputs from registers: thread t holds pieces t,
-// t + kThreads, ... and sums their squares in that order, as segment_sum_squares does.
+// add_norm_kernel<kThreads, true, kQBlock>'s outputs from registers. Its sum of squares keeps
+// that kernel's order: thread t < kThreads adds the squares of pieces t, t + kThreads, ... (left
+// in shared memory by their owners) in order, then the fixed tree of segment_total<kThreads>.
 template <int kQBlock>
-__global__ void __launch_bounds__(kThreads) add_norm_row_kernel(AddNormArgs a) {
+__global__ void __launch_bounds__(kRowThreads) add_norm_row_kernel(AddNormArgs a) {
+  __shared__ float squares[kRowThreads * kRowPieces];
   __shared__ float group_sums[kThreads / gpu::group_lanes];
   const int64_t row = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
@@ -159,15 +164,14 @@ __global__ void __launch_bounds__(kThreads) add_norm_row_kernel(AddNormArgs a) {
   float4 w[kRowPieces], x[kRowPieces];
 #pragma unroll
   for (int it = 0; it < kRowPieces; ++it) {  // the norm weight: no kernel writes it
-    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    const int64_t i = tid + static_cast<int64_t>(it) * kRowThreads;
     if (i < pieces) w[it] = reinterpret_cast<const float4*>(a.w)[i];
   }
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
-  float sum_sq = 0.0f;
 #pragma unroll
   for (int it = 0; it < kRowPieces; ++it) {
-    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    const int64_t i = tid + static_cast<int64_t>(it) * kRowThreads;
     if (i >= pieces) break;
     x[it] = reinterpret_cast<const float4*>(a.a + base)[i];
     if (a.b != nullptr) {
@@ -175,13 +179,22 @@ __global__ void __launch_bounds__(kThreads) add_norm_row_kernel(AddNormArgs a) {
       x[it] = make_float4(x[it].x + y.x, x[it].y + y.y, x[it].z + y.z, x[it].w + y.w);
       reinterpret_cast<float4*>(a.sum + base)[i] = x[it];
     }
-    sum_sq = add_squares(sum_sq, x[it]);
+    squares[i] = piece_squares(x[it]);
   }
-  const float inv_rms = rms_scale(segment_total<kThreads>(sum_sq, group_sums), a.cols, a.eps);
+  __syncthreads();
+  float sum_sq = 0.0f;
+  for (int64_t i = tid; tid < kThreads && i < pieces; i += kThreads) sum_sq = sum_sq + squares[i];
+  sum_sq = gpu::group_sum(sum_sq);  // (warps past kThreads sum zeros and keep them)
+  if (tid < kThreads && tid % gpu::group_lanes == 0) group_sums[tid / gpu::group_lanes] = sum_sq;
+  __syncthreads();
+  sum_sq = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kThreads / gpu::group_lanes; ++j) sum_sq += group_sums[j];
+  const float inv_rms = rms_scale(sum_sq, a.cols, a.eps);
   float4 v[kRowPieces];
 #pragma unroll
   for (int it = 0; it < kRowPieces; ++it) {
-    const int64_t i = tid + static_cast<int64_t>(it) * kThreads;
+    const int64_t i = tid + static_cast<int64_t>(it) * kRowThreads;
     v[it] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (i >= pieces) continue;
     v[it] = make_float4(x[it].x * inv_rms * w[it].x, x[it].y * inv_rms * w[it].y, x[it].z * inv_rms * w[it].z,
@@ -318,17 +331,17 @@ Status add_rms_norm(const float* a, const float* b, int64_t rows, int64_t cols, 
   const bool vec4 = cols % 4 == 0 && aligned16(a) && aligned16(w) && aligned16(out) &&
                     (b == nullptr || (aligned16(b) && aligned16(sum)));
   const bool wide = cols >= 1024;
-  if (wide && vec4 && cols / 4 <= static_cast<int64_t>(kThreads) * kRowPieces) {
+  if (wide && vec4 && cols / 4 <= static_cast<int64_t>(kRowThreads) * kRowPieces) {
     const auto grid = static_cast<unsigned>(rows);
     switch (q_block) {
       case 32:
-        (void)gpu::launch(add_norm_row_kernel<32>, grid, kThreads, 0, stream, args);
+        (void)gpu::launch(add_norm_row_kernel<32>, grid, kRowThreads, 0, stream, args);
         break;
       case 256:
-        (void)gpu::launch(add_norm_row_kernel<256>, grid, kThreads, 0, stream, args);
+        (void)gpu::launch(add_norm_row_kernel<256>, grid, kRowThreads, 0, stream, args);
         break;
       default:
-        (void)gpu::launch(add_norm_row_kernel<0>, grid, kThreads, 0, stream, args);
+        (void)gpu::launch(add_norm_row_kernel<0>, grid, kRowThreads, 0, stream, args);
         break;
     }
   } else if (wide && vec4) {

@@ -32,10 +32,11 @@ __device__ inline float segment_total(float sum_sq, float* group_sums) {
   return sum_sq;
 }
 
+// A float4 piece's squares, summed as segment_sum_squares sums them.
+__device__ inline float piece_squares(float4 v) { return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w; }
+
 // A thread's float4 piece's squares, added to its running sum as segment_sum_squares adds them.
-__device__ inline float add_squares(float sum_sq, float4 v) {
-  return sum_sq + (v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w);
-}
+__device__ inline float add_squares(float sum_sq, float4 v) { return sum_sq + piece_squares(v); }
 
 // Every thread of the block calls this (it may synchronize the block when kThreads spans
 // several lane groups); threads of a dead segment pass pieces = 0. group_sums: shared memory
