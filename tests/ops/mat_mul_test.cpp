@@ -244,8 +244,8 @@ TEST(CudaMatMul, PartsGiveEachWeightsCpuBits) {
   cpu::ThreadPool pool(4);
   std::mt19937 rng(23);
   int cases = 0;
-  const auto check = [&](const std::vector<DType>& types, int64_t k, int64_t m) {
-    const int64_t rows[] = {40, 8, 17};
+  const auto check = [&](const std::vector<DType>& types, int64_t k, int64_t m,
+                         const std::vector<int64_t>& rows = {40, 8, 17}) {
     std::vector<HostWeight> host;
     for (size_t i = 0; i < types.size(); ++i) host.push_back(random_weight(types[i], rows[i], k, rng));
     const std::vector<float> x = random_floats(static_cast<size_t>(m * k), rng);
@@ -279,6 +279,12 @@ TEST(CudaMatMul, PartsGiveEachWeightsCpuBits) {
     check({type, type}, 1024, 1);
   }
   check({DType::Q4_K, DType::Q4_K, DType::Q6_K}, 512, 1);  // v of another type: one launch each
+  // A decode step's q, k and v (two weight rows a warp), and parts at four and eight rows a
+  // warp; all but the first end inside a warp's rows.
+  check({DType::Q4_K, DType::Q4_K, DType::Q4_K}, 4096, 1, {4096, 1024, 1024});
+  check({DType::Q4_K, DType::Q4_K, DType::Q4_K}, 4096, 1, {4097, 1023, 1025});
+  check({DType::Q6_K, DType::Q6_K}, 1024, 1, {4099, 4101});
+  check({DType::Q8_0, DType::Q8_0}, 1024, 1, {8197, 8203});
   EXPECT_GT(cases, 0);
 }
 
@@ -315,6 +321,38 @@ TEST(CudaMatMul, ExpertPartsGiveEachExpertsProduct) {
         << dtype_name(type) << " up";
     ++cases;
   }
+  EXPECT_GT(cases, 0);
+}
+
+// One activation row over thousands of weight rows (a decode step's matmuls): mat_vec_q.cu
+// gives a warp several weight rows (2 from 2048 rows, 4 from 8192, 8 from 16384) and keeps the
+// activations across them, a chunk of one or two rounds at a time. Rows past the warps' last
+// whole share, chunks cut short (k = 6400: 25 super-blocks) and a round wider than the row
+// (k = 256) give the CPU's bits too.
+TEST(CudaMatVec, OneRowOverManyWeightRowsGivesTheCpuBits) {
+  GUFO_REQUIRE_GPU();
+  cpu::ThreadPool pool(4);
+  std::mt19937 rng(31);
+  int cases = 0;
+  const auto check = [&](DType type, int64_t n, int64_t k) {
+    const HostWeight w = random_weight(type, n, k, rng);
+    const std::vector<float> x = random_floats(static_cast<size_t>(k), rng);
+    EXPECT_EQ(compare(gpu_product(w.weight, x, 1, nullptr, Path::MatVec), cpu_product(pool, w.weight, x, 1)).mismatches,
+              0u)
+        << dtype_name(type) << " n=" << n << " k=" << k;
+    ++cases;
+  };
+  for (DType type : kQuantTypes) {
+    for (const Shape& s : {Shape{1, 2053, 6400}, Shape{1, 2048, 256}, Shape{1, 8195, 2048}, Shape{1, 16389, 1024}}) {
+      check(type, s.n, s.k);
+    }
+  }
+  // Two rounds of 8 super-blocks: a whole chunk; and a whole and a short one (17 super-blocks)
+  // at four and at eight rows a warp; Q8_0 at eight rows a warp over two chunks and a short one.
+  check(DType::Q4_K, 16384, 4096);
+  for (DType type : {DType::Q4_K, DType::Q6_K}) check(type, 8195, 4352);
+  check(DType::Q4_K, 16385, 4352);
+  check(DType::Q8_0, 16389, 2080);
   EXPECT_GT(cases, 0);
 }
 

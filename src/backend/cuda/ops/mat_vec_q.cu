@@ -69,9 +69,11 @@ struct LaneActs {
   }
 };
 
-// A lane's share of super-block sb, in two steps: load() issues every load (weights and
-// activations) and compute() makes the lane's exact share of S and M for each activation row
-// and the block's float scales (d, dmin: the same in every lane of the group).
+// A lane's share of super-block sb, in two steps: load_weights() and load_acts() issue every
+// load (the weight row's and the activations') and compute() makes the lane's exact share of
+// S and M for each activation row and the block's float scales (d, dmin: the same in every
+// lane of the group). The activations are loaded apart so that mat_vec_q_rows_kernel can
+// keep them across weight rows.
 // NOTE(mat_vec_q): the split is what keeps a warp's loads in flight together: with loads and
 // arithmetic interleaved, the compiler issued the activation loads after the branches of
 // the scale unpacking, and the next super-block's after this one's shuffles: five round trips
@@ -91,14 +93,15 @@ struct LaneShare<TraitsQ8_0> {
     LaneActs<kRows, 1> acts;
   };
   template <int kRows>
-  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
-                                       const int64_t (&xr)[kRows]) {
-    Loaded<kRows> l;
+  __device__ static void load_weights(const WeightView& w, int64_t row, int64_t sb, int sub, Loaded<kRows>& l) {
     l.q = load16(weight_row(w, row) + sb * 32 + sub * 16);
     l.d = w.d[row * w.d_per_row + sb];
+  }
+  template <int kRows>
+  __device__ static void load_acts(int64_t sb, int sub, const QuantActs& x, const int64_t (&xr)[kRows],
+                                   Loaded<kRows>& l) {
     l.acts.k[0] = sb * 32 + sub * 16;
     l.acts.load(x, xr);
-    return l;
   }
   template <int kRows>
   __device__ static void compute(const Loaded<kRows>& l, int /*sub*/, const QuantActs& x, const int64_t (&xr)[kRows],
@@ -163,9 +166,7 @@ struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
     LaneActs<kRows, 4> acts;
   };
   template <int kRows>
-  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int p, const QuantActs& x,
-                                       const int64_t (&xr)[kRows]) {
-    Loaded<kRows> l;
+  __device__ static void load_weights(const WeightView& w, int64_t row, int64_t sb, int p, Loaded<kRows>& l) {
     const Block* b = reinterpret_cast<const Block*>(weight_row(w, row)) + sb;
     l.header = load16(b);
     l.packed[0] = load16(b->qs + p * 32);
@@ -174,6 +175,10 @@ struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
       l.high[0] = load16(b->qh);
       l.high[1] = load16(b->qh + 16);
     }
+  }
+  template <int kRows>
+  __device__ static void load_acts(int64_t sb, int p, const QuantActs& x, const int64_t (&xr)[kRows],
+                                   Loaded<kRows>& l) {
     // The pair's two 32-sums are 8-byte aligned: 2p is even and a row holds k / 32, a
     // multiple of 8, sums.
 #pragma unroll
@@ -182,7 +187,6 @@ struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
 #pragma unroll
     for (int i = 0; i < 4; ++i) l.acts.k[i] = sb * 256 + p * 64 + i * 16;
     l.acts.load(x, xr);
-    return l;
   }
   template <int kRows>
   __device__ static void compute(const Loaded<kRows>& l, int p, const QuantActs& x, const int64_t (&xr)[kRows],
@@ -228,9 +232,7 @@ struct LaneShare<TraitsQ6K> {
     LaneActs<kRows, 4> acts;
   };
   template <int kRows>
-  __device__ static Loaded<kRows> load(const WeightView& w, int64_t row, int64_t sb, int sub, const QuantActs& x,
-                                       const int64_t (&xr)[kRows]) {
-    Loaded<kRows> l;
+  __device__ static void load_weights(const WeightView& w, int64_t row, int64_t sb, int sub, Loaded<kRows>& l) {
     const std::byte* base = weight_row(w, row) + sb * 192;
     const int hh = sub / 2, q = sub % 2;
     l.ql[0] = load16(base + sub * 32);
@@ -242,12 +244,16 @@ struct LaneShare<TraitsQ6K> {
     l.sc_lo = *reinterpret_cast<const char2*>(sc + 2 * c_lo);
     l.sc_hi = *reinterpret_cast<const char2*>(sc + 2 * c_hi);
     l.d = w.d[row * w.d_per_row + sb];
+  }
+  template <int kRows>
+  __device__ static void load_acts(int64_t sb, int sub, const QuantActs& x, const int64_t (&xr)[kRows],
+                                   Loaded<kRows>& l) {
+    const int c_lo = 4 * (sub / 2) + sub % 2, c_hi = c_lo + 2;
     l.acts.k[0] = sb * 256 + c_lo * 32;
     l.acts.k[1] = l.acts.k[0] + 16;
     l.acts.k[2] = sb * 256 + c_hi * 32;
     l.acts.k[3] = l.acts.k[2] + 16;
     l.acts.load(x, xr);
-    return l;
   }
   template <int kRows>
   __device__ static void compute(const Loaded<kRows>& l, int sub, const QuantActs& x, const int64_t (&xr)[kRows],
@@ -293,11 +299,10 @@ struct MatVecLaunch {
   unsigned part_block[kMaxMatMulParts - 1];
 };
 
-// blockIdx: x = rows of kWarps (a warp per weight row), z = expert (expert mode).
-// kUnroll rounds of 32 / kLanes super-blocks are loaded before the chain waits on them.
-template <class T, int kRows, int kUnroll>
-__global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch launch) {
-  QuantMatMulArgs a = launch.args;
+// The weight (part) that this block's rows are of, in `a`, and the block's index among that
+// part's blocks.
+__device__ __forceinline__ int64_t select_part(const MatVecLaunch& launch, QuantMatMulArgs& a) {
+  a = launch.args;
   auto block = static_cast<int64_t>(blockIdx.x);
   // (Unrolled: a constant index keeps the parts in parameter space, not copied to the stack.)
 #pragma unroll
@@ -310,6 +315,15 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch lau
       break;
     }
   }
+  return block;
+}
+
+// blockIdx: x = rows of kWarps (a warp per weight row), z = expert (expert mode).
+// kUnroll rounds of 32 / kLanes super-blocks are loaded before the chain waits on them.
+template <class T, int kRows, int kUnroll>
+__global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch launch) {
+  QuantMatMulArgs a;
+  const int64_t block = select_part(launch, a);
   using Share = LaneShare<T>;
   constexpr int kLanes = Share::kLanes;
   constexpr int kPerRound = 32 / kLanes;  // super-blocks side by side in one round
@@ -362,7 +376,8 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch lau
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t sb = sb0 + u * kPerRound + slot < n_sb ? sb0 + u * kPerRound + slot : n_sb - 1;
-      loaded[u] = Share::load(a.w, row, sb, sub, a.x, xr);
+      Share::load_weights(a.w, row, sb, sub, loaded[u]);
+      Share::load_acts(sb, sub, a.x, xr, loaded[u]);
 #pragma unroll
       for (int t = 0; t < kRows; ++t) dx[u][t] = a.x.d[xr[t] * n_sb + sb];
     }
@@ -411,6 +426,95 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch lau
   }
 }
 
+// One activation row in plain mode (a decode step of one sequence): a warp takes kWeightRows
+// weight rows and its lanes keep their share of the activations (kRounds rounds of 32 / kLanes
+// super-blocks) in registers across them, so a row costs its weight loads and arithmetic only;
+// the rows' chains run side by side, row i's in lane i. The next row's weights are loaded
+// while this row's are multiplied. The steps and their order per row are mat_vec_q_kernel's:
+// the same bits.
+// NOTE(mat_vec_q): mat_vec_q_kernel, one row a warp, is bound by instructions issued (the note
+// at the top); there every row pays for the activations' loads and for lane 0's chain (a
+// warp's issue slots for one lane's work), which are shared here.
+template <class T, int kWeightRows, int kRounds>
+__global__ void __launch_bounds__(32 * kWarps) mat_vec_q_rows_kernel(MatVecLaunch launch) {
+  QuantMatMulArgs a;
+  const int64_t block = select_part(launch, a);
+  using Share = LaneShare<T>;
+  using Loaded = typename Share::template Loaded<1>;
+  constexpr int kLanes = Share::kLanes;
+  constexpr int kPerRound = 32 / kLanes;
+  constexpr int kSlots = kPerRound * kRounds;  // super-blocks per chunk of the activations
+  // (A row's steps one slot apart from the next row's: the chain's lanes read distinct banks.)
+  __shared__ ChainStep warp_steps[kWarps][kWeightRows][kSlots + 1];
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  const int sub = lane % kLanes;
+  const int slot = lane / kLanes;
+  const int64_t r0 = (block * kWarps + warp) * kWeightRows;
+  // (As mat_vec_q_kernel: the first rows' first bytes into L2 while the kernel before ends.)
+  if (r0 + lane / 8 < a.w.rows && lane / 8 < kWeightRows && static_cast<size_t>(lane % 8) * 128 < a.w.q_row_bytes) {
+    gpu::prefetch_l2(weight_row(a.w, r0 + lane / 8) + (lane % 8) * 128);
+  }
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
+  if (r0 >= a.w.rows) return;  // the whole warp; no block-wide barrier follows
+  const int64_t xr[1] = {0};
+  const int64_t n_sb = a.x.k / T::kSuperBlock;
+  ChainStep(&steps)[kWeightRows][kSlots + 1] = warp_steps[warp];
+  const auto row_at = [&](int i) { return r0 + i < a.w.rows ? r0 + i : a.w.rows - 1; };
+  float acc = 0.0f;  // lane i < kWeightRows: row r0 + i
+  for (int64_t sb0 = 0; sb0 < n_sb; sb0 += kSlots) {
+    int64_t sb[kRounds];
+    Loaded acts[kRounds];  // the activations of the chunk (their weight fields unused)
+    float dx[kRounds];
+#pragma unroll
+    for (int u = 0; u < kRounds; ++u) {
+      sb[u] = sb0 + u * kPerRound + slot < n_sb ? sb0 + u * kPerRound + slot : n_sb - 1;
+      Share::load_acts(sb[u], sub, a.x, xr, acts[u]);
+      dx[u] = a.x.d[sb[u]];
+    }
+    Loaded next[kRounds];
+#pragma unroll
+    for (int u = 0; u < kRounds; ++u) {
+      next[u] = acts[u];
+      Share::load_weights(a.w, row_at(0), sb[u], sub, next[u]);
+    }
+    // (Not unrolled: the compiler would load every row's weights up front, past 200 registers.)
+#pragma unroll 1
+    for (int i = 0; i < kWeightRows; ++i) {
+      Loaded current[kRounds];
+#pragma unroll
+      for (int u = 0; u < kRounds; ++u) current[u] = next[u];
+      if (i + 1 < kWeightRows) {
+#pragma unroll
+        for (int u = 0; u < kRounds; ++u) Share::load_weights(a.w, row_at(i + 1), sb[u], sub, next[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < kRounds; ++u) {
+        int s[1], m[1];
+        float d, dmin;
+        Share::compute(current[u], sub, a.x, xr, s, m, d, dmin);
+#pragma unroll
+        for (int mask = 1; mask < kLanes; mask *= 2) {
+          s[0] += gpu::shfl_xor(s[0], mask);
+          if constexpr (T::kMins) m[0] += gpu::shfl_xor(m[0], mask);
+        }
+        const ChainStep step = T::step(d, dmin, dx[u], s[0], m[0]);
+        if (sub == 0) steps[i][u * kPerRound + slot] = step;
+      }
+    }
+    gpu::sync_group();
+    if (lane < kWeightRows) {
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j) {
+        if (sb0 + j < n_sb) acc = T::apply(acc, steps[lane][j]);
+      }
+    }
+    gpu::sync_group();  // the steps are written again by the next chunk
+  }
+  if (lane < kWeightRows && r0 + lane < a.w.rows) a.out[r0 + lane] = acc;
+}
+
 template <class T, int kRows>
 void launch_rows(const MatVecLaunch& l, const dim3& grid, gpu::stream_t stream) {
   // Two rounds in flight where a row has them and the registers allow (few activation rows).
@@ -424,9 +528,30 @@ void launch_rows(const MatVecLaunch& l, const dim3& grid, gpu::stream_t stream) 
   (void)gpu::launch(mat_vec_q_kernel<T, kRows, 1>, grid, 32 * kWarps, 0, stream, l);
 }
 
+template <class T, int kWeightRows>
+void launch_weight_rows(const MatVecLaunch& l, const dim3& grid, gpu::stream_t stream) {
+  constexpr int kPerRound = 32 / LaneShare<T>::kLanes;
+  if (l.args.x.k / T::kSuperBlock >= 2 * kPerRound) {
+    (void)gpu::launch(mat_vec_q_rows_kernel<T, kWeightRows, 2>, grid, 32 * kWarps, 0, stream, l);
+  } else {
+    (void)gpu::launch(mat_vec_q_rows_kernel<T, kWeightRows, 1>, grid, 32 * kWarps, 0, stream, l);
+  }
+}
+
 template <class T>
-void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
+void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int64_t n_expert, int weight_rows,
+                 gpu::stream_t stream) {
   const dim3 grid(static_cast<unsigned>(n_blocks), 1, static_cast<unsigned>(n_expert));
+  switch (weight_rows) {
+    case 8:
+      return launch_weight_rows<T, 8>(l, grid, stream);
+    case 4:
+      return launch_weight_rows<T, 4>(l, grid, stream);
+    case 2:
+      return launch_weight_rows<T, 2>(l, grid, stream);
+    default:
+      break;
+  }
   switch (n_tokens) {
     case 1:
       launch_rows<T, 1>(l, grid, stream);
@@ -444,25 +569,33 @@ void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int6
   }
 }
 
-int64_t blocks_for_rows(int64_t rows) { return (rows + kWarps - 1) / kWarps; }
+// The weight rows a warp takes: several (mat_vec_q_rows_kernel) for one activation row in
+// plain mode, as many as leave 256 blocks or more for the launch's `total` rows (an H100 or
+// H200 has 132 SMs); else one (mat_vec_q_kernel).
+int weight_rows_per_warp(const QuantMatMulArgs& args, int64_t total) {
+  if (args.experts.offsets != nullptr || args.x.rows != 1) return 1;
+  return total >= 16384 ? 8 : total >= 8192 ? 4 : total >= 2048 ? 2 : 1;
+}
 
-Status launch(const MatVecLaunch& l, int64_t n_blocks, gpu::stream_t stream) {
+int64_t blocks_for_rows(int64_t rows, int per_warp) { return (rows + kWarps * per_warp - 1) / (kWarps * per_warp); }
+
+Status launch(const MatVecLaunch& l, int64_t n_blocks, int weight_rows, gpu::stream_t stream) {
   const QuantMatMulArgs& args = l.args;
   const int64_t n_tokens = args.experts.offsets != nullptr ? args.experts.max_rows : args.x.rows;
   const int64_t n_expert = args.experts.offsets != nullptr ? expert_grid(args.experts) : 1;
   if (n_tokens < 1 || n_tokens > kMaxRows) return Error{"mat_vec_q: 1 to 8 activation rows"};
   switch (args.w.type) {
     case DType::Q8_0:
-      launch_type<TraitsQ8_0>(l, n_blocks, n_tokens, n_expert, stream);
+      launch_type<TraitsQ8_0>(l, n_blocks, n_tokens, n_expert, weight_rows, stream);
       break;
     case DType::Q4_K:
-      launch_type<TraitsQ4K>(l, n_blocks, n_tokens, n_expert, stream);
+      launch_type<TraitsQ4K>(l, n_blocks, n_tokens, n_expert, weight_rows, stream);
       break;
     case DType::Q5_K:
-      launch_type<TraitsQ5K>(l, n_blocks, n_tokens, n_expert, stream);
+      launch_type<TraitsQ5K>(l, n_blocks, n_tokens, n_expert, weight_rows, stream);
       break;
     case DType::Q6_K:
-      launch_type<TraitsQ6K>(l, n_blocks, n_tokens, n_expert, stream);
+      launch_type<TraitsQ6K>(l, n_blocks, n_tokens, n_expert, weight_rows, stream);
       break;
     default:
       return Error{"mat_vec_q: not a quantized type"};
@@ -479,7 +612,9 @@ bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts) {
 
 Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream) {
   const int64_t n_rows = args.experts.offsets != nullptr ? args.w.rows_per_expert : args.w.rows;
-  return launch({.args = args, .more = {}, .n_more = 0, .part_block = {}}, blocks_for_rows(n_rows), stream);
+  const int per_warp = weight_rows_per_warp(args, n_rows);
+  return launch({.args = args, .more = {}, .n_more = 0, .part_block = {}}, blocks_for_rows(n_rows, per_warp), per_warp,
+                stream);
 }
 
 Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more, gpu::stream_t stream) {
@@ -490,7 +625,10 @@ Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int 
   const bool by_expert = args.experts.offsets != nullptr;
   const auto rows_of = [&](const WeightView& w) { return by_expert ? w.rows_per_expert : w.rows; };
   MatVecLaunch l{.args = args, .more = {}, .n_more = n_more, .part_block = {}};
-  int64_t n_blocks = blocks_for_rows(rows_of(args.w));
+  int64_t total = rows_of(args.w);
+  for (int i = 0; i < n_more; ++i) total += rows_of(more[i].w);
+  const int per_warp = weight_rows_per_warp(args, total);
+  int64_t n_blocks = blocks_for_rows(rows_of(args.w), per_warp);
   for (int i = 0; i < n_more; ++i) {
     const WeightView& w = more[i].w;
     if (w.type != args.w.type || w.cols != args.x.k || (by_expert && w.rows != args.w.rows)) {
@@ -498,9 +636,9 @@ Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int 
     }
     l.more[i] = more[i];
     l.part_block[i] = static_cast<unsigned>(n_blocks);
-    n_blocks += blocks_for_rows(rows_of(w));
+    n_blocks += blocks_for_rows(rows_of(w), per_warp);
   }
-  return launch(l, n_blocks, stream);
+  return launch(l, n_blocks, per_warp, stream);
 }
 
 }  // namespace gufo::cuda
