@@ -8,7 +8,8 @@
 #   2. `default` (g++-12): build + unit tests, including the oracle tests, then the
 #      functional suite of `gufo serve` with OpenAI's client (tests/functional)
 #   3. `clang` (clang-16): build + unit tests, side by side in build/clang; then both builds'
-#      `gufo diagnose` must name their real compilers and give different fingerprints
+#      `gufo diagnose` must name their real compilers and give different fingerprints, and
+#      clang-tidy-16 finds nothing in src/ (scripts/check-tidy.sh, checks in .clang-tidy)
 #   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + short libFuzzer runs of the GGUF
 #      reader, the tokenizer, the GBNF grammar parser, the JSON Schema compiler and its
 #      `pattern` translator
@@ -28,6 +29,7 @@ scripts/check-format.sh
 cmake --workflow --preset default
 cmake --workflow --preset clang
 node tests/toolchain/compare_builds.mjs build/default/bin/gufo g++-12 build/clang/bin/gufo clang++-16
+scripts/check-tidy.sh build/clang
 cmake --workflow --preset asan
 tests/fuzz/run_fuzz.sh "${GUFO_FUZZ_SECONDS:-40}" build/asan
 

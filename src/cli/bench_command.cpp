@@ -130,9 +130,9 @@ int run_bench(const BenchOptions& options) {
   for (int64_t depth : *depths) {
     std::vector<std::pair<int64_t, int64_t>> tests;
     for (int64_t p : *prompts) {
-      if (p > 0) tests.push_back({p, 0});
+      if (p > 0) tests.emplace_back(p, 0);
     }
-    if (o.n_gen > 0) tests.push_back({0, o.n_gen});
+    if (o.n_gen > 0) tests.emplace_back(0, o.n_gen);
     for (auto [n_prompt, n_gen] : tests) {
       TestResult r;
       r.n_prompt = n_prompt;

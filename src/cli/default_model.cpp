@@ -29,7 +29,7 @@ ModelSearch default_model_search() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) search.dirs.push_back((exe.parent_path().parent_path() / "share" / "gufo" / "models").string());
-  search.dirs.push_back(GUFO_SOURCE_MODELS_DIR);  // the source tree's models/ (CMake)
+  search.dirs.emplace_back(GUFO_SOURCE_MODELS_DIR);  // the source tree's models/ (CMake)
   return search;
 }
 

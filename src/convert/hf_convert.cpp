@@ -467,10 +467,11 @@ Status add_tokenizer(gguf::Writer& writer, const std::string& hf_dir, const HfCo
   // general.* keys of the import describe a vocab-only file; the model's are set already.
   for (const auto& [key, value] : vocab.metadata()) {
     if (!key.starts_with("tokenizer.")) continue;
+    // Each key comes once in the metadata, so each list is moved at most once.
     if (key == "tokenizer.ggml.tokens") {
-      writer.set(key, gguf::Value::array(gguf::Array(std::move(tokens))));
+      writer.set(key, gguf::Value::array(gguf::Array(std::move(tokens))));  // NOLINT(bugprone-use-after-move)
     } else if (key == "tokenizer.ggml.token_type") {
-      writer.set(key, gguf::Value::array(gguf::Array(std::move(types))));
+      writer.set(key, gguf::Value::array(gguf::Array(std::move(types))));  // NOLINT(bugprone-use-after-move)
     } else {
       writer.set(key, value);
     }

@@ -95,7 +95,7 @@ inline Status ok_status() { return {}; }
 // Propagates the error of a Result-returning expression; otherwise yields nothing.
 #define GUFO_RETURN_IF_ERROR(expr)                       \
   do {                                                   \
-    auto gufo_status_ = (expr);                          \
+    auto&& gufo_status_ = (expr);                        \
     if (!gufo_status_.ok()) return gufo_status_.error(); \
   } while (0)
 
@@ -103,7 +103,10 @@ inline Status ok_status() { return {}; }
 #define GUFO_CONCAT_INNER_(a, b) a##b
 #define GUFO_CONCAT_(a, b) GUFO_CONCAT_INNER_(a, b)
 #define GUFO_ASSIGN_OR_RETURN(lhs, expr) GUFO_ASSIGN_OR_RETURN_IMPL_(GUFO_CONCAT_(gufo_result_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration (`auto [a, b]`, `T x`) and
+// `tmp` a name; neither can be parenthesized.
 #define GUFO_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.error();                \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -18,7 +18,8 @@ constexpr std::array<uint64_t, kValueTypeCount> kFixedBytes = {1, 1, 2, 2, 4, 4,
 template <class T>
 bool same_bits(const T& a, const T& b) {
   if constexpr (std::is_floating_point_v<T>) {
-    return std::memcmp(&a, &b, sizeof(T)) == 0;
+    // Bit equality on purpose: a NaN equals itself and -0.0 differs from 0.0.
+    return std::memcmp(&a, &b, sizeof(T)) == 0;  // NOLINT(bugprone-suspicious-memory-comparison)
   } else {
     return a == b;
   }

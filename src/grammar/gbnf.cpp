@@ -73,12 +73,10 @@ class Parser {
   void skip_space(bool newline_ok) {
     while (!at_end()) {
       const char c = peek();
-      if (c == ' ' || c == '\t') {
+      if (c == ' ' || c == '\t' || (newline_ok && (c == '\n' || c == '\r'))) {
         ++pos_;
       } else if (c == '#') {
         while (!at_end() && peek() != '\n') ++pos_;
-      } else if (newline_ok && (c == '\n' || c == '\r')) {
-        ++pos_;
       } else {
         break;
       }

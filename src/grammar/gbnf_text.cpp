@@ -63,7 +63,7 @@ std::string gbnf_class(const CodePoints& ranges) {
   return out + "]";
 }
 
-CodePoints normalized(CodePoints ranges) {
+CodePoints normalized(const CodePoints& ranges) {
   // Surrogates out first: each range becomes at most two.
   CodePoints split;
   for (auto [lo, hi] : ranges) {

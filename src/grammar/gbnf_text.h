@@ -34,7 +34,7 @@ std::string gbnf_literal(std::string_view bytes);
 std::string gbnf_class(const CodePoints& ranges);
 
 // Sorts and merges; drops surrogates.
-CodePoints normalized(CodePoints ranges);
+CodePoints normalized(const CodePoints& ranges);
 CodePoints complement(const CodePoints& ranges);  // within U+0000..U+10FFFF
 CodePoints intersection(const CodePoints& a, const CodePoints& b);
 

@@ -41,9 +41,10 @@ bool expand(const Grammar& g, Stack start, std::vector<Stack>& out, size_t& fram
     if (stack.back().pos == g.rules[top.rule].alternatives[top.alt].size()) stack.pop_back();
     const auto& alternatives = g.rules[rule].alternatives;  // none: this stack matches nothing
     for (size_t a = alternatives.size(); a-- > 0;) {        // pushed last first: popped in order
-      frames += stack.size() + 1;
+      // a == 0 is the loop's last turn: the stack is moved only after its last use.
+      frames += stack.size() + 1;  // NOLINT(bugprone-use-after-move)
       if (frames > kMaxFrames || work.size() > kMaxStacks) return false;
-      Stack branch = a == 0 ? std::move(stack) : stack;
+      Stack branch = a == 0 ? std::move(stack) : stack;  // NOLINT(bugprone-use-after-move)
       branch.push_back(Frame{.rule = rule, .alt = static_cast<uint32_t>(a), .pos = 0});
       work.push_back(std::move(branch));
     }

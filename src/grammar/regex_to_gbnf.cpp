@@ -177,7 +177,7 @@ class RegexCompiler {
   }
 
   std::string chars(const CodePoints& set) {
-    const std::string text = json_char_in(set);
+    std::string text = json_char_in(set);
     if (text.empty()) {
       // An empty class matches nothing: a code point no JSON text can hold there.
       return "[^\\x00-\\U0010FFFF]";

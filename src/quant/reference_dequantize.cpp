@@ -103,7 +103,8 @@ void dequantize_row_q6_k(const BlockQ6K* src, float* dst, int64_t n_elems) {
       const int high = (block.qh[half * 32 + lane] >> (2 * quarter)) & 3;
       const int q = (low | (high << 4)) - 32;
       // NOTE(q6_k): (d * scale) first, then * q: ggml's order, needed for identical rounding.
-      out[elem] = d * block.scales[elem / 16] * q;
+      const int8_t scale = block.scales[elem / 16];
+      out[elem] = d * scale * q;
     }
   }
 }

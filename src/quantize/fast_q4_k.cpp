@@ -16,7 +16,9 @@ constexpr int kSubBlockElems = 32;
 constexpr int kSubBlocks = quant::kQkK / kSubBlockElems;  // 8
 
 int round_clamped(float value, int hi) {
-  const int rounded = static_cast<int>(value + 0.5f);  // value >= 0 here
+  // value >= 0 here; value + 0.5f then truncation is the rounding the reference quantizer uses,
+  // ties and all (lround would round some values just below .5 differently).
+  const int rounded = static_cast<int>(value + 0.5f);  // NOLINT(bugprone-incorrect-roundings)
   return std::clamp(rounded, 0, hi);
 }
 

@@ -162,6 +162,7 @@ Result<std::vector<TensorView>> parse(std::span<const std::byte> bytes, const st
   // Tensors must not share bytes (the format forbids it; a converter would silently read
   // one tensor as another).
   std::vector<const TensorView*> by_offset;
+  by_offset.reserve(views.size());
   for (const TensorView& view : views) by_offset.push_back(&view);
   std::sort(by_offset.begin(), by_offset.end(),
             [](const TensorView* a, const TensorView* b) { return a->data.data() < b->data.data(); });

@@ -340,17 +340,18 @@ void HttpServer::routes() {
     res.set_content(dump(shape_of(req) == ErrorShape::Anthropic ? anthropic_error_body(error) : error.body()),
                     "application/json");
   });
-  http_->set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = std::string("internal error: ") + e.what();
-    } catch (...) {
-    }
-    const ApiError error{.status = 500, .message = what, .type = "server_error", .param = "", .code = ""};
-    reply_error(res, route_label(req), error, shape_of(req));
-  });
+  http_->set_exception_handler(
+      [this](const httplib::Request& req, httplib::Response& res, const std::exception_ptr& ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = std::string("internal error: ") + e.what();
+        } catch (...) {
+        }
+        const ApiError error{.status = 500, .message = what, .type = "server_error", .param = "", .code = ""};
+        reply_error(res, route_label(req), error, shape_of(req));
+      });
   // The logger runs after an answer's last byte, for every request (routed or not).
   http_->set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
     current_access_record() = AccessRecord{.start = std::chrono::steady_clock::now(), .routed = true};

@@ -50,6 +50,7 @@ std::vector<std::shared_ptr<const LoadedModel>> ModelRegistry::loaded_models() c
 std::vector<ModelRegistry::Status> ModelRegistry::list() const {
   std::lock_guard lock(mutex_);
   std::vector<Status> out;
+  out.reserve(slots_.size());
   for (const Slot& slot : slots_) {
     out.push_back({.name = slot.source.name,
                    .loaded = slot.model != nullptr,

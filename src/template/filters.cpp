@@ -253,6 +253,7 @@ Result<Value> sort_filter(const Value& v, const CallArgs& args) {
   GUFO_ASSIGN_OR_RETURN(bool case_sensitive, bool_argument(args, 1, "case_sensitive", false));
   const Value* attribute = args.get(2, "attribute");
   std::vector<std::pair<Value, Value>> keyed;
+  keyed.reserve(items.size());
   for (const Value& item : items) {
     keyed.emplace_back(attribute != nullptr ? attribute_of(item, to_output_string(*attribute)) : item, item);
   }
@@ -271,6 +272,7 @@ Result<Value> sort_filter(const Value& v, const CallArgs& args) {
   });
   if (failed) return Error{"sort: cannot compare the items"};
   std::vector<Value> out;
+  out.reserve(keyed.size());
   for (auto& entry : keyed) out.push_back(std::move(entry.second));
   return Value::array(std::move(out));
 }

@@ -497,7 +497,7 @@ class Interpreter {
 
 }  // namespace
 
-Result<std::string> render_body(const Body& body, std::shared_ptr<Scope> globals, const RenderLimits& limits) {
+Result<std::string> render_body(const Body& body, const std::shared_ptr<Scope>& globals, const RenderLimits& limits) {
   Interpreter interpreter(limits);
   return interpreter.render(body, globals);
 }

@@ -24,6 +24,7 @@ struct RenderLimits {
 };
 
 // Renders `body` with `globals` (template variables and global functions) as the outer scope.
-Result<std::string> render_body(const Body& body, std::shared_ptr<Scope> globals, const RenderLimits& limits = {});
+Result<std::string> render_body(const Body& body, const std::shared_ptr<Scope>& globals,
+                                const RenderLimits& limits = {});
 
 }  // namespace gufo::tmpl
