@@ -10,12 +10,14 @@ format=${CLANG_FORMAT:-clang-format-16}
 command -v "$format" >/dev/null 2>&1 || { echo "check-format: $format not found (scripts/install-deps.sh installs it)"; exit 1; }
 mapfile -t files < <(git ls-files -- '*.cpp' '*.h' '*.cc' '*.hpp' '*.cu' '*.cuh')
 if [[ ${1:-} == --fix ]]; then
-  "$format" -i "${files[@]}"
+  "$format" -i "${files[@]}" || { echo "check-format: $format failed"; exit 1; }
   exit 0
 fi
 # One clang-format process for all files: it names each line that would change.
 report=$("$format" --dry-run --Werror "${files[@]}" 2>&1)
-[[ -z $report ]] && exit 0
+rc=$?
+[[ $rc -eq 0 && -z $report ]] && exit 0
+[[ -z $report ]] && { echo "check-format: $format failed (exit $rc) and said nothing"; exit 1; }
 grep -E "error:" <<<"$report" | cut -d: -f1 | sort -u | sed 's/^/check-format: not clang-formatted: /'
 echo "check-format: run scripts/check-format.sh --fix; the first differences:"
 head -n 12 <<<"$report"

@@ -9,7 +9,7 @@
 #      functional suite of `gufo serve` with OpenAI's client (tests/functional)
 #   3. `clang` (clang-16): build + unit tests, side by side in build/clang; then both builds'
 #      `gufo diagnose` must name their real compilers and give different fingerprints, and
-#      clang-tidy-16 finds nothing in src/ (scripts/check-tidy.sh, checks in .clang-tidy)
+#      clang-tidy-16 finds nothing in what build/clang compiles of src/ (scripts/check-tidy.sh)
 #   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + short libFuzzer runs of the GGUF
 #      reader, the tokenizer, the GBNF grammar parser, the JSON Schema compiler and its
 #      `pattern` translator

@@ -402,6 +402,7 @@ __global__ void __launch_bounds__(32 * kMaxWarps) attention_mma_kernel(Attention
   constexpr int kSharers = kSplit ? kMaxWarps : 1;
   constexpr int kOwnKeyTiles = T::kKeyTiles / kSharers;
   constexpr int kOwnDimTiles = T::kDimTiles / kSharers;
+  static_assert(T::kKeyTiles % kSharers == 0 && T::kDimTiles % kSharers == 0, "the sharers split the tiles evenly");
   extern __shared__ __align__(16) unsigned char shared[];
   // kStages K and V tiles, then (walk mode) the warps' totals.
   constexpr int kStageHalves = 2 * kKvTile * T::kStride;

@@ -1,7 +1,8 @@
 // Integer matmul for up to 8 activation rows (decode and small batches), in the CPU's
 // accumulation order like mat_mul_q.cu, so the same bits: S and M of each super-block are
 // exact integer sums, then the float chain runs over the super-blocks in ascending order.
-// The work is laid out for bandwidth: a warp owns one weight row, and its lanes read the
+// The work is laid out for bandwidth: a warp owns a weight row (mat_vec_q_kernel; for one
+// activation row, mat_vec_q_rows_kernel gives it several, one after the other), and its lanes read the
 // row's quants in 16-byte pieces (a lane group of LaneShare::kLanes lanes per super-block,
 // 32 / kLanes super-blocks side by side), so a warp's loads cover ~1 KiB of the row at once.
 // A lane's share of S and M is an exact integer; the group adds the shares by shuffles
@@ -14,9 +15,11 @@
 // pair: its scales unpacked once, without branches), the chain takes its operands from shared
 // memory rather than five shuffles per super-block, and loads go before arithmetic (LaneShare):
 // 587 instructions per row, 19.8 -> 14.9 us (1.9 TB/s) in a CUDA graph.
-// NOTE(mat_vec_q): one weight row per warp. Two (sharing the activation loads) measured slower
-// on the H200: tg128 of a Qwen3-8B shape 177 t/s against 191 (95 registers against 56, so
-// fewer warps in flight).
+// NOTE(mat_vec_q): two weight rows a warp computed together (sharing the activation loads)
+// measured slower on the H200: tg128 of a Qwen3-8B shape 177 t/s against 191 (95 registers
+// against 56, so fewer warps in flight). Rows one after the other, the next one's weights
+// loading while this one is multiplied (mat_vec_q_rows_kernel), measured faster on an H100
+// (session 16: 8B tg128 298.6 -> 319.2 t/s).
 // Tested by tests/ops/mat_mul_test.cpp (against the CPU, bit for bit).
 #include <cstddef>
 #include <string>
