@@ -606,7 +606,7 @@ Result<Grammar> compile_json_schema(const ordered_json& schema, const JsonSchema
       const size_t open = message.rfind('\'', at - 1);
       return left_recursion_error(message.substr(open + 1, at - open - 1), compiler.ref_rules());
     }
-    return Error{"#: the grammar compiled from this schema does not parse (a bug): " + message};
+    return Error{std::string(kJsonSchemaBugPrefix) + ": " + message};
   }
   return grammar;
 }

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/result.h"
 #include "grammar/grammar.h"
@@ -43,5 +44,11 @@ Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema, co
 // json_schema_to_gbnf, parsed: a root with no finite instance (a recursion that never ends)
 // is an error here.
 Result<Grammar> compile_json_schema(const nlohmann::ordered_json& schema, const JsonSchemaLimits& limits = {});
+
+// How the error of a compiled grammar that does not parse begins: a bug in the compiler, never
+// the schema's fault (the fuzz targets look for it). Every other error begins with the schema
+// location and says what is wrong there, and may quote the schema's own strings.
+inline constexpr std::string_view kJsonSchemaBugPrefix =
+    "#: the grammar compiled from this schema does not parse (a bug)";
 
 }  // namespace gufo::grammar
