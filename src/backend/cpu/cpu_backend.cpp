@@ -147,8 +147,9 @@ class Activations {
   }
 
   const std::vector<float>& of(model::NodeId id) const { return values_[static_cast<size_t>(id)]; }
-  const model::Node& node(const model::Graph& graph, const model::Node& node, int slot) const {
-    return graph.nodes[static_cast<size_t>(node.src[slot])];
+  // The node that `node` reads in input `slot`.
+  const model::Node& node(const model::Node& node, int slot) const {
+    return graph_.nodes[static_cast<size_t>(node.src[slot])];
   }
   const float* input(const model::Node& node, int slot) const { return of(node.src[slot]).data(); }
 
@@ -183,8 +184,8 @@ Status run_rms_norm(ThreadPool& pool, const model::Node& node, const float* x, c
 }
 
 // a + b, where b is a node of the same shape or a weight row broadcast over a's rows (a bias).
-Status run_add(const model::Graph& graph, const model::Node& node, const Activations& values, float* out) {
-  const model::Node& b = values.node(graph, node, 1);
+Status run_add(const model::Node& node, const Activations& values, float* out) {
+  const model::Node& b = values.node(node, 1);
   std::vector<float> bias;
   const float* bv = nullptr;
   if (b.op == model::Op::Weight) {
@@ -219,10 +220,10 @@ Status run_rope(ThreadPool& pool, const model::Graph& graph, const model::Node& 
 }
 
 // Stores the rows' K and V in the cache, then attends every row (padding rows give zeros).
-Status run_attention(ThreadPool& pool, const model::Graph& graph, const model::Node& node, const backend::Batch& batch,
-                     CpuKvCache& cache, const Activations& values, float* out) {
+Status run_attention(ThreadPool& pool, const model::Node& node, const backend::Batch& batch, CpuKvCache& cache,
+                     const Activations& values, float* out) {
   const auto& p = std::get<model::AttentionParams>(node.params);
-  if (p.layer >= cache.spec().n_layer || values.node(graph, node, 1).cols != cache.spec().n_embd_kv) {
+  if (p.layer >= cache.spec().n_layer || values.node(node, 1).cols != cache.spec().n_embd_kv) {
     return Error{"KV cache of " + std::to_string(cache.spec().n_layer) + " layers x " +
                  std::to_string(cache.spec().n_embd_kv) + " does not fit " + node.name};
   }
@@ -277,13 +278,13 @@ Status run_node(ThreadPool& pool, const model::Graph& graph, const model::Node& 
     case model::Op::RmsNorm:
       return run_rms_norm(pool, node, values.input(node, 0), weight(1), out);
     case model::Op::MatMul:
-      return mat_mul_fast(pool, values.input(node, 0), node.rows, values.node(graph, node, 0).cols, weight(1), out);
+      return mat_mul_fast(pool, values.input(node, 0), node.rows, values.node(node, 0).cols, weight(1), out);
     case model::Op::Add:
-      return run_add(graph, node, values, out);
+      return run_add(node, values, out);
     case model::Op::Rope:
       return run_rope(pool, graph, node, batch, values.input(node, 0), out);
     case model::Op::Attention:
-      return run_attention(pool, graph, node, batch, cache, values, out);
+      return run_attention(pool, node, batch, cache, values, out);
     case model::Op::SwiGlu:
       run_swiglu(pool, node, values.input(node, 0), values.input(node, 1), out);
       return {};

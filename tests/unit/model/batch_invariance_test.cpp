@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/quant/dot_kernels.h"
+#include "tests/unit/common/forward_rows.h"
 #include "tests/unit/common/temp_path.h"
 #include "tests/unit/common/tiny_model.h"
 
@@ -26,54 +27,23 @@ namespace {
 
 constexpr int32_t kPromptTokens = 70;
 
-struct Row {
-  int32_t token;
-  int32_t position;
-  int32_t seq;
-};
-
-// One forward of `rows`; the logits of every row, row-major.
-std::vector<float> forward(const engine::Model& model, backend::Backend& backend, backend::KvCache& cache,
-                           const std::vector<Row>& rows) {
-  backend::Batch batch;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    batch.tokens.push_back(rows[i].token);
-    batch.positions.push_back(rows[i].position);
-    batch.seq_ids.push_back(rows[i].seq);
-    batch.output_rows.push_back(static_cast<int32_t>(i));
-  }
-  auto graph = model.build_graph({.n_tokens = batch.n_tokens(), .n_outputs = batch.n_tokens()});
-  EXPECT_TRUE(graph.ok()) << graph.error().message;
-  std::vector<float> logits(rows.size() * static_cast<size_t>(model.hparams().n_vocab));
-  if (!graph.ok()) return logits;
-  const Status status = backend.forward(*graph, batch, cache, {.logits = logits, .argmax = {}});
-  EXPECT_TRUE(status.ok()) << status.error().message;
-  return logits;
-}
-
-std::vector<int32_t> prompt(const engine::Model& model) {
-  std::vector<int32_t> tokens(kPromptTokens);
-  for (int32_t i = 0; i < kPromptTokens; ++i) tokens[static_cast<size_t>(i)] = (i * 37 + 11) % 200 + 5;
-  return tokens;
-}
-
 // The prompt of sequence `seq` in batches of the given sizes (summing to the prompt's length),
 // each batch also carrying the same positions of sequence `beside` when it is >= 0: the logits
 // of `seq`'s rows in prompt order.
 std::vector<float> run_in_chunks(const engine::Model& model, backend::Backend& backend, backend::KvCache& cache,
                                  const std::vector<int>& sizes, int32_t seq, int32_t beside = -1) {
-  const std::vector<int32_t> tokens = prompt(model);
+  const std::vector<int32_t> tokens = testing::prompt_tokens(kPromptTokens);
   const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
   std::vector<float> logits;
   int32_t start = 0;
   for (int size : sizes) {
-    std::vector<Row> rows;
+    std::vector<testing::BatchRow> rows;
     for (int32_t p = start; p < start + size; ++p) {
       // The other sequence's rows first, so that `seq`'s rows are not at the batch's front.
       if (beside >= 0) rows.push_back({tokens[static_cast<size_t>(kPromptTokens - 1 - p)], p, beside});
     }
     for (int32_t p = start; p < start + size; ++p) rows.push_back({tokens[static_cast<size_t>(p)], p, seq});
-    const std::vector<float> batch = forward(model, backend, cache, rows);
+    const std::vector<float> batch = testing::forward_rows(model, backend, cache, rows);
     const size_t first = beside >= 0 ? static_cast<size_t>(size) * n_vocab : 0;
     logits.insert(logits.end(), batch.begin() + static_cast<std::ptrdiff_t>(first), batch.end());
     start += size;

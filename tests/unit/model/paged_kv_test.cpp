@@ -9,32 +9,20 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "tests/unit/common/forward_rows.h"
 #include "tests/unit/common/tiny_model.h"
 
 namespace gufo {
 namespace {
 
-std::vector<int32_t> prompt_tokens(int n) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) t[static_cast<size_t>(i)] = (i * 37 + 11) % 200 + 5;
-  return t;
-}
+using testing::prompt_tokens;
 
+// The logits of `tokens` of sequence `seq` from position `start` on, in one batch.
 std::vector<float> run(const engine::Model& model, backend::Backend& backend, backend::KvCache& cache,
                        const std::vector<int32_t>& tokens, int32_t start, int32_t seq) {
-  backend::Batch batch;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    batch.tokens.push_back(tokens[i]);
-    batch.positions.push_back(start + static_cast<int32_t>(i));
-    batch.seq_ids.push_back(seq);
-    batch.output_rows.push_back(static_cast<int32_t>(i));
-  }
-  auto graph = model.build_graph({.n_tokens = batch.n_tokens(), .n_outputs = batch.n_tokens()});
-  EXPECT_TRUE(graph.ok());
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(model.hparams().n_vocab));
-  const Status status = backend.forward(*graph, batch, cache, {.logits = logits, .argmax = {}});
-  EXPECT_TRUE(status.ok()) << status.error().message;
-  return logits;
+  std::vector<testing::BatchRow> rows;
+  for (size_t i = 0; i < tokens.size(); ++i) rows.push_back({tokens[i], start + static_cast<int32_t>(i), seq});
+  return testing::forward_rows(model, backend, cache, rows);
 }
 
 backend::KvCacheSpec spec_of(const engine::Model& model, int64_t n_seq, int64_t n_blocks) {
