@@ -19,8 +19,8 @@ struct BatchRow {
   int32_t seq;
 };
 
-inline std::vector<float> forward_rows(const engine::Model& model, backend::Backend& backend,
-                                       backend::KvCache& cache, const std::vector<BatchRow>& rows) {
+inline std::vector<float> forward_rows(const engine::Model& model, backend::Backend& backend, backend::KvCache& cache,
+                                       const std::vector<BatchRow>& rows) {
   backend::Batch batch;
   for (size_t i = 0; i < rows.size(); ++i) {
     batch.tokens.push_back(rows[i].token);
