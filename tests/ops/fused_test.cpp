@@ -171,12 +171,12 @@ TEST(CudaFused, QkNormRopeGivesTheSeparateKernelsBits) {
           DeviceBuffer<float> qn2(q.size()), kn2(k.size()), qo2(q.size()), ko2(k.size());
           Pool separate(store == 1, k_cols), fused(store == 1, k_cols);
           const float* fp = factors ? dff.get() : nullptr;
+          DeviceBuffer<float> angles(static_cast<size_t>(rows * head_dim));
+          ASSERT_TRUE(cuda::rope_angles(dpos.get(), rows, head_dim, 1e6f, fp, angles.get(), nullptr).ok());
           ASSERT_TRUE(cuda::rms_norm(dq.get(), rows, q_cols, dwq.get(), head_dim, 1e-6f, qn1.get(), nullptr).ok());
           ASSERT_TRUE(cuda::rms_norm(dk.get(), rows, k_cols, dwk.get(), head_dim, 1e-6f, kn1.get(), nullptr).ok());
-          ASSERT_TRUE(
-              cuda::rope(qn1.get(), qo1.get(), rows, q_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
-          ASSERT_TRUE(
-              cuda::rope(kn1.get(), ko1.get(), rows, k_cols, dpos.get(), head_dim, true, 1e6f, fp, nullptr).ok());
+          ASSERT_TRUE(cuda::rope(qn1.get(), qo1.get(), rows, q_cols, angles.get(), head_dim, true, nullptr).ok());
+          ASSERT_TRUE(cuda::rope(kn1.get(), ko1.get(), rows, k_cols, angles.get(), head_dim, true, nullptr).ok());
           const cuda::BatchRows batch{.positions = dpos.get(), .seq_ids = dseqs.get(), .n_rows = rows};
           if (store) {
             ASSERT_TRUE(cuda::kv_store(separate.layer(), batch, ko1.get(), k_cols, dv.get(), k_cols, nullptr).ok());
@@ -190,9 +190,8 @@ TEST(CudaFused, QkNormRopeGivesTheSeparateKernelsBits) {
                                           .q_norm = dwq.get(),
                                           .k_norm = dwk.get(),
                                           .eps = 1e-6f,
+                                          .angles = angles.get(),
                                           .positions = dpos.get(),
-                                          .theta = 1e6f,
-                                          .freq_factors = fp,
                                           .q_normed = qn2.get(),
                                           .k_normed = kn2.get(),
                                           .q_out = qo2.get(),

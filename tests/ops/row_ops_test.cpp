@@ -110,9 +110,13 @@ TEST(CudaRowOps, RopeMatchesTheCpu) {
         for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + static_cast<float>(i % 7);
         DeviceBuffer<float> dx(x), dff(ff), dout(x.size());
         DeviceBuffer<int32_t> dpos(positions);
-        ASSERT_TRUE(cuda::rope(dx.get(), dout.get(), rows, cols, dpos.get(), head_dim, type == model::RopeType::Neox,
-                               1e6f, factors ? dff.get() : nullptr, nullptr)
-                        .ok());
+        DeviceBuffer<float> angles(static_cast<size_t>(rows * head_dim));
+        ASSERT_TRUE(
+            cuda::rope_angles(dpos.get(), rows, head_dim, 1e6f, factors ? dff.get() : nullptr, angles.get(), nullptr)
+                .ok());
+        ASSERT_TRUE(
+            cuda::rope(dx.get(), dout.get(), rows, cols, angles.get(), head_dim, type == model::RopeType::Neox, nullptr)
+                .ok());
         cpu::rope(x.data(), rows, cols, positions, head_dim, type, 1e6f, factors ? ff.data() : nullptr);
         // NOTE(row_ops_test): both compute the angle in double and round cos/sin to float; a
         // 1-2 ulp difference in the double cos can flip a float rounding, rarely.

@@ -95,6 +95,15 @@ struct Plan {
   size_t scratch_bytes = 0;  // what every node but attention needs (node_scratch_bytes)
   // Attention's split partials follow the cache's context, so they are sized per forward.
   std::optional<AttentionShape> attention;
+  int64_t rope_head_dim = 0;  // the widest Rope's: rope_angles() per row
+};
+
+// What a forward's RoPE angles (rope_angles) were computed for.
+struct RopeKey {
+  float theta;
+  int64_t head_dim;
+  const float* freq_factors;
+  bool operator==(const RopeKey&) const = default;
 };
 
 struct GraphKey {
@@ -148,6 +157,9 @@ class CudaBackend final : public backend::Backend {
   Status launch_outputs(const model::Graph& graph, const Plan& plan, const backend::ForwardOutputs& outputs);
   Status run_node(const model::Graph& graph, size_t id, const Plan& plan, CudaKvCache& cache);
   Status run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan, const CudaKvCache& cache);
+  // The batch's angles for a Rope node: computed by the first node of a forward that needs
+  // them, reused by the rest (every layer of the supported models rotates alike).
+  Result<const float*> angles_for(const model::Graph& graph, const model::Node& rope);
   // The cache layer an Attention node reads and writes; an error when the cache does not fit it.
   Result<KvLayer> kv_layer_for(const model::Graph& graph, const model::Node& attention, const CudaKvCache& cache) const;
   BatchRows batch_rows() const {
@@ -193,7 +205,9 @@ class CudaBackend final : public backend::Backend {
   DeviceMemory arena_;
   DeviceMemory scratch_;
   DeviceMemory tickets_;  // attention()'s, zero between launches
-  DeviceMemory batch_;    // tokens, positions, seq_ids, output_rows: 4 arrays of batch_capacity_
+  DeviceMemory angles_;   // rope_angles() of the current forward's rows
+  std::optional<RopeKey> angles_key_;
+  DeviceMemory batch_;  // tokens, positions, seq_ids, output_rows: 4 arrays of batch_capacity_
   int64_t batch_capacity_ = 0;
   PinnedMemory batch_host_;
   DeviceMemory outputs_;  // argmax ids
@@ -346,6 +360,9 @@ Result<const Plan*> CudaBackend::plan_for(const model::Graph& graph, const CudaK
     for (const model::Node& node : graph.nodes) {
       plan.scratch_bytes = std::max(plan.scratch_bytes, node_scratch_bytes(graph, node));
       if (node.op == model::Op::Attention) plan.attention = attention_shape(node);
+      if (node.op == model::Op::Rope) {
+        plan.rope_head_dim = std::max(plan.rope_head_dim, std::get<model::RopeParams>(node.params).head_dim);
+      }
     }
     it = plans_.emplace(key, std::move(plan)).first;
   }
@@ -365,6 +382,9 @@ Result<const Plan*> CudaBackend::plan_for(const model::Graph& graph, const CudaK
     }
   }
   GUFO_RETURN_IF_ERROR(reserve(arena_, plan.activations.arena_bytes, "activations"));
+  GUFO_RETURN_IF_ERROR(
+      reserve(angles_, static_cast<size_t>(std::max<int64_t>(graph.n_tokens * plan.rope_head_dim, 1)) * sizeof(float),
+              "rope angles"));
   GUFO_RETURN_IF_ERROR(reserve(scratch_, std::max(scratch, kDeviceAlign), "scratch"));
   return &plan;
 }
@@ -530,12 +550,8 @@ Status CudaBackend::run_node(const model::Graph& graph, size_t id, const Plan& p
     }
     case model::Op::Rope: {
       const auto& p = std::get<model::RopeParams>(node.params);
-      const float* factors = nullptr;
-      if (node.src[1] != model::kNoNode) {
-        GUFO_ASSIGN_OR_RETURN(factors, vector_of(src(graph, node, 1)));
-      }
-      return rope(input(0), out, node.rows, node.cols, batch_rows().positions, p.head_dim,
-                  p.type == model::RopeType::Neox, p.theta, factors, stream_);
+      GUFO_ASSIGN_OR_RETURN(const float* angles, angles_for(graph, node));
+      return rope(input(0), out, node.rows, node.cols, angles, p.head_dim, p.type == model::RopeType::Neox, stream_);
     }
     case model::Op::Attention:
       quantized_ = {};  // scratch is reused
@@ -571,7 +587,21 @@ Status CudaBackend::launch_outputs(const model::Graph& graph, const Plan& plan,
   return {};
 }
 
-// A fused run (fusion_plan.h): one kernel writes every member's output.
+Result<const float*> CudaBackend::angles_for(const model::Graph& graph, const model::Node& rope) {
+  const auto& p = std::get<model::RopeParams>(rope.params);
+  const float* factors = nullptr;
+  if (rope.src[1] != model::kNoNode) {
+    GUFO_ASSIGN_OR_RETURN(factors, vector_of(src(graph, rope, 1)));
+  }
+  const RopeKey key{.theta = p.theta, .head_dim = p.head_dim, .freq_factors = factors};
+  if (angles_key_ != key) {
+    GUFO_RETURN_IF_ERROR(
+        rope_angles(batch_rows().positions, n_rows_, p.head_dim, p.theta, factors, angles_.get<float>(), stream_));
+    angles_key_ = key;
+  }
+  return angles_.get<float>();
+}
+
 Result<QuantActs> CudaBackend::quantized_input(const Plan& plan, model::NodeId source, int64_t rows, int64_t k,
                                                DType type) {
   const bool q8k = wants_q8k(type);
@@ -583,6 +613,7 @@ Result<QuantActs> CudaBackend::quantized_input(const Plan& plan, model::NodeId s
   return acts;
 }
 
+// A fused run (fusion_plan.h): one kernel writes every member's output.
 Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, const Plan& plan,
                               const CudaKvCache& cache) {
   const auto out = [&](size_t member) { return value(plan, run.nodes[member]); };
@@ -610,13 +641,9 @@ Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, cons
       const model::Node& nk = graph.nodes[static_cast<size_t>(run.nodes[1])];
       const model::Node& rq = graph.nodes[static_cast<size_t>(run.nodes[2])];
       const auto& norm = std::get<model::RmsNormParams>(nq.params);
-      const auto& rope = std::get<model::RopeParams>(rq.params);
       GUFO_ASSIGN_OR_RETURN(const float* q_norm, vector_of(src(graph, nq, 1)));
       GUFO_ASSIGN_OR_RETURN(const float* k_norm, vector_of(src(graph, nk, 1)));
-      const float* factors = nullptr;
-      if (rq.src[1] != model::kNoNode) {
-        GUFO_ASSIGN_OR_RETURN(factors, vector_of(src(graph, rq, 1)));
-      }
+      GUFO_ASSIGN_OR_RETURN(const float* angles, angles_for(graph, rq));
       const BatchRows rows = batch_rows();
       KvLayer kv;
       const float* v = nullptr;
@@ -634,9 +661,8 @@ Status CudaBackend::run_fused(const model::Graph& graph, const Fusion& run, cons
                            .q_norm = q_norm,
                            .k_norm = k_norm,
                            .eps = norm.eps,
+                           .angles = angles,
                            .positions = rows.positions,
-                           .theta = rope.theta,
-                           .freq_factors = factors,
                            .q_normed = out(0),
                            .k_normed = out(1),
                            .q_out = out(2),
@@ -690,6 +716,7 @@ Status CudaBackend::launch_graph(const model::Graph& graph, const Plan& plan, Cu
                                  const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) {
   std::vector<float> tapped;
   quantized_ = {};
+  angles_key_.reset();
   for (size_t id = 0; id < graph.nodes.size(); ++id) {
     const model::Node& node = graph.nodes[id];
     if (node.op == model::Op::Weight || node.op == model::Op::Tokens) continue;

@@ -1,8 +1,8 @@
 // The fused runs of fusion_plan.h: add_rms_norm (a residual add, the RmsNorm of its sum and
 // the quantization of the normalized rows), qk_norm_rope (Qwen3's per-head q/k norms and
-// RoPE, and the KV cache store) and swiglu_quant. Each repeats the separate kernels' float operations in their order
-// (rms_norm.cuh, quantize_block.cuh, row_ops.cu's rope angle and silu), so the outputs are
-// their bits.
+// RoPE by rope_angles()'s table, and the KV cache store) and swiglu_quant. Each repeats the
+// separate kernels' float operations in their order (rms_norm.cuh, quantize_block.cuh, rope's
+// rotation, silu), so the outputs are their bits.
 // Tested by tests/ops/fused_test.cpp (against the separate kernels, bit for bit).
 #include <string>
 
@@ -11,7 +11,6 @@
 #include "backend/cuda/ops/ops.h"
 #include "backend/cuda/ops/quantize_block.cuh"
 #include "backend/cuda/ops/rms_norm.cuh"
-#include "backend/cuda/ops/rope.cuh"
 #include "backend/cuda/ops/silu.cuh"
 
 namespace gufo::cuda {
@@ -222,9 +221,8 @@ void launch_add_norm(const AddNormArgs& a, int q_block, gpu::stream_t stream) {
 
 // A lane group per (row, head): q's heads, then k's, then (storing the KV cache) v's. Lane l
 // holds float4 piece l of the head (head_dim / 4 <= 32 pieces); neox pairs (e, e + head_dim /
-// 2) are head_dim / 8 lanes apart. The rotation angles and the norm weights need nothing an
-// earlier kernel writes (the batch was copied before the first kernel), so they are computed
-// while that kernel finishes.
+// 2) are head_dim / 8 lanes apart. The norm weights need nothing an earlier kernel writes, so
+// they are loaded while that kernel finishes; the angles (rope_angles) come after the wait.
 __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a) {
   const bool store = a.kv.k != nullptr;
   const int64_t heads = a.n_head + a.n_head_kv * (store ? 2 : 1);
@@ -244,17 +242,20 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a
   const bool first_half = lane < apart;
   const bool has_piece = live && lane < pieces;
   const int32_t position = live ? a.positions[row] : 0;
-  float c[4] = {}, s[4] = {};
   float4 g = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  if (has_piece && !is_v) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      rope_angle((first_half ? lane : lane - apart) * 4 + j, position, a.head_dim, a.theta, a.freq_factors, c[j], s[j]);
-    }
-    g = reinterpret_cast<const float4*>(is_q ? a.q_norm : a.k_norm)[lane];
-  }
+  if (has_piece && !is_v) g = reinterpret_cast<const float4*>(is_q ? a.q_norm : a.k_norm)[lane];
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
+  // The (cos, sin) of pairs 4p .. 4p + 3, p = this lane's piece in its half: two float4s.
+  float4 cs[2] = {};
+  if (has_piece && !is_v) {
+    const float4* pairs =
+        reinterpret_cast<const float4*>(a.angles + row * a.head_dim) + 2 * (first_half ? lane : lane - apart);
+    cs[0] = pairs[0];
+    cs[1] = pairs[1];
+  }
+  const float c[4] = {cs[0].x, cs[0].z, cs[1].x, cs[1].z};
+  const float s[4] = {cs[0].y, cs[0].w, cs[1].y, cs[1].w};
   const int32_t seq = store && live ? a.seq_ids[row] : kPaddingSeq;
   const int64_t cache_at =
       seq != kPaddingSeq ? cache_row(a.kv, seq, position) * a.kv.n_embd_kv + kv_head * a.head_dim + 4 * lane : 0;
@@ -389,12 +390,13 @@ Status qk_norm_rope(const QkNormRopeArgs& args, gpu::stream_t stream) {
                  std::to_string(args.head_dim)};
   }
   if (segments == 0) return {};
+  if (args.angles == nullptr || args.positions == nullptr) return Error{"qk_norm_rope: no angles or positions"};
   for (const void* p :
        {static_cast<const void*>(args.q), static_cast<const void*>(args.k), static_cast<const void*>(args.q_norm),
         static_cast<const void*>(args.k_norm), static_cast<const void*>(args.q_normed),
         static_cast<const void*>(args.k_normed), static_cast<const void*>(args.q_out),
-        static_cast<const void*>(args.k_out), static_cast<const void*>(args.v), static_cast<const void*>(args.kv.k),
-        static_cast<const void*>(args.kv.v)}) {
+        static_cast<const void*>(args.k_out), static_cast<const void*>(args.v), static_cast<const void*>(args.angles),
+        static_cast<const void*>(args.kv.k), static_cast<const void*>(args.kv.v)}) {
     if (!aligned16(p)) return Error{"qk_norm_rope: a buffer is not 16-byte aligned"};
   }
   constexpr int64_t kPerBlock = kThreads / gpu::group_lanes;

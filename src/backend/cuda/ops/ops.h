@@ -38,11 +38,18 @@ Status swiglu(const float* gate, const float* up, int64_t n, float* out, gpu::st
 // out[i, :] = x[rows[i], :] for i < n_rows (rows: device indices).
 Status gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n_rows, float* out, gpu::stream_t stream);
 
-// out = x [rows, cols] (heads of head_dim) rotated at positions[row] (device), angles in
-// double as the CPU computes them; freq_factors [head_dim / 2] or null; out may be x.
+// The rotation of each row's pairs: angles [rows, head_dim / 2, 2] = (cos, sin) of pair i's
+// angle at positions[row] (device), computed in double as the CPU computes them and rounded
+// to float; freq_factors [head_dim / 2] or null.
+// NOTE(rope): the angles follow the positions alone, so a forward computes them once for all
+// its layers (the double pow, cos and sin are the long part of a decode step's RoPE).
+Status rope_angles(const int32_t* positions, int64_t rows, int64_t head_dim, float theta, const float* freq_factors,
+                   float* angles, gpu::stream_t stream);
+
+// out = x [rows, cols] (heads of head_dim) rotated by rope_angles()'s angles; out may be x.
 // neox: pairs (i, i + head_dim / 2), else (2i, 2i + 1) (model::RopeType).
-Status rope(const float* x, float* out, int64_t rows, int64_t cols, const int32_t* positions, int64_t head_dim,
-            bool neox, float theta, const float* freq_factors, gpu::stream_t stream);
+Status rope(const float* x, float* out, int64_t rows, int64_t cols, const float* angles, int64_t head_dim, bool neox,
+            gpu::stream_t stream);
 
 // out[r] = the index of the largest x[r, :] (ties to the lower index; NaN never wins).
 Status argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out, gpu::stream_t stream);
@@ -153,7 +160,8 @@ Status add_rms_norm(const float* a, const float* b, int64_t rows, int64_t cols, 
                     float* out, const QuantActs* quant, gpu::stream_t stream);
 
 // Qwen3's attention inputs: q_normed = rms_norm(q) per head with q_norm (and k alike), then
-// q_out, k_out = rope (neox) of those at positions[row], as rms_norm() and rope() compute them.
+// q_out, k_out = rope (neox) of those by rope_angles()'s angles, as rms_norm() and rope()
+// compute them.
 // Every buffer 16-byte aligned; head_dim a multiple of 8 up to 128. With kv.k set, also
 // kv_store() of k_out and v at the batch's rows (the attention that reads them then stores
 // nothing).
@@ -167,9 +175,8 @@ struct QkNormRopeArgs {
   const float* q_norm = nullptr;  // [head_dim]
   const float* k_norm = nullptr;
   float eps = 1e-6f;
-  const int32_t* positions = nullptr;
-  float theta = 10000.0f;
-  const float* freq_factors = nullptr;  // [head_dim / 2] or null
+  const float* angles = nullptr;       // [rows, head_dim / 2, 2] (rope_angles)
+  const int32_t* positions = nullptr;  // the KV store's
   float* q_normed = nullptr;
   float* k_normed = nullptr;
   float* q_out = nullptr;

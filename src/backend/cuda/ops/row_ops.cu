@@ -83,9 +83,24 @@ __global__ void gather_rows_kernel(const float* x, int64_t cols, const int32_t* 
   for (int64_t col = threadIdx.x; col < cols; col += blockDim.x) out[row * cols + col] = src[col];
 }
 
-// One thread per (row, pair, head); the angle is computed as backend/cpu/ops/rope.cpp does.
-__global__ void rope_kernel(const float* x, float* out, int64_t rows, int64_t cols, const int32_t* positions,
-                            int64_t head_dim, bool neox, float theta, const float* freq_factors) {
+// One thread per (row, pair): the angle as backend/cpu/ops/rope.cpp computes it.
+__global__ void rope_angles_kernel(const int32_t* positions, int64_t rows, int64_t head_dim, float theta,
+                                   const float* freq_factors, float* angles) {
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
+  const int64_t half = head_dim / 2;
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < rows * half;
+       item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float c, s;
+    rope_angle(item % half, positions[item / half], head_dim, theta, freq_factors, c, s);
+    angles[2 * item] = c;
+    angles[2 * item + 1] = s;
+  }
+}
+
+// One thread per (row, pair, head).
+__global__ void rope_kernel(const float* x, float* out, int64_t rows, int64_t cols, const float* angles,
+                            int64_t head_dim, bool neox) {
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   const int64_t half = head_dim / 2;
@@ -96,8 +111,8 @@ __global__ void rope_kernel(const float* x, float* out, int64_t rows, int64_t co
     const int64_t head = item % n_heads;
     const int64_t i = (item / n_heads) % half;
     const int64_t row = item / (n_heads * half);
-    float c, s;
-    rope_angle(i, positions[row], head_dim, theta, freq_factors, c, s);
+    const float c = angles[2 * (row * half + i)];
+    const float s = angles[2 * (row * half + i) + 1];
     const float* h = x + row * cols + head * head_dim;
     float* o = out + row * cols + head * head_dim;
     const int64_t a = neox ? i : 2 * i;
@@ -222,15 +237,25 @@ Status gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n_
   return launched("gather_rows", n_rows);
 }
 
-Status rope(const float* x, float* out, int64_t rows, int64_t cols, const int32_t* positions, int64_t head_dim,
-            bool neox, float theta, const float* freq_factors, gpu::stream_t stream) {
+Status rope_angles(const int32_t* positions, int64_t rows, int64_t head_dim, float theta, const float* freq_factors,
+                   float* angles, gpu::stream_t stream) {
+  if (head_dim < 2 || head_dim % 2 != 0) return Error{"rope: head_dim " + std::to_string(head_dim) + " is not even"};
+  const int64_t n = rows * head_dim / 2;
+  if (n == 0) return {};
+  (void)gpu::launch(rope_angles_kernel, grid_stride_blocks(n), kThreads, 0, stream, positions, rows, head_dim, theta,
+                    freq_factors, angles);
+  return launched("rope_angles", n);
+}
+
+Status rope(const float* x, float* out, int64_t rows, int64_t cols, const float* angles, int64_t head_dim, bool neox,
+            gpu::stream_t stream) {
   if (head_dim < 2 || head_dim % 2 != 0 || cols % head_dim != 0) {
     return Error{"rope: width " + std::to_string(cols) + " is not a multiple of head_dim " + std::to_string(head_dim)};
   }
   const int64_t n = rows * cols / 2;
   if (n == 0) return {};
-  (void)gpu::launch(rope_kernel, grid_stride_blocks(n), kThreads, 0, stream, x, out, rows, cols, positions, head_dim,
-                    neox, theta, freq_factors);
+  (void)gpu::launch(rope_kernel, grid_stride_blocks(n), kThreads, 0, stream, x, out, rows, cols, angles, head_dim,
+                    neox);
   return launched("rope", n);
 }
 
