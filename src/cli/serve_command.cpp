@@ -164,9 +164,10 @@ int run_serve(ServeOptions options) {
   std::fprintf(stderr, "gufo serve: ready: %zu model(s), default %s\n", models.list().size(), first.name.c_str());
 
   const char* signal_name = stop.wait_first();
+  // Refusing first: a client that reads the line below and sends a request gets the 503.
+  http.stop_accepting();
   std::fprintf(stderr, "gufo serve: %s: finishing running requests (up to %.0f s; a second signal cancels them)\n",
                signal_name, options.grace_seconds);
-  http.stop_accepting();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.grace_seconds);
   const auto busy = [&models] {
     for (const auto& model : models.loaded_models()) {
