@@ -7,8 +7,9 @@
 # Usage: tools/bench/gpu_ab.sh NAME=GUFO [NAME=GUFO ...]
 #   GUFO: a gufo binary, or one compressed with xz (PATH.xz).
 #   MODELS="qwen3:8b qwen3:1.7b" (ARCH:SHAPE of gufo synth), BENCH="-p 512 -n 128 -d 0,4096 -r 2",
-#   BENCH_DIR=/tmp/gufo-bench (models and unpacked binaries).
-# Prints, per model, each build's bench lines under "## MODEL NAME".
+#   BENCH_DIR=/tmp/gufo-bench (models and unpacked binaries), ROUNDS=1 (the whole, again: machines
+#   drift within a call, so a second round says what is noise).
+# Prints, per round and model, each build's bench lines under "## MODEL NAME".
 set -uo pipefail
 [[ $# -ge 1 ]] || { echo "usage: gpu_ab.sh NAME=GUFO [NAME=GUFO ...]" >&2; exit 2; }
 dir=${BENCH_DIR:-/tmp/gufo-bench}
@@ -23,16 +24,18 @@ for arg in "$@"; do
   fi
   names+=("$name") bins+=("$bin")
 done
-for entry in ${MODELS:-qwen3:8b qwen3:1.7b}; do
-  arch=${entry%%:*} shape=${entry##*:}
-  model="$dir/$arch-$shape-q4_k_m.gguf"
-  if [[ ! -f $model ]]; then
-    "${bins[0]}" synth --arch "$arch" --shape "$shape" --type q4_k_m -o "$model" >/dev/null ||
-      { echo "gpu_ab.sh: gufo synth --arch $arch --shape $shape failed" >&2; exit 1; }
-  fi
-  for i in "${!names[@]}"; do
-    echo "## $arch $shape ${names[$i]}"
-    # shellcheck disable=SC2086  # BENCH is a list of flags
-    "${bins[$i]}" bench --device cuda -m "$model" ${BENCH:--p 512 -n 128 -d 0,4096 -r 2} 2>&1 | grep -E "^\| .*(pp|tg)"
+for round in $(seq "${ROUNDS:-1}"); do
+  for entry in ${MODELS:-qwen3:8b qwen3:1.7b}; do
+    arch=${entry%%:*} shape=${entry##*:}
+    model="$dir/$arch-$shape-q4_k_m.gguf"
+    if [[ ! -f $model ]]; then
+      "${bins[0]}" synth --arch "$arch" --shape "$shape" --type q4_k_m -o "$model" >/dev/null ||
+        { echo "gpu_ab.sh: gufo synth --arch $arch --shape $shape failed" >&2; exit 1; }
+    fi
+    for i in "${!names[@]}"; do
+      echo "## $arch $shape ${names[$i]} (round $round)"
+      # shellcheck disable=SC2086  # BENCH is a list of flags
+      "${bins[$i]}" bench --device cuda -m "$model" ${BENCH:--p 512 -n 128 -d 0,4096 -r 2} 2>&1 | grep -E "^\| .*(pp|tg)"
+    done
   done
 done
