@@ -31,7 +31,31 @@ double Sampler::uniform() {
   return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
+namespace {
+
+// Descending logits, the lower id first among equals: the one order every step sorts by.
+constexpr auto by_logit = [](const auto& a, const auto& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+};
+
+}  // namespace
+
 int32_t Sampler::sample(std::span<const float> logits) {
+  load_candidates(logits);
+  apply_penalties();
+  if (params_.temperature <= 0.0f) return std::min_element(candidates_.begin(), candidates_.end(), by_logit)->id;
+  size_t sorted = keep_top_k();
+  float max_logit = candidates_.front().logit;
+  if (sorted == 0) {
+    for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
+  }
+  // Probabilities at temperature 1 decide top-p and min-p (as llama.cpp's default chain).
+  if (params_.top_p < 1.0f) keep_top_p(max_logit, sorted);
+  if (params_.min_p > 0.0f) keep_min_p(max_logit);
+  return draw(max_logit);
+}
+
+void Sampler::load_candidates(std::span<const float> logits) {
   candidates_.clear();
   candidates_.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -40,84 +64,71 @@ int32_t Sampler::sample(std::span<const float> logits) {
   for (const auto& [id, bias] : params_.logit_bias) {
     if (id >= 0 && static_cast<size_t>(id) < candidates_.size()) candidates_[static_cast<size_t>(id)].logit += bias;
   }
+}
 
-  // Penalties over the last penalty_last_n tokens.
+// Penalties over the last penalty_last_n tokens.
+void Sampler::apply_penalties() {
   const size_t n_recent = std::min(history_.size(), static_cast<size_t>(params_.penalty_last_n));
-  if (n_recent > 0 &&
-      (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f)) {
-    std::unordered_map<int32_t, int> counts;
-    for (size_t i = history_.size() - n_recent; i < history_.size(); ++i) ++counts[history_[i]];
-    for (const auto& [id, count] : counts) {
-      if (id < 0 || static_cast<size_t>(id) >= candidates_.size()) continue;
-      float& logit = candidates_[static_cast<size_t>(id)].logit;
-      logit = logit > 0.0f ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
-      logit -= static_cast<float>(count) * params_.frequency_penalty + params_.presence_penalty;
+  if (n_recent == 0 ||
+      (params_.repeat_penalty == 1.0f && params_.presence_penalty == 0.0f && params_.frequency_penalty == 0.0f)) {
+    return;
+  }
+  std::unordered_map<int32_t, int> counts;
+  for (size_t i = history_.size() - n_recent; i < history_.size(); ++i) ++counts[history_[i]];
+  for (const auto& [id, count] : counts) {
+    if (id < 0 || static_cast<size_t>(id) >= candidates_.size()) continue;
+    float& logit = candidates_[static_cast<size_t>(id)].logit;
+    logit = logit > 0.0f ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
+    logit -= static_cast<float>(count) * params_.frequency_penalty + params_.presence_penalty;
+  }
+}
+
+// NOTE(sampler): only as much of the vocabulary is sorted as a filter needs (top-k: k;
+// top-p: a head grown until it holds the mass); a server samples every sequence of every
+// step on one thread, and sorting 150k logits each time cost more than the forward pass.
+size_t Sampler::keep_top_k() {
+  if (params_.top_k <= 0 || static_cast<size_t>(params_.top_k) >= candidates_.size()) return 0;
+  const auto keep = static_cast<size_t>(params_.top_k);
+  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep), candidates_.end(),
+                    by_logit);
+  candidates_.resize(keep);
+  return keep;
+}
+
+// The smallest head of the sorted candidates whose mass reaches top_p; the head that is sorted
+// grows fourfold from 64 (or from top-k's) until it holds the mass.
+void Sampler::keep_top_p(float max_logit, size_t& sorted) {
+  const size_t keep = candidates_.size();
+  double sum = 0.0;
+  for (const Candidate& c : candidates_) sum += std::exp(static_cast<double>(c.logit - max_logit));
+  for (size_t head = sorted > 0 ? sorted : std::min<size_t>(keep, 64);; head = std::min(keep, head * 4)) {
+    if (head > sorted) {
+      std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(head), candidates_.end(),
+                        by_logit);
+      sorted = head;
     }
-  }
-
-  const auto by_logit = [](const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
-  if (params_.temperature <= 0.0f) {
-    return std::min_element(candidates_.begin(), candidates_.end(), by_logit)->id;
-  }
-
-  // NOTE(sampler): only as much of the vocabulary is sorted as a filter needs (top-k: k;
-  // top-p: a head grown until it holds the mass); a server samples every sequence of every
-  // step on one thread, and sorting 150k logits each time cost more than the forward pass.
-  size_t keep = candidates_.size();
-  size_t sorted = 0;  // candidates_[0, sorted) are the most probable, in descending order
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
-    keep = static_cast<size_t>(params_.top_k);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep), candidates_.end(),
-                      by_logit);
-    candidates_.resize(keep);
-    sorted = keep;
-  }
-  float max_logit = candidates_.front().logit;
-  if (sorted == 0) {
-    for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
-  }
-
-  // Probabilities at temperature 1 decide top-p and min-p (as llama.cpp's default chain).
-  if (params_.top_p < 1.0f) {
-    double sum = 0.0;
-    for (const Candidate& c : candidates_) sum += std::exp(static_cast<double>(c.logit - max_logit));
-    size_t head = sorted > 0 ? sorted : std::min<size_t>(keep, 64);
-    for (;;) {
-      if (head > sorted) {
-        std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(head),
-                          candidates_.end(), by_logit);
-        sorted = head;
+    double cumulative = 0.0;
+    for (size_t i = 0; i < head; ++i) {
+      cumulative += std::exp(static_cast<double>(candidates_[i].logit - max_logit)) / sum;
+      if (cumulative >= params_.top_p) {
+        candidates_.resize(i + 1);
+        return;
       }
-      double cumulative = 0.0;
-      size_t cut = 0;
-      for (size_t i = 0; i < head; ++i) {
-        cumulative += std::exp(static_cast<double>(candidates_[i].logit - max_logit)) / sum;
-        if (cumulative >= params_.top_p) {
-          cut = i + 1;
-          break;
-        }
-      }
-      if (cut > 0) {
-        keep = cut;
-        break;
-      }
-      if (head == keep) break;  // rounding: the whole mass falls short of top_p; keep everything
-      head = std::min(keep, head * 4);
     }
-    candidates_.resize(keep);
+    if (head == keep) return;  // rounding: the whole mass falls short of top_p; keep everything
   }
-  if (params_.min_p > 0.0f) {
-    // p_i / p_max = e^(l_i - l_max): no normalization needed. The order is kept.
-    const float min_p = params_.min_p;
-    std::erase_if(candidates_, [&](const Candidate& c) {
-      return std::exp(static_cast<double>(c.logit - max_logit)) < static_cast<double>(min_p);
-    });
-  }
+}
 
-  // Temperature, then one draw over what is left (in its current order, fixed by the steps
-  // above, so the same seed gives the same token).
+// p_i / p_max = e^(l_i - l_max): no normalization needed. The order is kept.
+void Sampler::keep_min_p(float max_logit) {
+  const auto min_p = static_cast<double>(params_.min_p);
+  std::erase_if(candidates_,
+                [&](const Candidate& c) { return std::exp(static_cast<double>(c.logit - max_logit)) < min_p; });
+}
+
+// Temperature, then one draw over what is left (in its current order, fixed by the steps
+// before, so the same seed gives the same token).
+int32_t Sampler::draw(float max_logit) {
   const size_t cut = candidates_.size();
   weights_.resize(cut);
   double total = 0.0;

@@ -5,6 +5,7 @@
 // Tested by tests/unit/engine/sampler_test.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <span>
@@ -44,6 +45,14 @@ class Sampler {
 
  private:
   double uniform();  // [0, 1)
+  // The steps of sample(), in order. candidates_ holds the survivors; `sorted` counts those at
+  // its front in descending order (only as many as a filter needed are sorted).
+  void load_candidates(std::span<const float> logits);
+  void apply_penalties();
+  size_t keep_top_k();                               // returns `sorted`
+  void keep_top_p(float max_logit, size_t& sorted);  // at temperature 1
+  void keep_min_p(float max_logit);                  // at temperature 1
+  int32_t draw(float max_logit);                     // at the temperature
 
   SamplerParams params_;
   std::mt19937_64 rng_;

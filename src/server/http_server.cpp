@@ -253,6 +253,23 @@ void HttpServer::reply_error(httplib::Response& res, const std::string& route, c
 }
 
 void HttpServer::routes() {
+  page_and_status_routes();
+  model_routes();
+  http_->Post("/v1/chat/completions",
+              [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+  http_->Post("/v1/completions",
+              [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+  http_->Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) { responses(req, res); });
+  http_->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
+  http_->Post("/v1/messages",
+              [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, false); });
+  http_->Post("/v1/messages/count_tokens",
+              [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, true); });
+  error_handlers();
+  access_log_handlers();
+}
+
+void HttpServer::page_and_status_routes() {
   // The chat page: static, so it needs no API key (the API requests it makes carry one).
   const auto chat_page_route = [this, policy = chat_page_policy()](const httplib::Request&, httplib::Response& res) {
     res.set_header("Content-Security-Policy", policy);
@@ -284,6 +301,9 @@ void HttpServer::routes() {
     res.status = 200;
     res.set_content(render_metrics(stats, counters_.snapshot()), "text/plain; version=0.0.4");
   });
+}
+
+void HttpServer::model_routes() {
   // A model's context is known once it is loaded.
   const auto model_json = [](const ModelRegistry::Status& m) {
     ordered_json json{{"id", m.name}, {"object", "model"}, {"created", 0}, {"owned_by", "gufo"}, {"loaded", m.loaded}};
@@ -308,16 +328,9 @@ void HttpServer::routes() {
     }
     reply_error(res, route, model_not_found(id));
   });
-  http_->Post("/v1/chat/completions",
-              [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
-  http_->Post("/v1/completions",
-              [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
-  http_->Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) { responses(req, res); });
-  http_->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
-  http_->Post("/v1/messages",
-              [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, false); });
-  http_->Post("/v1/messages/count_tokens",
-              [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res, true); });
+}
+
+void HttpServer::error_handlers() {
   // httplib answers some errors itself (404, 413 body too large, 400 bad request line):
   // give them the API's error body too (Anthropic's under /v1/messages, else OpenAI's).
   http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -352,6 +365,9 @@ void HttpServer::routes() {
         const ApiError error{.status = 500, .message = what, .type = "server_error", .param = "", .code = ""};
         reply_error(res, route_label(req), error, shape_of(req));
       });
+}
+
+void HttpServer::access_log_handlers() {
   // The logger runs after an answer's last byte, for every request (routed or not).
   http_->set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
     current_access_record() = AccessRecord{.start = std::chrono::steady_clock::now(), .routed = true};

@@ -70,6 +70,12 @@ class HttpServer {
   enum class ErrorShape { OpenAI, Anthropic };
   static ErrorShape shape_of(const httplib::Request& req);  // by route: Anthropic's under /v1/messages
   void routes();
+  // The parts of routes(): /, /health, /ready and /metrics; /v1/models; the API's error bodies
+  // for what httplib answers itself and for exceptions; the in-flight count and access log.
+  void page_and_status_routes();
+  void model_routes();
+  void error_handlers();
+  void access_log_handlers();
 
   // The generation routes, one file per API: openai_routes.cpp, anthropic_routes.cpp,
   // responses_routes.cpp.

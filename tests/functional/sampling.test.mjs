@@ -52,7 +52,7 @@ test('top_k 1, a tiny top_p and min_p 1 all reduce sampling to greedy', async ()
   // Without a filter, the same hot sampling does not follow greedy.
   const texts = new Set();
   for (const seed of [3, 4, 5]) texts.add((await ask({ temperature: 1.5, seed })).choices[0].message.content);
-  assert.ok(texts.size > 1 || !texts.has(want));
+  assert.ok([...texts].some((t) => t !== want), 'hot sampling without a filter gave the greedy text for seeds 3, 4, 5');
 });
 
 test('logit_bias forces and bans tokens', async () => {
