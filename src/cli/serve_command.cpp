@@ -169,7 +169,8 @@ int run_serve(ServeOptions options) {
   std::fprintf(stderr, "gufo serve: %s: finishing running requests (up to %.0f s; a second signal cancels them)\n",
                signal_name, options.grace_seconds);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.grace_seconds);
-  const auto busy = [&models] {
+  const auto busy = [&models, &http] {
+    if (http.in_flight() > 0) return true;
     for (const auto& model : models.loaded_models()) {
       const engine::EngineStats stats = model->served().scheduler->stats();
       if (stats.running > 0 || stats.waiting > 0) return true;
