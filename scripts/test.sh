@@ -13,7 +13,8 @@
 #   4. `asan` (clang-16 + ASan/UBSan): build + unit tests + short libFuzzer runs of the GGUF
 #      reader, the tokenizer, the GBNF grammar parser, the JSON Schema compiler and its
 #      `pattern` translator
-#   5. `cuda` (g++-12 + nvcc): compile only; its GPU tests run on a GPU machine (ctest --preset gpu)
+#   5. `cuda` (g++-12 + nvcc): compile only; its GPU tests run on a GPU machine (ctest --preset gpu);
+#      then clang-tidy-16 over the CUDA backend's host files as build/cuda compiles them
 #   6. `hip` (clang-15 + Debian's HIP 5.2): the GPU backend for AMD gfx90a and gfx1030, compile only
 # Usage: scripts/test.sh        GUFO_FUZZ_SECONDS=N changes step 4's fuzz time per target (default 40:
 #   five targets, 200 s in all).
@@ -35,6 +36,7 @@ tests/fuzz/run_fuzz.sh "${GUFO_FUZZ_SECONDS:-40}" build/asan
 
 if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   cmake --workflow --preset cuda
+  scripts/check-tidy.sh build/cuda src/backend/cuda/
 else
   echo "test.sh: no CUDA toolkit; skipping the 'cuda' compile check" >&2
 fi
