@@ -368,14 +368,4 @@ __host__ __device__ constexpr bool has_mma() {
 }
 constexpr bool has_mma(int cc_major, int /*cc_minor*/) { return cc_major >= 8; }
 
-// Warpgroup MMA (wgmma) and TMA: only the arch-specific sm_90a target has them.
-__host__ __device__ constexpr bool has_wgmma() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  return true;
-#else
-  return false;
-#endif
-}
-constexpr bool has_wgmma(int cc_major, int cc_minor) { return cc_major == 9 && cc_minor == 0; }
-
 }  // namespace gufo::gpu
