@@ -155,10 +155,6 @@ Result<HParams> load_hparams(const gguf::File& file) {
   }
   hp.n_vocab = static_cast<int64_t>(embd->ne[1]);
   hp.tied_output = file.find_tensor("output.weight") == nullptr;
-  hp.has_rope_freqs = file.find_tensor("rope_freqs.weight") != nullptr;
-  hp.rope_type = hp.arch == Arch::Llama ? RopeType::Normal : RopeType::Neox;
-  hp.has_qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe;
-  hp.has_qkv_bias = hp.arch == Arch::Qwen2;
   GUFO_RETURN_IF_ERROR(load_pooling(file, p + "pooling_type", hp));
   return hp;
 }

@@ -39,10 +39,8 @@ struct HParams {
   int64_t n_ff = 0;
   float rms_eps = 1e-6f;
   float rope_theta = 10000.0f;
-  RopeType rope_type = RopeType::Neox;
-  bool has_rope_freqs = false;      // llama 3 rope scaling: rope_freqs.weight [head_dim/2]
-  bool has_qk_norm = false;         // qwen3: RMSNorm over each head of q and k
-  bool has_qkv_bias = false;        // qwen2
+  // (The per-architecture graph choices, q/k norms, biases and the RoPE type, are
+  // architectures.cpp's DecoderOptions; rope_freqs.weight is found by the graph builder.)
   bool tied_output = false;         // no output.weight: the logits use token_embd
   Pooling pooling = Pooling::Mean;  // {arch}.pooling_type; mean when the file declares none
   // Mixture of experts (qwen3moe; all 0 for dense models): every layer's FFN is the weighted
@@ -61,8 +59,8 @@ struct HParams {
 Result<Arch> arch_from_name(std::string_view name);
 std::string_view arch_name(Arch arch);
 
-// Reads and checks the hyper-parameters; tensor presence (tied output, biases, rope_freqs)
-// is read from the tensor table. Errors name the file and the key.
+// Reads and checks the hyper-parameters; the tied output is read from the tensor table. Errors name the file and the
+// key.
 Result<HParams> load_hparams(const gguf::File& file);
 
 }  // namespace gufo::model
