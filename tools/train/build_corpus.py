@@ -7,7 +7,7 @@ package, its licence (from /usr/share/doc/PKG/copyright) and what was taken, and
 synthetic conversations of synth_chat.py rendered with the Qwen3 chat template. Runs on a
 Debian machine without PyTorch (see tools/train/README.md):
 
-    python3 tools/train/build_corpus.py --out /work/main/.train/corpus \
+    python3 tools/train/build_corpus.py --out .train/corpus \
         --sources models/corpus_sources.json
 
 Writes OUT/docs.jsonl.xz ({"id", "package", "license", "kind", "text"} per document, the
