@@ -169,8 +169,7 @@ int run_serve(ServeOptions options) {
   std::fprintf(stderr, "gufo serve: %s: finishing running requests (up to %.0f s; a second signal cancels them)\n",
                signal_name, options.grace_seconds);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.grace_seconds);
-  const auto busy = [&models, &http] {
-    if (http.in_flight() > 0) return true;
+  const auto busy = [&models] {
     for (const auto& model : models.loaded_models()) {
       const engine::EngineStats stats = model->served().scheduler->stats();
       if (stats.running > 0 || stats.waiting > 0) return true;

@@ -275,7 +275,11 @@ void Scheduler::shutdown() {
 
 EngineStats Scheduler::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  EngineStats stats = stats_;
+  // NOTE(scheduler): the loop publishes its counts once a step; a request submitted since is
+  // waiting already (a server's drain reads these counts, and its stream may have answered).
+  stats.waiting = n_queued_;
+  return stats;
 }
 
 void Scheduler::loop() {

@@ -62,9 +62,6 @@ class HttpServer {
   void set_models(ModelRegistry& models);
   // New completion requests get 503 from now on; running ones go on.
   void stop_accepting() { stopping_.store(true); }
-  // Requests routed and not yet answered to their last byte: a drain waits for these, since a
-  // request can be answering (a stream's first chunk) before the engine counts it as running.
-  int in_flight() const { return in_flight_.load(); }
   // Ends the listening loop after the in-flight answers end (shut the engine down first,
   // so that they do). Safe at any time, also before serve() started or while it starts.
   void stop();

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -371,6 +373,66 @@ TEST(SchedulerPool, ADeviceSharedByModelsGivesEachItsShareOfTheFreeMemory) {
     ASSERT_FALSE(s.ok());
     EXPECT_NE(s.error().message.find("share of device memory"), std::string::npos) << s.error().message;
   }
+}
+
+// A backend whose forward calls wait while it is closed (the CPU backend does the work), so
+// that a test can look at the scheduler while a step is in flight.
+class GatedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  std::string_view name() const override { return "gated"; }
+  Status forward(const model::Graph& graph, const backend::Batch& batch, backend::KvCache& cache,
+                 const backend::ForwardOutputs& outputs, const backend::NodeTap* tap) override {
+    {
+      std::unique_lock lock(mutex_);
+      ++entered_;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return open_; });
+    }
+    return inner_.forward(graph, batch, cache, outputs, tap);
+  }
+  void close() {
+    std::lock_guard lock(mutex_);
+    open_ = false;
+    entered_ = 0;
+  }
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    changed_.notify_all();
+  }
+  void wait_entered() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return entered_ > 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int entered_ = 0;
+  bool open_ = true;
+};
+
+TEST(SchedulerStats, ARequestCountsAsWaitingFromItsSubmission) {
+  testing::TinyModel tiny("tiny-qwen3");
+  ASSERT_NE(tiny.model, nullptr);
+  GatedBackend gated(tiny.cpu);
+  auto s = Scheduler::create(*tiny.model, gated, *tiny.tokenizer, {.n_parallel = 2, .n_ctx = 64});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  gated.close();
+  Submission first = (*s)->submit(prompt_of(5, 1), {greedy(2)});
+  ASSERT_EQ(first.status, SubmitStatus::Accepted);
+  gated.wait_entered();  // the loop is inside the first request's step
+  Submission second = (*s)->submit(prompt_of(5, 2), {greedy(2)});
+  ASSERT_EQ(second.status, SubmitStatus::Accepted);
+  const EngineStats stats = (*s)->stats();
+  EXPECT_EQ(stats.running, 1);
+  EXPECT_EQ(stats.waiting, 1) << "a drain that reads these counts would miss the second request";
+  gated.open();
+  EXPECT_TRUE(collect(first.handle).error.empty());
+  EXPECT_TRUE(collect(second.handle).error.empty());
 }
 
 TEST(SchedulerFailures, AFailedStepFailsItsSequencesAndTheEngineGoesOn) {
