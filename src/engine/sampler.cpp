@@ -97,7 +97,7 @@ size_t Sampler::keep_top_k() {
 
 // The smallest head of the sorted candidates whose mass reaches top_p; the head that is sorted
 // grows fourfold from 64 (or from top-k's) until it holds the mass.
-void Sampler::keep_top_p(float max_logit, size_t& sorted) {
+void Sampler::keep_top_p(float max_logit, size_t sorted) {
   const size_t keep = candidates_.size();
   double sum = 0.0;
   for (const Candidate& c : candidates_) sum += std::exp(static_cast<double>(c.logit - max_logit));

@@ -49,10 +49,10 @@ class Sampler {
   // its front in descending order (only as many as a filter needed are sorted).
   void load_candidates(std::span<const float> logits);
   void apply_penalties();
-  size_t keep_top_k();                               // returns `sorted`
-  void keep_top_p(float max_logit, size_t& sorted);  // at temperature 1
-  void keep_min_p(float max_logit);                  // at temperature 1
-  int32_t draw(float max_logit);                     // at the temperature
+  size_t keep_top_k();                              // returns `sorted`
+  void keep_top_p(float max_logit, size_t sorted);  // at temperature 1
+  void keep_min_p(float max_logit);                 // at temperature 1
+  int32_t draw(float max_logit);                    // at the temperature
 
   SamplerParams params_;
   std::mt19937_64 rng_;

@@ -59,8 +59,8 @@ struct HParams {
 Result<Arch> arch_from_name(std::string_view name);
 std::string_view arch_name(Arch arch);
 
-// Reads and checks the hyper-parameters; the tied output is read from the tensor table. Errors name the file and the
-// key.
+// Reads and checks the hyper-parameters (the tied output from the tensor table). Errors name
+// the file and the key.
 Result<HParams> load_hparams(const gguf::File& file);
 
 }  // namespace gufo::model

@@ -221,8 +221,9 @@ void launch_add_norm(const AddNormArgs& a, int q_block, gpu::stream_t stream) {
 
 // A lane group per (row, head): q's heads, then k's, then (storing the KV cache) v's. Lane l
 // holds float4 piece l of the head (head_dim / 4 <= 32 pieces); neox pairs (e, e + head_dim /
-// 2) are head_dim / 8 lanes apart. The norm weights need nothing an earlier kernel writes, so
-// they are loaded while that kernel finishes; the angles (rope_angles) come after the wait.
+// 2) are head_dim / 8 lanes apart. The norm weights and the positions need nothing an earlier
+// kernel writes (the batch is copied before the first kernel), so they are read while that
+// kernel finishes; the angles (a kernel of this forward wrote them) come after the wait.
 __global__ void __launch_bounds__(kThreads) qk_norm_rope_kernel(QkNormRopeArgs a) {
   const bool store = a.kv.k != nullptr;
   const int64_t heads = a.n_head + a.n_head_kv * (store ? 2 : 1);

@@ -1,6 +1,6 @@
-// RoPE's rotation angle, shared by rope (row_ops.cu) and qk_norm_rope (fused_runs.cu) so that
-// both rotate by the same floats: computed in double as backend/cpu/ops/rope.cpp does, then
-// cos and sin rounded to float.
+// RoPE's rotation angle, for rope_angles (row_ops.cu), whose table both rope and qk_norm_rope
+// (fused_runs.cu) read: computed in double as backend/cpu/ops/rope.cpp does, then cos and sin
+// rounded to float.
 #pragma once
 
 #include <cstdint>

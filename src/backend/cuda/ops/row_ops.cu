@@ -1,5 +1,5 @@
-// Row-wise and element-wise operators: get_rows, rms_norm, add, swiglu, gather_rows, rope,
-// argmax_rows (see ops.h). CPU references: backend/cpu/ops/*.cpp. Built with -fmad=false (see
+// Row-wise and element-wise operators: get_rows, rms_norm, add, swiglu, gather_rows,
+// rope_angles, rope, argmax_rows (see ops.h). CPU references: backend/cpu/ops/*.cpp. Built with -fmad=false (see
 // CMakeLists.txt), so a * b + c stays two roundings, as on the CPU.
 // Tested by tests/ops/row_ops_test.cpp.
 #include <cfloat>
@@ -239,7 +239,9 @@ Status gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n_
 
 Status rope_angles(const int32_t* positions, int64_t rows, int64_t head_dim, float theta, const float* freq_factors,
                    float* angles, gpu::stream_t stream) {
-  if (head_dim < 2 || head_dim % 2 != 0) return Error{"rope: head_dim " + std::to_string(head_dim) + " is not even"};
+  if (head_dim < 2 || head_dim % 2 != 0) {
+    return Error{"rope_angles: head_dim " + std::to_string(head_dim) + " is not even"};
+  }
   const int64_t n = rows * head_dim / 2;
   if (n == 0) return {};
   (void)gpu::launch(rope_angles_kernel, grid_stride_blocks(n), kThreads, 0, stream, positions, rows, head_dim, theta,
