@@ -1,8 +1,8 @@
 #!/bin/bash
-# The whole training run on the GPU machine, through the device tool (tools/train/README.md):
-# trains the tokenizer and the three models (train.py), then packs the Hugging Face folders,
-# reference logits, metrics and log as xz pieces of 15 MB into $OUT (the device tool returns
-# at most 8 files, 64 MB together). Pieces past 60 MB stay in /tmp/gufo_train/pieces for a
+# The whole training run on the GPU machine (tools/train/README.md): trains the tokenizer and
+# the three models (train.py), then packs the Hugging Face folders, reference logits, metrics
+# and log as xz pieces of 15 MB into $OUT (a size that a remote-run tool returning at most 8
+# files, 64 MB together, can bring back). Pieces past 60 MB stay in /tmp/gufo_train/pieces for a
 # second call to fetch (`cp /tmp/gufo_train/pieces/NAME $OUT/`) while the machine is warm.
 #   bash tools/train/device_run.sh CORPUS_DIR [train.py flags...]      e.g. --smoke
 set -o pipefail
