@@ -21,7 +21,9 @@ llama_bench=${LLAMA_BENCH:-$root/build/llama.cpp-cpu/bin/llama-bench}
 [[ -x $llama_bench ]] || { echo "compare_llama_cpp: no $llama_bench (tools/bench/build_llama_cpp.sh cpu builds it)" >&2; exit 1; }
 run_gufo() { "$gufo" bench -m "$1" -p 512 -n 128 -r 3 -t "$threads" | tail -n +3; }
 run_llama() { "$llama_bench" -m "$1" -p 512 -n 128 -r 3 -t "$threads" -o md | tail -n +3; }
-for round in $(seq "${ROUNDS:-1}"); do
+rounds=${ROUNDS:-1}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "compare_llama_cpp.sh: ROUNDS must be a whole number from 1, not '$rounds'" >&2; exit 2; }
+for round in $(seq "$rounds"); do
   for model in "$@"; do
     echo "## $(basename "$model") (round $round)"
     if ((round % 2 == 1)); then run_gufo "$model"; run_llama "$model"; else run_llama "$model"; run_gufo "$model"; fi

@@ -24,7 +24,9 @@ for arg in "$@"; do
   fi
   names+=("$name") bins+=("$bin")
 done
-for round in $(seq "${ROUNDS:-1}"); do
+rounds=${ROUNDS:-1}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "gpu_ab.sh: ROUNDS must be a whole number from 1, not '$rounds'" >&2; exit 2; }
+for round in $(seq "$rounds"); do
   for entry in ${MODELS:-qwen3:8b qwen3:1.7b}; do
     arch=${entry%%:*} shape=${entry##*:}
     model="$dir/$arch-$shape-q4_k_m.gguf"
