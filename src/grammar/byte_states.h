@@ -2,7 +2,9 @@
 // and the byte transitions between them, kept as they are met: walking a vocabulary trie from
 // a state then costs table lookups, not matcher copies. Each state keeps the dearest step
 // computed from it (the matcher's budget measure), which is what the mask needs to know that
-// its shortcuts never pass the budget. Not thread-safe (its owner locks).
+// its shortcuts never pass the budget. ASCII bytes that the same stacks read lead to the same
+// state at the same cost, so between code points one matcher step stands for all of a state's
+// "twin" bytes (the rest copy its transition). Not thread-safe (its owner locks).
 // Tested through tests/unit/grammar/token_matcher_test.cpp.
 #pragma once
 
@@ -25,10 +27,13 @@ class ByteStates {
   // is not made (its byte is refused, and capped() says so): only a grammar built to explode
   // gets there.
   int32_t step(uint32_t state, uint8_t byte);
-  // Records that `byte` leads where `twin` does (a caller that knows they read the same).
-  void copy_transition(uint32_t state, uint8_t twin, uint8_t byte);
-  // Whether step(state, byte) is known without reading the byte.
-  bool knows(uint32_t state, uint8_t byte) const { return transitions_[state][byte] != kUnknown; }
+  // The ASCII bytes of a state between code points in groups that the same stacks read (each
+  // group's bytes lead to one state): bit b of a group's words for byte b.
+  using AsciiBytes = std::array<uint64_t, 2>;
+  const std::vector<AsciiBytes>& twin_groups(uint32_t state) {
+    twins_of(state);
+    return groups_[state];
+  }
   // Counts `cost` as a step of `state` (one that a caller took on its behalf).
   void note_cost(uint32_t state, StepCost cost);
 
@@ -42,11 +47,20 @@ class ByteStates {
 
  private:
   static constexpr int32_t kUnknown = -2;
+  using Twins = std::array<uint8_t, 128>;  // per ASCII byte: the least byte read by the same stacks
+  int32_t compute(uint32_t state, uint8_t byte);
+  const Twins& twins_of(uint32_t state);
+  const AsciiBytes& ascii_of(const Grammar& g, uint32_t set);  // the ASCII bytes of char_sets[set]
 
   std::vector<Matcher> states_;
   std::unordered_map<std::string, uint32_t> ids_;      // Matcher::key() -> index in states_
   std::vector<std::array<int32_t, 256>> transitions_;  // [state][byte]: next, kRefused or kUnknown
   std::vector<StepCost> dearest_;
+  std::vector<Twins> twins_;                     // [state]; twins_[state][0] == kNoTwins until computed
+  std::vector<std::vector<AsciiBytes>> groups_;  // [state], with twins_
+  std::vector<AsciiBytes> set_ascii_;            // by char set, once known
+  std::vector<bool> set_ascii_known_;
+  static constexpr uint8_t kNoTwins = 0xFF;
   bool capped_ = false;
 };
 

@@ -39,6 +39,7 @@ struct StackTokens::Walk {
   std::vector<std::pair<uint32_t, uint32_t>> accepted;
   std::vector<std::pair<uint32_t, uint32_t>> uncertain;
   std::vector<uint32_t> relied_on;
+  StepCost relied_cost;       // of steps taken for reads_to(), which keeps no list of states
   uint32_t stamp = 0;         // marks the states relied on in relied_stamp_
   bool from_boundary = true;  // the top's state has no code point half read
 };
@@ -50,10 +51,11 @@ StackTokens::StackTokens(const Grammar& grammar, std::shared_ptr<const TokenTrie
 
 void StackTokens::clear() {
   states_.clear();
-  escaped_.clear();
+  stack_kinds_.clear();
   loops_.clear();
   tops_.clear();
   relied_stamp_.clear();
+  reads_.clear();
 }
 
 const TopTokens& StackTokens::of(const Stack& stack, PendingCodePoint pending) {
@@ -72,20 +74,20 @@ const TopTokens& StackTokens::of(const Stack& stack, PendingCodePoint pending) {
 }
 
 void StackTokens::grow_side_tables() {
-  if (escaped_.size() < states_.size()) escaped_.resize(states_.size(), -1);
+  if (stack_kinds_.size() < states_.size()) stack_kinds_.resize(states_.size(), kKindsUnknown);
   if (loops_.size() < states_.size()) loops_.resize(states_.size());
 }
 
-bool StackTokens::escaped(uint32_t state) {
+// Per state: bit 0, a stack is at the sentinel; bit 1, a stack is not (it reads on, or is a
+// whole match).
+uint8_t StackTokens::stack_kinds(uint32_t state) {
   grow_side_tables();
-  if (escaped_[state] < 0) {
-    const auto& stacks = states_.state(state).stacks();
-    escaped_[state] = std::any_of(stacks.begin(), stacks.end(),
-                                  [&](const Stack& s) { return !s.empty() && s.back().rule == sentinel_rule_; })
-                          ? 1
-                          : 0;
+  if (stack_kinds_[state] == kKindsUnknown) {
+    uint8_t kinds = 0;
+    for (const Stack& s : states_.state(state).stacks()) kinds |= !s.empty() && s.back().rule == sentinel_rule_ ? 1 : 2;
+    stack_kinds_[state] = kinds;
   }
-  return escaped_[state] == 1;
+  return stack_kinds_[state];
 }
 
 uint32_t StackTokens::at_boundary(uint32_t state) {
@@ -133,7 +135,7 @@ TopTokens StackTokens::walk(uint32_t start) {
     const Todo at = todo.back();
     todo.pop_back();
     const TokenTrie::Node& node = nodes[at.node];
-    const int32_t next = step(at.parent_state, node.byte);
+    const int32_t next = states_.step(at.parent_state, node.byte);
     if (next == ByteStates::kRefused) {
       if (at.escaped) append_run(walk.uncertain, node.first_token, node.end_token);
       continue;
@@ -141,9 +143,11 @@ TopTokens StackTokens::walk(uint32_t start) {
     const auto state = static_cast<uint32_t>(next);
     const bool escaped_here = at.escaped || escaped(state);
     const uint32_t own_end = node.first_token + node.n_tokens;
-    append_run(escaped_here ? walk.uncertain : walk.accepted, node.first_token, own_end);
+    append_run(reads_on(state) ? walk.accepted : walk.uncertain, node.first_token, own_end);
     if (node.n_children == 0) continue;
-    if (!escaped_here && node.below != TokenTrie::kNoSummary && takes_all_below(walk, state, node)) {
+    if (!escaped_here && node.below != TokenTrie::kNoSummary &&
+        (trie_->bytes_below(node).non_ascii ? takes_all_below(walk, state, node)
+                                            : reads_whole_subtree(walk, state, node))) {
       append_run(walk.accepted, own_end, node.end_token);
       continue;
     }
@@ -156,6 +160,7 @@ TopTokens StackTokens::walk(uint32_t start) {
 
 TopTokens StackTokens::sets_of(const Walk& walk) {
   TopTokens sets;
+  sets.dearest = walk.relied_cost;
   sets.accepted = TokenSet(*trie_, walk.accepted);
   const auto& order = trie_->tokens_in_order();
   for (const auto& [begin, end] : walk.uncertain)
@@ -170,19 +175,19 @@ TopTokens StackTokens::sets_of(const Walk& walk) {
   return sets;
 }
 
+// Whether the tokens below `node` (reached in `state`, no sentinel met) are ASCII that
+// reads_to() shows are all read.
+bool StackTokens::reads_whole_subtree(Walk& walk, uint32_t state, const TokenTrie::Node& node) {
+  const BytesBelow& below = trie_->bytes_below(node);
+  return reads_to(state, below.ascii, below.depth, walk.relied_cost);
+}
+
 // Notes that the walk takes steps from `state` (once a walk).
 void StackTokens::relied_on(Walk& walk, uint32_t state) {
   if (relied_stamp_.size() < states_.size()) relied_stamp_.resize(states_.size(), 0);
   if (relied_stamp_[state] == walk.stamp) return;
   relied_stamp_[state] = walk.stamp;
   walk.relied_on.push_back(state);
-}
-
-// states_.step, but the first ASCII byte read from a boundary state makes all of them at once
-// (loop_of: one matcher step per distinct set of stacks that read a byte).
-int32_t StackTokens::step(uint32_t state, uint8_t byte) {
-  if (byte < 0x80 && !states_.knows(state, byte) && states_.state(state).pending().due == 0) loop_of(state);
-  return states_.step(state, byte);
 }
 
 // The token at `position` of tokens_in_order() read on from `state` after its first `depth`
@@ -192,12 +197,12 @@ StackTokens::Verdict StackTokens::one_token(Walk& walk, uint32_t state, uint32_t
   bool escaped_here = false;
   for (size_t k = depth; k < bytes.size(); ++k) {
     relied_on(walk, state);
-    const int32_t next = step(state, static_cast<uint8_t>(bytes[k]));
+    const int32_t next = states_.step(state, static_cast<uint8_t>(bytes[k]));
     if (next == ByteStates::kRefused) return escaped_here ? Verdict::Uncertain : Verdict::Refused;
     state = static_cast<uint32_t>(next);
     escaped_here = escaped_here || escaped(state);
   }
-  return escaped_here ? Verdict::Uncertain : Verdict::Accepted;
+  return reads_on(state) ? Verdict::Accepted : Verdict::Uncertain;
 }
 
 // For a state that loops on every non-ASCII code point (a string's inside, free text): takes
@@ -288,20 +293,9 @@ const StackTokens::Loop& StackTokens::loop_of(uint32_t state) {
   for (const Stack& s : stacks) {
     if (!s.empty()) tops.push_back(&top_set(*local_, s));
   }
-  // NOTE(grammar): ASCII bytes that the same stacks read lead to the same state, so one step
-  // per distinct set of readers stands for all; past 64 stacks the state is not looked at.
+  // NOTE(grammar): past 64 stacks the state is not looked at: a loop is a few stacks.
   if (tops.size() <= 64) {
-    std::vector<std::pair<uint64_t, uint8_t>> readers_seen;  // (which stacks read it, a byte)
     for (uint32_t byte = 0; byte < 0x80; ++byte) {
-      uint64_t readers = 0;
-      for (size_t i = 0; i < tops.size(); ++i) readers |= tops[i]->contains(byte) ? uint64_t{1} << i : 0;
-      auto twin =
-          std::find_if(readers_seen.begin(), readers_seen.end(), [&](const auto& r) { return r.first == readers; });
-      if (twin == readers_seen.end()) {
-        readers_seen.emplace_back(readers, static_cast<uint8_t>(byte));
-      } else if (!states_.knows(state, static_cast<uint8_t>(byte))) {
-        states_.copy_transition(state, twin->second, static_cast<uint8_t>(byte));
-      }
       if (states_.step(state, static_cast<uint8_t>(byte)) == static_cast<int32_t>(state)) {
         loop.ascii[byte >> 6] |= uint64_t{1} << (byte & 63);
       }

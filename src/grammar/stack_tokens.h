@@ -8,7 +8,10 @@
 // the way is uncertain, for the caller to try on the whole state. Subtrees whose bytes all
 // keep a looping state where it is (the inside of a string, free text) are taken whole, from
 // the trie's byte summaries, or whole but for the few tokens that hold a byte the loop does
-// not take (the trie's byte index), those tried one by one. Each top keeps the dearest step
+// not take (the trie's byte index), those tried one by one. A subtree of ASCII bytes alone is
+// taken whole, too, where every string of its bytes as long as its tokens is read without
+// leaving the top, as where a bounded repetition counts down (`[a-z0-9-]{0,61}`: no state
+// loops; stack_tokens_ascii.cpp). Each top keeps the dearest step
 // of its walk, so that the caller can tell that the whole state, walked token by token,
 // would stay within the matcher's budget (and otherwise fall back to the reference).
 // Tested by tests/unit/grammar/mask_oracle_test.cpp (against the reference walk).
@@ -70,21 +73,50 @@ class StackTokens {
   enum class Verdict : uint8_t { Accepted, Refused, Uncertain };
   Verdict one_token(Walk& walk, uint32_t state, uint32_t position, uint32_t depth);
   int32_t looping_state(Walk& walk, uint32_t state);
-  int32_t step(uint32_t state, uint8_t byte);
   const Loop& loop_of(uint32_t state);
-  bool escaped(uint32_t state);
+  // NOTE(grammar): a token read whole by the top alone is accepted even where a stack reached
+  // the sentinel on the way (the state below holds every path the top has, and more), as long
+  // as a stack ends inside the top (one that ended at the sentinel assumes that what is below
+  // goes on); a token refused after some stack reached the sentinel is uncertain.
+  uint8_t stack_kinds(uint32_t state);
+  bool escaped(uint32_t state) { return (stack_kinds(state) & 1) != 0; }   // a stack is at the sentinel
+  bool reads_on(uint32_t state) { return (stack_kinds(state) & 2) != 0; }  // a stack is not
   uint32_t at_boundary(uint32_t state);  // the state with the same stacks and nothing pending
   void grow_side_tables();
   void relied_on(Walk& walk, uint32_t state);
+  // Whether every string of `bytes` (ASCII) of up to `depth` bytes is read from the boundary
+  // state `state` without reaching the sentinel; `cost` takes the dearest step relied on
+  // (stack_tokens_ascii.cpp).
+  using AsciiBytes = ByteStates::AsciiBytes;
+  bool reads_to(uint32_t state, const AsciiBytes& bytes, uint32_t depth, StepCost& cost);
+  bool reads_from(uint32_t state, const AsciiBytes& bytes, uint32_t depth);
+  bool reads_whole_subtree(Walk& walk, uint32_t state, const TokenTrie::Node& node);
+  // NOTE(grammar): the longest strings reads_to() looks at: a bounded repetition walked this
+  // deep is already cheap next to the trie; longer tokens are rare.
+  static constexpr uint32_t kMaxReadDepth = 48;
+  // Per state: the widest bytes and depth reads_to() has shown it reads (with the dearest step
+  // relied on), and how deep the current query has looked from it.
+  struct Reads {
+    AsciiBytes bytes = {0, 0};
+    uint32_t depth = 0;
+    StepCost cost;
+    uint32_t query = 0;        // the last query that looked from the state
+    uint32_t query_depth = 0;  // and to what depth
+  };
 
   uint32_t sentinel_rule_;                // the rule after the grammar's own
   std::shared_ptr<const Grammar> local_;  // the grammar and the sentinel rule
   std::shared_ptr<const TokenTrie> trie_;
   ByteStates states_;
-  std::vector<int8_t> escaped_;  // per state: -1 not known yet, else whether a stack is at the sentinel
+  static constexpr uint8_t kKindsUnknown = 0xFF;
+  std::vector<uint8_t> stack_kinds_;  // per state, stack_kinds() once known
   std::vector<Loop> loops_;
   std::unordered_map<uint32_t, TopTokens> tops_;  // by the state of the top alone
   std::vector<uint32_t> relied_stamp_;            // per state: the last walk that relied on it
+  std::vector<Reads> reads_;                      // per state
+  uint32_t reads_queries_ = 0;
+  StepCost query_cost_;                                    // of the current reads_to() query
+  std::vector<std::pair<uint32_t, uint32_t>> query_seen_;  // (state, depth) it looked from
   uint32_t walks_ = 0;
 };
 

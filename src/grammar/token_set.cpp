@@ -7,7 +7,7 @@ namespace gufo::grammar {
 
 void bits_to_bools(const TokenBits& bits, int32_t n_vocab, std::vector<bool>& out) {
   size_t n_set = 0;
-  for (const uint64_t w : bits) n_set += static_cast<size_t>(std::popcount(w));
+  for (const uint64_t w : bits) n_set += static_cast<size_t>(count_bits(w));
   // Fill with the majority value, then visit only the minority's bits.
   const bool majority = n_set * 2 > static_cast<size_t>(n_vocab);
   out.assign(static_cast<size_t>(n_vocab), majority);

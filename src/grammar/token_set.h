@@ -19,6 +19,14 @@ inline void set_bit(TokenBits& bits, int32_t id) { bits[static_cast<size_t>(id) 
 inline void clear_bit(TokenBits& bits, int32_t id) {
   bits[static_cast<size_t>(id) >> 6] &= ~(uint64_t{1} << (id & 63));
 }
+// The bits set in `w`. NOTE(grammar): not std::popcount, which is a library call where the
+// build does not assume the POPCNT instruction (x86-64 baseline).
+inline int count_bits(uint64_t w) {
+  w -= (w >> 1) & 0x5555555555555555ull;
+  w = (w & 0x3333333333333333ull) + ((w >> 2) & 0x3333333333333333ull);
+  w = (w + (w >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return static_cast<int>((w * 0x0101010101010101ull) >> 56);
+}
 // out[id] = bit id, for n_vocab ids.
 void bits_to_bools(const TokenBits& bits, int32_t n_vocab, std::vector<bool>& out);
 

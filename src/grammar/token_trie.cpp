@@ -87,6 +87,7 @@ void TokenTrie::summarize() {
       below.ascii[1] |= all[c].ascii[1];
       below.non_ascii = below.non_ascii || all[c].non_ascii;
       below.utf8 = below.utf8 && all[c].utf8;
+      below.depth = static_cast<uint8_t>(std::max<uint32_t>(below.depth, std::min<uint32_t>(all[c].depth + 1u, 255)));
       for (uint32_t i = child.first_token; i < child.first_token + child.n_tokens; ++i)
         below.utf8 = below.utf8 && utf8[i];
     }

@@ -22,6 +22,7 @@ struct BytesBelow {
   std::array<uint64_t, 2> ascii = {0, 0};  // bit b: some token has ASCII byte b there
   bool non_ascii = false;                  // some token has a byte >= 0x80 there
   bool utf8 = true;                        // every token, whole, is_utf8_prefix()
+  uint8_t depth = 0;                       // the most bytes a token has past the node (at most 255)
 };
 
 class TokenTrie {

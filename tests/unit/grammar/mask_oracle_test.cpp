@@ -2,7 +2,7 @@
 // (reference_mask.h) bit for bit, at every step of random and guided generations with
 // rollbacks, for the grammars constrained decoding meets (JSON, nested and recursive JSON
 // Schemas, recursive GBNF, free text before a lazy trigger, strings with escapes, numbers,
-// non-ASCII classes, ambiguous repetitions) over the test vocabularies and the shipped
+// non-ASCII classes, ambiguous and bounded repetitions) over the test vocabularies and the shipped
 // model's. GUFO_MASK_ORACLE_VOCAB=VOCAB.gguf adds another (Qwen3's: tools/bench).
 #include <gtest/gtest.h>
 
@@ -94,6 +94,16 @@ ws     ::= " "?)gbnf"),
            parse_gbnf("root ::= [a-z\\u00E0-\\u00FF]+ ( \" \" [\\u03B1-\\u03C9]+ )* ( \" \" [\\u4E00-\\u9FFF]{1,3} )?"),
            "non_ascii"),
        "caf\xC3\xA9 \xCE\xB1\xCE\xB2 \xE4\xB8\xAD\xE6\x96\x87"});
+  // Bounded repetitions count down through states that never loop (a domain label, the
+  // whitespace of the schema compiler): whole subtrees are taken where every string of their
+  // bytes is read as deep as their tokens go.
+  out.push_back({"bounded_repetition",
+                 shared_grammar(parse_gbnf(R"gbnf(
+root  ::= label ( "." label ){1,3} ws "\"" [a-c]{2,6} "\""
+label ::= [a-z0-9] ( [a-z0-9\-]{0,6} [a-z0-9] )?
+ws    ::= ( " " | "\n" [ \t]{0,4} )?)gbnf"),
+                                "bounded_repetition"),
+                 "mail-1.example.org\n  \"abcab\""});
   out.push_back({"ambiguous",
                  shared_grammar(parse_gbnf(R"gbnf(
 root ::= item+

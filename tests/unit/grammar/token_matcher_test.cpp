@@ -2,12 +2,14 @@
 // reference walk (mask_oracle_test.cpp's oracle), at every step of a generation; control
 // tokens (no bytes) are never allowed and end tokens only once the grammar is complete; an
 // accepted token advances, a refused one changes nothing, and rollback(k) returns to the
-// state (and mask) of k tokens before.
+// state (and mask) of k tokens before. ByteStates' twin bytes step as the Matcher does.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <string>
 #include <vector>
 
+#include "grammar/byte_states.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_gbnf.h"
 #include "grammar/reference_mask.h"
@@ -124,6 +126,43 @@ TEST(TokenMatcher, RefusedTokensChangeNothingAndRollbackRestores) {
   EXPECT_TRUE(mask[static_cast<size_t>(id_of(vocab, "abc"))]);
   EXPECT_TRUE(mask[static_cast<size_t>(id_of(vocab, "a"))]);
   EXPECT_FALSE(mask[static_cast<size_t>(id_of(vocab, "bc"))]);
+}
+
+// ByteStates: every byte from every state met leads where a fresh Matcher goes, twin bytes
+// included (those copy a step they did not take), and the twin groups split the ASCII bytes by
+// the stacks that read them.
+TEST(ByteStates, TwinBytesStepAsTheMatcherDoes) {
+  for (const char* text : {kJsonObjectGbnf.data(), "root ::= [a-z] ( [a-z0-9-]{0,5} [a-z0-9] )? ( \".\" [a-z]+ )+",
+                           "root ::= ( [0-9]+ | [0-9a-f]{2} \"x\" | [^0-9\\n]* )"}) {
+    SCOPED_TRACE(text);
+    const auto grammar = parsed(text);
+    ByteStates states;
+    states.intern(Matcher(grammar));
+    for (uint32_t s = 0; s < states.size() && s < 300; ++s) {
+      for (int byte = 0; byte < 256; ++byte) {
+        Matcher fresh = states.state(s);
+        const bool read = fresh.accept_byte(static_cast<uint8_t>(byte));
+        const int32_t to = states.step(s, static_cast<uint8_t>(byte));
+        ASSERT_EQ(to != ByteStates::kRefused, read) << "state " << s << " byte " << byte;
+        if (read) {
+          ASSERT_EQ(states.state(static_cast<uint32_t>(to)).key(), fresh.key()) << s << " " << byte;
+        }
+      }
+      if (states.state(s).pending().due != 0) continue;
+      ByteStates::AsciiBytes all = {0, 0};
+      const std::vector<ByteStates::AsciiBytes> groups = states.twin_groups(s);  // a copy: step() grows it
+      for (const ByteStates::AsciiBytes& group : groups) {
+        ASSERT_EQ((all[0] & group[0]) | (all[1] & group[1]), 0u) << "groups overlap in state " << s;
+        all = {all[0] | group[0], all[1] | group[1]};
+        const int first = group[0] != 0 ? std::countr_zero(group[0]) : 64 + std::countr_zero(group[1]);
+        for (int byte = 0; byte < 0x80; ++byte) {
+          if ((group[byte >> 6] >> (byte & 63) & 1) == 0) continue;
+          EXPECT_EQ(states.step(s, static_cast<uint8_t>(byte)), states.step(s, static_cast<uint8_t>(first)));
+        }
+      }
+      EXPECT_EQ(all, (ByteStates::AsciiBytes{~uint64_t{0}, ~uint64_t{0}})) << s;
+    }
+  }
 }
 
 }  // namespace

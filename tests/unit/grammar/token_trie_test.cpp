@@ -1,10 +1,12 @@
 // TokenTrie and is_utf8_prefix: UTF-8 validity as the byte Matcher reads it (every 1- and
 // 2-byte string, and 3- and 4-byte ones around each lead byte); each node's tokens are the
 // run of tokens_in_order() with its prefix; the byte summaries and the byte index hold what
-// the tokens below hold; TokenSet keeps the same set in each of its forms.
+// the tokens below hold (their bytes and the deepest); TokenSet keeps the same set in each of
+// its forms, and count_bits counts as std::popcount does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +65,7 @@ TEST(TokenTrie, RunsSummariesAndIndexHoldTheTokensBelow) {
     for (uint32_t i = node.first_token + node.n_tokens; i < node.end_token; ++i) {
       const std::string& token = vocab[static_cast<size_t>(order[i])];
       expected.utf8 = expected.utf8 && is_utf8_prefix(token);
+      expected.depth = std::max(expected.depth, static_cast<uint8_t>(token.size() - prefix[n].size()));
       for (size_t k = prefix[n].size(); k < token.size(); ++k) {
         const auto byte = static_cast<uint8_t>(token[k]);
         if (byte >= 0x80)
@@ -74,6 +77,7 @@ TEST(TokenTrie, RunsSummariesAndIndexHoldTheTokensBelow) {
     EXPECT_EQ(trie.bytes_below(node).ascii, expected.ascii) << n;
     EXPECT_EQ(trie.bytes_below(node).non_ascii, expected.non_ascii) << n;
     EXPECT_EQ(trie.bytes_below(node).utf8, expected.utf8) << n;
+    EXPECT_EQ(trie.bytes_below(node).depth, expected.depth) << n;
   }
   for (uint32_t position = 0; position < order.size(); ++position) {
     const std::string& token = vocab[static_cast<size_t>(order[position])];
@@ -109,6 +113,19 @@ TEST(TokenSet, EveryFormHoldsTheSameTokens) {
     }
     EXPECT_EQ(got, expected) << testing::PrintToString(runs);
   }
+}
+
+TEST(TokenSet, CountBitsAgreesWithPopcount) {
+  uint64_t w = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < 1000; ++i) {
+    w ^= w << 13;
+    w ^= w >> 7;
+    w ^= w << 17;
+    ASSERT_EQ(count_bits(w), std::popcount(w)) << w;
+    ASSERT_EQ(count_bits(w & (w >> 3)), std::popcount(w & (w >> 3))) << w;
+  }
+  EXPECT_EQ(count_bits(0), 0);
+  EXPECT_EQ(count_bits(~uint64_t{0}), 64);
 }
 
 }  // namespace
