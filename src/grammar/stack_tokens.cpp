@@ -115,8 +115,8 @@ TopTokens StackTokens::walk(uint32_t start) {
   Walk walk;
   walk.stamp = ++walks_;
   walk.from_boundary = states_.state(start).pending().due == 0;
-  // Depth first in the trie's order (children pushed last first), so that runs come in
-  // ascending order; each node is stepped into from its parent's state when it is popped.
+  // Depth first in the trie's order (children pushed last first); each node is stepped into
+  // from its parent's state when it is popped.
   struct Todo {
     uint32_t node;
     uint32_t parent_state;
@@ -129,8 +129,13 @@ TopTokens StackTokens::walk(uint32_t start) {
       todo.push_back({nodes[node].first_child + c, state, depth + 1, escaped});
     }
   };
-  push_children(0, start, 0, false);
   relied_on(walk, start);
+  // A string's inside or free text takes the whole vocabulary but for a few tokens: looked at
+  // once from the root, not once per first byte.
+  if (takes_all_but_a_few(walk, start, nodes[0], 0)) return sets_of(walk);
+  std::vector<uint32_t> rest;  // the root's children left to walk
+  take_root_runs(walk, start, rest);
+  for (size_t c = rest.size(); c-- > 0;) todo.push_back({rest[c], start, 1, false});
   while (!todo.empty()) {
     const Todo at = todo.back();
     todo.pop_back();
@@ -158,7 +163,10 @@ TopTokens StackTokens::walk(uint32_t start) {
   return sets_of(walk);
 }
 
-TopTokens StackTokens::sets_of(const Walk& walk) {
+TopTokens StackTokens::sets_of(Walk& walk) {
+  // The root's runs came first (take_root_runs), the walk's after, each in ascending order.
+  std::sort(walk.accepted.begin(), walk.accepted.end());
+  std::sort(walk.uncertain.begin(), walk.uncertain.end());
   TopTokens sets;
   sets.dearest = walk.relied_cost;
   sets.accepted = TokenSet(*trie_, walk.accepted);
@@ -173,6 +181,59 @@ TopTokens StackTokens::sets_of(const Walk& walk) {
   }
   sets.dearest.over = sets.dearest.over || states_.capped();
   return sets;
+}
+
+// The state that the most ASCII bytes lead to from `start`, where it loops on every non-ASCII
+// code point (inside a string: every byte but the quote, the backslash and the controls);
+// else -1.
+int32_t StackTokens::root_loop(Walk& walk, uint32_t start) {
+  if (!walk.from_boundary) return -1;
+  const std::vector<AsciiBytes> groups = states_.twin_groups(start);  // a copy: steps may grow states_
+  const auto size = [](const AsciiBytes& g) { return count_bits(g[0]) + count_bits(g[1]); };
+  const auto most = std::max_element(groups.begin(), groups.end(),
+                                     [&](const AsciiBytes& a, const AsciiBytes& b) { return size(a) < size(b); });
+  // NOTE(grammar): a loop worth taking the root's runs for reads most of ASCII.
+  if (most == groups.end() || size(*most) < 64) return -1;
+  const auto byte =
+      static_cast<uint8_t>((*most)[0] != 0 ? std::countr_zero((*most)[0]) : 64 + std::countr_zero((*most)[1]));
+  const int32_t next = states_.step(start, byte);
+  if (next == ByteStates::kRefused || escaped(static_cast<uint32_t>(next))) return -1;
+  const int32_t looping = looping_state(walk, static_cast<uint32_t>(next));
+  return looping >= 0 && loop_of(static_cast<uint32_t>(looping)).non_ascii ? looping : -1;
+}
+
+// Whether the root's child with `byte` leads from `start` to `looping` (an ASCII byte there; a
+// lead byte to it once its code point is whole).
+bool StackTokens::leads_to(Walk& walk, uint32_t start, uint8_t byte, int32_t looping) {
+  const int32_t next = states_.step(start, byte);
+  if (next == ByteStates::kRefused || escaped(static_cast<uint32_t>(next))) return false;
+  return byte < 0x80 ? next == looping : looping_state(walk, static_cast<uint32_t>(next)) == looping;
+}
+
+// The runs of the root's children that lead from `start` into root_loop(), each taken but for
+// a few tokens at once, rather than child by child; the children left for the walk go in `rest`.
+void StackTokens::take_root_runs(Walk& walk, uint32_t start, std::vector<uint32_t>& rest) {
+  const auto& nodes = trie_->nodes();
+  const TokenTrie::Node& root = nodes[0];
+  const int32_t looping = root_loop(walk, start);
+  uint32_t c = 0;
+  while (c < root.n_children) {
+    const auto child_leads = [&](uint32_t i) {
+      return looping >= 0 && leads_to(walk, start, nodes[root.first_child + i].byte, looping);
+    };
+    uint32_t last = c + 1;  // the run is [c, last)
+    const bool leads = child_leads(c);
+    while (leads && last < root.n_children && child_leads(last)) ++last;
+    bool taken = false;
+    if (leads) {
+      const Loop loop = loop_of(static_cast<uint32_t>(looping));  // a copy: the walk may grow loops_
+      taken = takes_run_but_a_few(walk, loop, looping, start, 0, nodes[root.first_child + c].first_token,
+                                  nodes[root.first_child + last - 1].end_token);
+    }
+    for (; c < last; ++c) {
+      if (!taken) rest.push_back(root.first_child + c);
+    }
+  }
 }
 
 // Whether the tokens below `node` (reached in `state`, no sentinel met) are ASCII that
@@ -191,11 +252,20 @@ void StackTokens::relied_on(Walk& walk, uint32_t state) {
 }
 
 // The token at `position` of tokens_in_order() read on from `state` after its first `depth`
-// bytes.
-StackTokens::Verdict StackTokens::one_token(Walk& walk, uint32_t state, uint32_t position, uint32_t depth) {
+// bytes. With `looping` (a state that loops on the ASCII bytes `loop_ascii` and on every
+// non-ASCII code point) and a token that is UTF-8, what follows that state up to the next byte
+// it does not loop on is skipped, not stepped: it leads back to the same state.
+StackTokens::Verdict StackTokens::one_token(Walk& walk, uint32_t state, uint32_t position, uint32_t depth,
+                                            int32_t looping, const AsciiBytes& loop_ascii) {
   const std::string& bytes = trie_->bytes(trie_->tokens_in_order()[position]);
   bool escaped_here = false;
   for (size_t k = depth; k < bytes.size(); ++k) {
+    if (static_cast<int32_t>(state) == looping) {
+      while (k < bytes.size() && (static_cast<uint8_t>(bytes[k]) >= 0x80 ||
+                                  (loop_ascii[static_cast<uint8_t>(bytes[k]) >> 6] >> (bytes[k] & 63) & 1) != 0))
+        ++k;
+      if (k == bytes.size()) break;
+    }
     relied_on(walk, state);
     const int32_t next = states_.step(state, static_cast<uint8_t>(bytes[k]));
     if (next == ByteStates::kRefused) return escaped_here ? Verdict::Uncertain : Verdict::Refused;
@@ -214,8 +284,14 @@ bool StackTokens::takes_all_but_a_few(Walk& walk, uint32_t state, const TokenTri
   if (looping < 0) return false;
   const Loop loop = loop_of(static_cast<uint32_t>(looping));
   if (!loop.non_ascii) return false;
-  const uint32_t begin = node.first_token + node.n_tokens;
-  const uint32_t end = node.end_token;
+  return takes_run_but_a_few(walk, loop, looping, state, depth, node.first_token + node.n_tokens, node.end_token);
+}
+
+// The tokens at [begin, end) of tokens_in_order(), read from `state` after their first `depth`
+// bytes and then by a state with `loop`: all but those that hold a byte it does not loop on
+// or are not UTF-8, and those one by one. False where those are not few.
+bool StackTokens::takes_run_but_a_few(Walk& walk, const Loop& loop, int32_t looping, uint32_t state, uint32_t depth,
+                                      uint32_t begin, uint32_t end) {
   std::vector<const std::vector<uint32_t>*> lists = {&trie_->positions_not_utf8()};
   for (uint32_t byte = 0; byte < 0x80; ++byte) {
     if ((loop.ascii[byte >> 6] >> (byte & 63) & 1) == 0)
@@ -241,10 +317,12 @@ bool StackTokens::takes_all_but_a_few(Walk& walk, uint32_t state, const TokenTri
   }
   std::sort(few.begin(), few.end());
   few.erase(std::unique(few.begin(), few.end()), few.end());
+  const auto& not_utf8 = trie_->positions_not_utf8();
   uint32_t next = begin;
   for (const uint32_t position : few) {
     append_run(walk.accepted, next, position);
-    const Verdict verdict = one_token(walk, state, position, depth);
+    const bool utf8 = !std::binary_search(not_utf8.begin(), not_utf8.end(), position);
+    const Verdict verdict = one_token(walk, state, position, depth, utf8 ? looping : -1, loop.ascii);
     if (verdict != Verdict::Refused)
       append_run(verdict == Verdict::Accepted ? walk.accepted : walk.uncertain, position, position + 1);
     next = position + 1;
@@ -293,23 +371,25 @@ const StackTokens::Loop& StackTokens::loop_of(uint32_t state) {
   for (const Stack& s : stacks) {
     if (!s.empty()) tops.push_back(&top_set(*local_, s));
   }
-  // NOTE(grammar): past 64 stacks the state is not looked at: a loop is a few stacks.
-  if (tops.size() <= 64) {
+  // NOTE(grammar): past 64 stacks the state is not looked at: a loop is a few stacks. Its
+  // ASCII bytes are stepped only where it loops on every non-ASCII code point (the loops that
+  // the mask takes subtrees of), so that a state met on the way makes no states it does not need.
+  const bool uniform = std::all_of(
+      tops.begin(), tops.end(), [](const CharSet* s) { return takes_every_non_ascii(*s) || takes_no_non_ascii(*s); });
+  const bool some = std::any_of(tops.begin(), tops.end(), [](const CharSet* s) { return takes_every_non_ascii(*s); });
+  if (tops.size() <= 64 && uniform && some) {
+    // U+0080 (C2 80) stands for every non-ASCII code point: the same stacks read each.
+    const int32_t lead = states_.step(state, 0xC2);
+    if (lead != ByteStates::kRefused) {
+      loop.after_non_ascii = states_.step(static_cast<uint32_t>(lead), 0x80);
+      loop.non_ascii = loop.after_non_ascii == static_cast<int32_t>(state);
+      states_.note_cost(state, states_.dearest_step(static_cast<uint32_t>(lead)));
+    }
+  }
+  if (loop.non_ascii) {
     for (uint32_t byte = 0; byte < 0x80; ++byte) {
       if (states_.step(state, static_cast<uint8_t>(byte)) == static_cast<int32_t>(state)) {
         loop.ascii[byte >> 6] |= uint64_t{1} << (byte & 63);
-      }
-    }
-    const bool uniform = std::all_of(
-        tops.begin(), tops.end(), [](const CharSet* s) { return takes_every_non_ascii(*s) || takes_no_non_ascii(*s); });
-    const bool some = std::any_of(tops.begin(), tops.end(), [](const CharSet* s) { return takes_every_non_ascii(*s); });
-    if (uniform && some) {
-      // U+0080 (C2 80) stands for every non-ASCII code point: the same stacks read each.
-      const int32_t lead = states_.step(state, 0xC2);
-      if (lead != ByteStates::kRefused) {
-        loop.after_non_ascii = states_.step(static_cast<uint32_t>(lead), 0x80);
-        loop.non_ascii = loop.after_non_ascii == static_cast<int32_t>(state);
-        states_.note_cost(state, states_.dearest_step(static_cast<uint32_t>(lead)));
       }
     }
   }

@@ -56,8 +56,9 @@ class StackTokens {
   static constexpr size_t kKeptFrames = 4;
 
  private:
-  // Which bytes bring a boundary state back to itself: ASCII ones (bit b), and every non-ASCII
-  // code point at once (only where the state's sets take all of them or none).
+  // Which bytes bring a boundary state back to itself: every non-ASCII code point at once (only
+  // where the state's sets take all of them or none), and then ASCII ones (bit b; looked at only
+  // where the non-ASCII ones loop).
   struct Loop {
     bool known = false;
     std::array<uint64_t, 2> ascii = {0, 0};
@@ -67,11 +68,17 @@ class StackTokens {
   struct Walk;  // one walk's working state (stack_tokens.cpp)
 
   TopTokens walk(uint32_t start);
-  TopTokens sets_of(const Walk& walk);  // the walk's runs as sets, and its dearest step
+  TopTokens sets_of(Walk& walk);  // the walk's runs as sets, and its dearest step
   bool takes_all_below(Walk& walk, uint32_t state, const TokenTrie::Node& node);
   bool takes_all_but_a_few(Walk& walk, uint32_t state, const TokenTrie::Node& node, uint32_t depth);
+  bool takes_run_but_a_few(Walk& walk, const Loop& loop, int32_t looping, uint32_t state, uint32_t depth,
+                           uint32_t begin, uint32_t end);
+  int32_t root_loop(Walk& walk, uint32_t start);
+  bool leads_to(Walk& walk, uint32_t start, uint8_t byte, int32_t looping);
+  void take_root_runs(Walk& walk, uint32_t start, std::vector<uint32_t>& rest);
   enum class Verdict : uint8_t { Accepted, Refused, Uncertain };
-  Verdict one_token(Walk& walk, uint32_t state, uint32_t position, uint32_t depth);
+  Verdict one_token(Walk& walk, uint32_t state, uint32_t position, uint32_t depth, int32_t looping,
+                    const std::array<uint64_t, 2>& loop_ascii);
   int32_t looping_state(Walk& walk, uint32_t state);
   const Loop& loop_of(uint32_t state);
   // NOTE(grammar): a token read whole by the top alone is accepted even where a stack reached
