@@ -2,6 +2,7 @@
 #include "grammar/stack_tokens.h"
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 namespace gufo::grammar {
@@ -54,6 +55,7 @@ void StackTokens::clear() {
   stack_kinds_.clear();
   loops_.clear();
   tops_.clear();
+  boundary_.clear();
   relied_stamp_.clear();
   reads_.clear();
 }
@@ -93,7 +95,12 @@ uint8_t StackTokens::stack_kinds(uint32_t state) {
 uint32_t StackTokens::at_boundary(uint32_t state) {
   const Matcher& m = states_.state(state);
   if (m.pending().due == 0) return state;
-  return states_.intern(Matcher(local_, m.stacks(), PendingCodePoint{}));
+  if (boundary_.size() <= state) boundary_.resize(states_.size(), -1);
+  if (boundary_[state] < 0) {
+    const uint32_t boundary = states_.intern(Matcher(local_, m.stacks(), PendingCodePoint{}));
+    boundary_[state] = static_cast<int32_t>(boundary);  // after intern(), which may grow states_
+  }
+  return static_cast<uint32_t>(boundary_[state]);
 }
 
 namespace {
@@ -183,9 +190,9 @@ TopTokens StackTokens::sets_of(Walk& walk) {
   return sets;
 }
 
-// The state that the most ASCII bytes lead to from `start`, where it loops on every non-ASCII
-// code point (inside a string: every byte but the quote, the backslash and the controls);
-// else -1.
+// The state that the most ASCII bytes lead to from `start`, where it loops on them (inside a
+// string: every byte but the quote, the backslash and the controls; an email's local part:
+// its atext); else -1.
 int32_t StackTokens::root_loop(Walk& walk, uint32_t start) {
   if (!walk.from_boundary) return -1;
   const std::vector<AsciiBytes> groups = states_.twin_groups(start);  // a copy: steps may grow states_
@@ -199,7 +206,9 @@ int32_t StackTokens::root_loop(Walk& walk, uint32_t start) {
   const int32_t next = states_.step(start, byte);
   if (next == ByteStates::kRefused || escaped(static_cast<uint32_t>(next))) return -1;
   const int32_t looping = looping_state(walk, static_cast<uint32_t>(next));
-  return looping >= 0 && loop_of(static_cast<uint32_t>(looping)).non_ascii ? looping : -1;
+  if (looping < 0) return -1;
+  const Loop& loop = ascii_loop_of(static_cast<uint32_t>(looping));
+  return (loop.ascii[byte >> 6] >> (byte & 63) & 1) != 0 ? looping : -1;
 }
 
 // Whether the root's child with `byte` leads from `start` to `looping` (an ASCII byte there; a
@@ -257,7 +266,7 @@ void StackTokens::relied_on(Walk& walk, uint32_t state) {
 // it does not loop on is skipped, not stepped: it leads back to the same state.
 StackTokens::Verdict StackTokens::one_token(Walk& walk, uint32_t state, uint32_t position, uint32_t depth,
                                             int32_t looping, const AsciiBytes& loop_ascii) {
-  const std::string& bytes = trie_->bytes(trie_->tokens_in_order()[position]);
+  const std::string_view bytes = trie_->bytes_at(position);
   bool escaped_here = false;
   for (size_t k = depth; k < bytes.size(); ++k) {
     if (static_cast<int32_t>(state) == looping) {
@@ -292,7 +301,9 @@ bool StackTokens::takes_all_but_a_few(Walk& walk, uint32_t state, const TokenTri
 // or are not UTF-8, and those one by one. False where those are not few.
 bool StackTokens::takes_run_but_a_few(Walk& walk, const Loop& loop, int32_t looping, uint32_t state, uint32_t depth,
                                       uint32_t begin, uint32_t end) {
-  std::vector<const std::vector<uint32_t>*> lists = {&trie_->positions_not_utf8()};
+  // The first list's tokens are stepped byte by byte (not UTF-8, or not read by an ASCII loop).
+  std::vector<const std::vector<uint32_t>*> lists = {loop.non_ascii ? &trie_->positions_not_utf8()
+                                                                    : &trie_->positions_non_ascii()};
   for (uint32_t byte = 0; byte < 0x80; ++byte) {
     if ((loop.ascii[byte >> 6] >> (byte & 63) & 1) == 0)
       lists.push_back(&trie_->positions_with(static_cast<uint8_t>(byte)));
@@ -309,23 +320,30 @@ bool StackTokens::takes_run_but_a_few(Walk& walk, const Loop& loop, int32_t loop
     n_few += static_cast<size_t>(last - first);
   }
   if (n_few * 8 > end - begin) return false;
-  std::vector<uint32_t> few;
-  few.reserve(n_few);
-  for (const auto* list : lists) {
-    const auto [first, last] = in_subtree(*list);
-    few.insert(few.end(), first, last);
+  // The few as bits over [begin, end), so that they come in order without a sort; the first
+  // list's in a second set, which may not skip the loop's bytes.
+  std::vector<uint64_t> few((end - begin + 63) / 64, 0);
+  std::vector<uint64_t> stepped(few.size(), 0);
+  for (size_t l = 0; l < lists.size(); ++l) {
+    const auto [first, last] = in_subtree(*lists[l]);
+    for (auto it = first; it != last; ++it) {
+      const uint32_t i = *it - begin;
+      few[i >> 6] |= uint64_t{1} << (i & 63);
+      if (l == 0) stepped[i >> 6] |= uint64_t{1} << (i & 63);
+    }
   }
-  std::sort(few.begin(), few.end());
-  few.erase(std::unique(few.begin(), few.end()), few.end());
-  const auto& not_utf8 = trie_->positions_not_utf8();
   uint32_t next = begin;
-  for (const uint32_t position : few) {
-    append_run(walk.accepted, next, position);
-    const bool utf8 = !std::binary_search(not_utf8.begin(), not_utf8.end(), position);
-    const Verdict verdict = one_token(walk, state, position, depth, utf8 ? looping : -1, loop.ascii);
-    if (verdict != Verdict::Refused)
-      append_run(verdict == Verdict::Accepted ? walk.accepted : walk.uncertain, position, position + 1);
-    next = position + 1;
+  for (size_t w = 0; w < few.size(); ++w) {
+    for (uint64_t left = few[w]; left != 0; left &= left - 1) {
+      const uint32_t i = static_cast<uint32_t>(w * 64) + static_cast<uint32_t>(std::countr_zero(left));
+      const uint32_t position = begin + i;
+      append_run(walk.accepted, next, position);
+      const bool skips = (stepped[w] >> (i & 63) & 1) == 0;
+      const Verdict verdict = one_token(walk, state, position, depth, skips ? looping : -1, loop.ascii);
+      if (verdict != Verdict::Refused)
+        append_run(verdict == Verdict::Accepted ? walk.accepted : walk.uncertain, position, position + 1);
+      next = position + 1;
+    }
   }
   append_run(walk.accepted, next, end);
   return true;
@@ -386,15 +404,23 @@ const StackTokens::Loop& StackTokens::loop_of(uint32_t state) {
       states_.note_cost(state, states_.dearest_step(static_cast<uint32_t>(lead)));
     }
   }
-  if (loop.non_ascii) {
-    for (uint32_t byte = 0; byte < 0x80; ++byte) {
-      if (states_.step(state, static_cast<uint8_t>(byte)) == static_cast<int32_t>(state)) {
-        loop.ascii[byte >> 6] |= uint64_t{1} << (byte & 63);
-      }
-    }
-  }
   grow_side_tables();
   loops_[state] = loop;
+  return loop.non_ascii ? ascii_loop_of(state) : loops_[state];
+}
+
+const StackTokens::Loop& StackTokens::ascii_loop_of(uint32_t state) {
+  loop_of(state);
+  if (loops_[state].ascii_known) return loops_[state];
+  std::array<uint64_t, 2> ascii = {0, 0};
+  for (uint32_t byte = 0; byte < 0x80; ++byte) {
+    if (states_.step(state, static_cast<uint8_t>(byte)) == static_cast<int32_t>(state)) {
+      ascii[byte >> 6] |= uint64_t{1} << (byte & 63);
+    }
+  }
+  grow_side_tables();  // the steps may have made states
+  loops_[state].ascii = ascii;
+  loops_[state].ascii_known = true;
   return loops_[state];
 }
 

@@ -61,6 +61,7 @@ class StackTokens {
   // where the non-ASCII ones loop).
   struct Loop {
     bool known = false;
+    bool ascii_known = false;  // loop_of() looks at them where non_ascii; ascii_loop_of() always
     std::array<uint64_t, 2> ascii = {0, 0};
     bool non_ascii = false;
     int32_t after_non_ascii = -1;  // where every non-ASCII code point leads, if all lead to one
@@ -81,6 +82,7 @@ class StackTokens {
                     const std::array<uint64_t, 2>& loop_ascii);
   int32_t looping_state(Walk& walk, uint32_t state);
   const Loop& loop_of(uint32_t state);
+  const Loop& ascii_loop_of(uint32_t state);
   // NOTE(grammar): a token read whole by the top alone is accepted even where a stack reached
   // the sentinel on the way (the state below holds every path the top has, and more), as long
   // as a stack ends inside the top (one that ended at the sentinel assumes that what is below
@@ -119,6 +121,7 @@ class StackTokens {
   std::vector<uint8_t> stack_kinds_;  // per state, stack_kinds() once known
   std::vector<Loop> loops_;
   std::unordered_map<uint32_t, TopTokens> tops_;  // by the state of the top alone
+  std::vector<int32_t> boundary_;                 // per state in a code point: at_boundary(), once known
   std::vector<uint32_t> relied_stamp_;            // per state: the last walk that relied on it
   std::vector<Reads> reads_;                      // per state
   uint32_t reads_queries_ = 0;

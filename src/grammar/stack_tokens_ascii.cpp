@@ -63,8 +63,9 @@ bool StackTokens::reads_from(uint32_t state, const AsciiBytes& bytes, uint32_t d
     r.query_depth = depth;
   }
   query_seen_.emplace_back(state, depth);
-  const std::vector<AsciiBytes> groups = states_.twin_groups(state);  // a copy: steps may grow states_
-  for (const AsciiBytes& group : groups) {
+  // By index: a step may grow states_ and move the groups.
+  for (size_t g = 0; g < states_.twin_groups(state).size(); ++g) {
+    const AsciiBytes group = states_.twin_groups(state)[g];
     const AsciiBytes read = {group[0] & bytes[0], group[1] & bytes[1]};
     if (read[0] == 0 && read[1] == 0) continue;
     const auto byte = static_cast<uint8_t>(read[0] != 0 ? std::countr_zero(read[0]) : 64 + std::countr_zero(read[1]));

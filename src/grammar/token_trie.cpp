@@ -22,6 +22,12 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, std::vector<in
   token_bits_.assign((token_bytes.size() + 63) / 64, 0);
   for (const int32_t id : ends_) token_bits_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   index_bytes();
+  ordered_at_.reserve(ends_.size() + 1);
+  for (const int32_t id : ends_) {
+    ordered_at_.push_back(static_cast<uint32_t>(ordered_bytes_.size()));
+    ordered_bytes_ += token_bytes[static_cast<size_t>(id)];
+  }
+  ordered_at_.push_back(static_cast<uint32_t>(ordered_bytes_.size()));
   struct Pending {
     uint32_t node;
     uint32_t begin, end;  // the run of ends_ below this node
@@ -57,13 +63,16 @@ void TokenTrie::index_bytes() {
   for (uint32_t position = 0; position < ends_.size(); ++position) {
     const std::string& token = bytes_[static_cast<size_t>(ends_[position])];
     std::array<bool, 128> held{};
+    bool non_ascii = false;
     for (const char c : token) {
       const auto byte = static_cast<uint8_t>(c);
+      non_ascii = non_ascii || byte >= 0x80;
       if (byte < 0x80 && !held[byte]) {
         held[byte] = true;
         with_byte_[byte].push_back(position);
       }
     }
+    if (non_ascii) non_ascii_.push_back(position);
     if (!is_utf8_prefix(token)) not_utf8_.push_back(position);
   }
 }

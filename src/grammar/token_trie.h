@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gufo::grammar {
@@ -47,11 +48,18 @@ class TokenTrie {
   const std::string& bytes(int32_t token) const { return bytes_[static_cast<size_t>(token)]; }
   const std::vector<Node>& nodes() const { return nodes_; }              // nodes()[0]: the empty prefix
   const std::vector<int32_t>& tokens_in_order() const { return ends_; }  // the tokens with bytes
+  // The bytes of tokens_in_order()[position], kept in that order (one buffer: the tokens a mask
+  // tries one by one come in order, and read memory in order).
+  std::string_view bytes_at(uint32_t position) const {
+    return std::string_view(ordered_bytes_)
+        .substr(ordered_at_[position], ordered_at_[position + 1] - ordered_at_[position]);
+  }
   const BytesBelow& bytes_below(const Node& node) const { return below_[node.below]; }
   // Where in tokens_in_order() the tokens holding ASCII byte `byte` are (ascending), and those
   // that are not is_utf8_prefix(): what a looping state may have to look at one by one.
   const std::vector<uint32_t>& positions_with(uint8_t byte) const { return with_byte_[byte]; }
   const std::vector<uint32_t>& positions_not_utf8() const { return not_utf8_; }
+  const std::vector<uint32_t>& positions_non_ascii() const { return non_ascii_; }  // a byte >= 0x80
   // Bit id % 64 of word id / 64 set for each token with bytes (tokens_in_order()).
   const std::vector<uint64_t>& token_bits() const { return token_bits_; }
 
@@ -67,7 +75,10 @@ class TokenTrie {
   std::vector<uint64_t> token_bits_;
   std::array<std::vector<uint32_t>, 128> with_byte_;
   std::vector<uint32_t> not_utf8_;
+  std::vector<uint32_t> non_ascii_;
   std::vector<std::string> bytes_;
+  std::string ordered_bytes_;         // the tokens' bytes in tokens_in_order()
+  std::vector<uint32_t> ordered_at_;  // where each starts in ordered_bytes_, and the end
   std::vector<int32_t> end_tokens_;
   int32_t n_vocab_ = 0;
 };

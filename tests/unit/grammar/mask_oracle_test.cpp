@@ -167,6 +167,28 @@ TEST(MaskOracle, WordVocabulary) {
   check_vocabulary(std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end}), 8, 80);
 }
 
+// A loop of ASCII alone (an email's local part) over a vocabulary of words, so that the root's
+// runs are taken but for a few tokens: a token that goes on from its letters into UTF-8 is
+// refused, though it holds no ASCII byte the loop refuses.
+TEST(MaskOracle, AsciiLoopTakesTheRootsRuns) {
+  std::vector<std::string> vocab;
+  for (int b = 0; b < 256; ++b) vocab.emplace_back(1, static_cast<char>(b));
+  for (char a = 'a'; a <= 'z'; ++a) {
+    for (char b = 'a'; b <= 'z'; ++b) {
+      vocab.push_back({a, b});
+      vocab.push_back({a, b, '!'});
+    }
+    for (const char* tail : {"\xC3\xA9", "@x", "\""}) vocab.push_back(std::string(1, a) + tail);
+  }
+  vocab.emplace_back("");  // the end token
+  const auto trie =
+      std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{static_cast<int32_t>(vocab.size() - 1)});
+  const auto grammar = shared_grammar(
+      parse_gbnf(R"gbnf(root ::= "\"" [a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+ "@" [a-z]+ "\"")gbnf"), "ascii_loop");
+  ASSERT_NE(grammar, nullptr);
+  expect_masks_match_reference(grammar, trie, "\"ab!cd@xyz\"", 1, 6, 20, nullptr);
+}
+
 TEST(MaskOracle, SingleBytes) {
   std::vector<std::string> vocab;
   for (int b = 0; b < 256; ++b) vocab.emplace_back(1, static_cast<char>(b));

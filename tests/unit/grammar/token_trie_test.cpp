@@ -1,8 +1,9 @@
 // TokenTrie and is_utf8_prefix: UTF-8 validity as the byte Matcher reads it (every 1- and
 // 2-byte string, and 3- and 4-byte ones around each lead byte); each node's tokens are the
 // run of tokens_in_order() with its prefix; the byte summaries and the byte index hold what
-// the tokens below hold (their bytes and the deepest); TokenSet keeps the same set in each of
-// its forms, and count_bits counts as std::popcount does.
+// the tokens below hold (their bytes and the deepest), and the tokens' bytes are kept in trie
+// order; TokenSet keeps the same set in each of its forms, and count_bits counts as
+// std::popcount does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +89,10 @@ TEST(TokenTrie, RunsSummariesAndIndexHoldTheTokensBelow) {
     }
     const auto& bad = trie.positions_not_utf8();
     EXPECT_EQ(std::binary_search(bad.begin(), bad.end(), position), !is_utf8_prefix(token));
+    const auto& wide = trie.positions_non_ascii();
+    EXPECT_EQ(std::binary_search(wide.begin(), wide.end(), position),
+              std::any_of(token.begin(), token.end(), [](char c) { return static_cast<uint8_t>(c) >= 0x80; }));
+    EXPECT_EQ(trie.bytes_at(position), token);
   }
 }
 
