@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <utility>
 
 namespace gufo::grammar {
@@ -92,13 +93,13 @@ const ByteStates::AsciiBytes& ByteStates::ascii_of(const Grammar& g, uint32_t se
 }
 
 int32_t ByteStates::compute(uint32_t state, uint8_t byte) {
-  Matcher next = states_[state];
+  StepCost cost;
+  std::optional<Matcher> next = states_[state].after_byte(byte, cost);
+  note_cost(state, cost);
   int32_t to = kRefused;
-  const bool accepted = next.accept_byte(byte);
-  note_cost(state, next.last_step());
-  if (accepted) {
-    if (states_.size() < kMaxWalkStates || ids_.contains(next.key())) {
-      to = static_cast<int32_t>(intern(std::move(next)));
+  if (next) {
+    if (states_.size() < kMaxWalkStates || ids_.contains(next->key())) {
+      to = static_cast<int32_t>(intern(std::move(*next)));
     } else {
       capped_ = true;
     }

@@ -2,6 +2,7 @@
 #include "grammar/matcher.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace gufo::grammar {
@@ -82,24 +83,21 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::vector<Stack> stac
       due_(pending.due),
       least_(pending.least) {}
 
-bool Matcher::advance(uint32_t code_point) {
+bool Matcher::advanced(uint32_t code_point, std::vector<Stack>& next, StepCost& cost) const {
   const Grammar& g = *grammar_;
-  std::vector<Stack> next;
   size_t frames = 0;
   for (const Stack& stack : stacks_) {
     if (stack.empty() || !next_set(g, stack).contains(code_point)) continue;
     Stack moved = stack;
     ++moved.back().pos;
     if (!expand(g, std::move(moved), next, frames)) {
-      last_step_ = StepCost{.stacks = next.size(), .frames = frames, .over = true};
+      cost = StepCost{.stacks = next.size(), .frames = frames, .over = true};
       return false;
     }
   }
-  last_step_ = StepCost{.stacks = next.size(), .frames = frames, .over = false};
+  cost = StepCost{.stacks = next.size(), .frames = frames, .over = false};
   deduplicate(next);
-  if (next.empty()) return false;
-  stacks_ = std::move(next);
-  return true;
+  return !next.empty();
 }
 
 bool Matcher::may_complete(uint32_t lo, uint32_t hi) const {
@@ -108,13 +106,12 @@ bool Matcher::may_complete(uint32_t lo, uint32_t hi) const {
   });
 }
 
-bool Matcher::accept_byte(uint8_t byte) {
-  last_step_ = StepCost{};  // a byte that completes no code point costs nothing
+std::optional<PendingCodePoint> Matcher::decode(uint8_t byte) const {
   uint32_t partial = partial_;
   int due = due_;
   uint32_t least = least_;
   if (due > 0) {
-    if ((byte & 0xC0) != 0x80) return false;
+    if ((byte & 0xC0) != 0x80) return std::nullopt;
     partial = (partial << 6) | (byte & 0x3Fu);
     --due;
   } else if (byte < 0x80) {
@@ -133,7 +130,7 @@ bool Matcher::accept_byte(uint8_t byte) {
     due = 3;
     least = 0x10000;
   } else {
-    return false;  // not UTF-8
+    return std::nullopt;  // not UTF-8
   }
   if (due > 0) {
     // Some code point this can still become must be allowed next (a sequence of n bytes
@@ -141,18 +138,37 @@ bool Matcher::accept_byte(uint8_t byte) {
     const uint32_t lo = std::max(partial << (6 * due), least);
     const uint32_t hi = std::min((partial << (6 * due)) | ((1u << (6 * due)) - 1), 0x10FFFFu);
     const bool only_surrogates = lo >= 0xD800 && hi <= 0xDFFF;  // ED A0..BF: never a code point
-    if (lo > hi || only_surrogates || !may_complete(lo, hi)) return false;
-    partial_ = partial;
-    due_ = due;
-    least_ = least;
-    return true;
+    if (lo > hi || only_surrogates || !may_complete(lo, hi)) return std::nullopt;
+  } else if (partial < least || partial > 0x10FFFF || (partial >= 0xD800 && partial <= 0xDFFF)) {
+    return std::nullopt;
   }
-  if (partial < least || partial > 0x10FFFF || (partial >= 0xD800 && partial <= 0xDFFF)) return false;
-  if (!advance(partial)) return false;
-  partial_ = 0;
-  due_ = 0;
-  least_ = 0;  // between code points the state is the stacks alone (key())
+  return PendingCodePoint{.bits = partial, .due = due, .least = least};
+}
+
+bool Matcher::accept_byte(uint8_t byte) {
+  last_step_ = StepCost{};  // a byte that completes no code point costs nothing
+  const std::optional<PendingCodePoint> read = decode(byte);
+  if (!read) return false;
+  if (read->due == 0) {
+    std::vector<Stack> next;
+    if (!advanced(read->bits, next, last_step_)) return false;
+    stacks_ = std::move(next);
+  }
+  // Between code points the state is the stacks alone (key()).
+  partial_ = read->due > 0 ? read->bits : 0;
+  due_ = read->due;
+  least_ = read->due > 0 ? read->least : 0;
   return true;
+}
+
+std::optional<Matcher> Matcher::after_byte(uint8_t byte, StepCost& cost) const {
+  cost = StepCost{};
+  const std::optional<PendingCodePoint> read = decode(byte);
+  if (!read) return std::nullopt;
+  if (read->due > 0) return Matcher(grammar_, stacks_, *read);
+  std::vector<Stack> next;
+  if (!advanced(read->bits, next, cost)) return std::nullopt;
+  return Matcher(grammar_, std::move(next), PendingCodePoint{});
 }
 
 bool Matcher::accept(std::string_view bytes) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,9 @@ class Matcher {
   // Reads one byte if the grammar allows it here; false leaves the matcher as it was (but for
   // last_step()).
   bool accept_byte(uint8_t byte);
+  // The matcher after `byte`, or none where it is refused: accept_byte() on a copy, without
+  // copying stacks that a whole code point replaces. `cost`: as last_step() would say.
+  std::optional<Matcher> after_byte(uint8_t byte, StepCost& cost) const;
   // Reads every byte or none: false leaves the matcher as it was.
   bool accept(std::string_view bytes);
   // Whether the input so far is a whole match (also at a code point boundary).
@@ -77,8 +81,11 @@ class Matcher {
   StepCost last_step() const { return last_step_; }
 
  private:
-  // Reads one code point; false (and no change) if no stack takes it.
-  bool advance(uint32_t code_point);
+  // What `byte` makes of the code point being read; none where it is not UTF-8 or no stack can
+  // take what it may become.
+  std::optional<PendingCodePoint> decode(uint8_t byte) const;
+  // The stacks after one code point into `next`; false if no stack takes it.
+  bool advanced(uint32_t code_point, std::vector<Stack>& next, StepCost& cost) const;
   bool may_complete(uint32_t lo, uint32_t hi) const;
 
   std::shared_ptr<const Grammar> grammar_;
