@@ -22,6 +22,9 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, std::vector<in
   token_bits_.assign((token_bytes.size() + 63) / 64, 0);
   for (const int32_t id : ends_) token_bits_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   index_bytes();
+  size_t total_bytes = 0;
+  for (const int32_t id : ends_) total_bytes += token_bytes[static_cast<size_t>(id)].size();
+  ordered_bytes_.reserve(total_bytes);
   ordered_at_.reserve(ends_.size() + 1);
   for (const int32_t id : ends_) {
     ordered_at_.push_back(static_cast<uint32_t>(ordered_bytes_.size()));
