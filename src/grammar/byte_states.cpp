@@ -68,9 +68,9 @@ const ByteStates::Twins& ByteStates::twins_of(uint32_t state) {
   for (const AsciiBytes& group : groups) {
     const auto least =
         static_cast<uint8_t>(group[0] != 0 ? std::countr_zero(group[0]) : 64 + std::countr_zero(group[1]));
-    for (int w = 0; w < 2; ++w) {
-      for (uint64_t left = group[static_cast<size_t>(w)]; left != 0; left &= left - 1)
-        twins[static_cast<size_t>(w * 64 + std::countr_zero(left))] = least;
+    for (size_t w = 0; w < 2; ++w) {
+      for (uint64_t left = group[w]; left != 0; left &= left - 1)
+        twins[w * 64 + static_cast<size_t>(std::countr_zero(left))] = least;
     }
   }
   return twins;
