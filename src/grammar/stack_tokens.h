@@ -3,17 +3,18 @@
 // cache", keyed by the top kKeptFrames frames rather than by one grammar position, so that a
 // JSON string's top holds its closing quote and what follows: only tokens that run past that
 // depend on what is below). The top is matched alone over the trie, with a sentinel frame
-// below that matches nothing: a token it reads without reaching the sentinel is accepted
-// whatever lies below; one it refuses without reaching it is refused; one that reached it on
-// the way is uncertain, for the caller to try on the whole state. Subtrees whose bytes all
-// keep a looping state where it is (the inside of a string, free text) are taken whole, from
-// the trie's byte summaries, or whole but for the few tokens that hold a byte the loop does
-// not take (the trie's byte index), those tried one by one. A subtree of ASCII bytes alone is
-// taken whole, too, where every string of its bytes as long as its tokens is read without
-// leaving the top, as where a bounded repetition counts down (`[a-z0-9-]{0,61}`: no state
-// loops; stack_tokens_ascii.cpp). Each top keeps the dearest step
-// of its walk, so that the caller can tell that the whole state, walked token by token,
-// would stay within the matcher's budget (and otherwise fall back to the reference).
+// below that matches nothing: a token it reads whole, ending inside the top, is accepted
+// whatever lies below; one it refuses without reaching the sentinel is refused; the rest are
+// uncertain, for the caller to try on the whole state. Subtrees whose bytes all keep a looping
+// state where it is (the inside of a string, free text) are taken whole, from the trie's byte
+// summaries, or whole but for the few tokens that hold a byte the loop does not take (the
+// trie's byte index), those tried one by one; where the top's first byte leads into such a
+// loop, the root's children are taken so in runs. A subtree of ASCII bytes alone is taken
+// whole, too, where every string of its bytes as long as its tokens is read without leaving
+// the top, as where a bounded repetition counts down (`[a-z0-9-]{0,61}`: no state loops;
+// stack_tokens_ascii.cpp). Each top keeps the dearest step of its walk, so that the caller can
+// tell that the whole state, walked token by token, would stay within the matcher's budget
+// (and otherwise fall back to the reference).
 // Tested by tests/unit/grammar/mask_oracle_test.cpp (against the reference walk).
 #pragma once
 
@@ -100,8 +101,9 @@ class StackTokens {
   bool reads_to(uint32_t state, const AsciiBytes& bytes, uint32_t depth, StepCost& cost);
   bool reads_from(uint32_t state, const AsciiBytes& bytes, uint32_t depth);
   bool reads_whole_subtree(Walk& walk, uint32_t state, const TokenTrie::Node& node);
-  // NOTE(grammar): the longest strings reads_to() looks at: a bounded repetition walked this
-  // deep is already cheap next to the trie; longer tokens are rare.
+  // NOTE(grammar): the longest strings reads_to() looks at: longer tokens are rare, and a
+  // subtree that holds one is walked. 16 made the cold masks in an email's domain label about
+  // twice as dear (more of the trie walked); 24 changed nothing measurable.
   static constexpr uint32_t kMaxReadDepth = 48;
   // Per state: the widest bytes and depth reads_to() has shown it reads (with the dearest step
   // relied on), and how deep the current query has looked from it.
