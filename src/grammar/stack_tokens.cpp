@@ -52,7 +52,7 @@ StackTokens::StackTokens(const Grammar& grammar, std::shared_ptr<const TokenTrie
 
 void StackTokens::clear() {
   states_.clear();
-  stack_kinds_.clear();
+  escaped_.clear();
   loops_.clear();
   tops_.clear();
   boundary_.clear();
@@ -76,20 +76,20 @@ const TopTokens& StackTokens::of(const Stack& stack, PendingCodePoint pending) {
 }
 
 void StackTokens::grow_side_tables() {
-  if (stack_kinds_.size() < states_.size()) stack_kinds_.resize(states_.size(), kKindsUnknown);
+  if (escaped_.size() < states_.size()) escaped_.resize(states_.size(), -1);
   if (loops_.size() < states_.size()) loops_.resize(states_.size());
 }
 
-// Per state: bit 0, a stack is at the sentinel; bit 1, a stack is not (it reads on, or is a
-// whole match).
-uint8_t StackTokens::stack_kinds(uint32_t state) {
+bool StackTokens::escaped(uint32_t state) {
   grow_side_tables();
-  if (stack_kinds_[state] == kKindsUnknown) {
-    uint8_t kinds = 0;
-    for (const Stack& s : states_.state(state).stacks()) kinds |= !s.empty() && s.back().rule == sentinel_rule_ ? 1 : 2;
-    stack_kinds_[state] = kinds;
+  if (escaped_[state] < 0) {
+    const auto& stacks = states_.state(state).stacks();
+    escaped_[state] = std::any_of(stacks.begin(), stacks.end(),
+                                  [&](const Stack& s) { return !s.empty() && s.back().rule == sentinel_rule_; })
+                          ? 1
+                          : 0;
   }
-  return stack_kinds_[state];
+  return escaped_[state] == 1;
 }
 
 uint32_t StackTokens::at_boundary(uint32_t state) {
@@ -155,7 +155,7 @@ TopTokens StackTokens::walk(uint32_t start) {
     const auto state = static_cast<uint32_t>(next);
     const bool escaped_here = at.escaped || escaped(state);
     const uint32_t own_end = node.first_token + node.n_tokens;
-    append_run(reads_on(state) ? walk.accepted : walk.uncertain, node.first_token, own_end);
+    append_run(escaped_here ? walk.uncertain : walk.accepted, node.first_token, own_end);
     if (node.n_children == 0) continue;
     if (!escaped_here && node.below != TokenTrie::kNoSummary &&
         (trie_->bytes_below(node).non_ascii ? takes_all_below(walk, state, node)
@@ -281,7 +281,7 @@ StackTokens::Verdict StackTokens::one_token(Walk& walk, uint32_t state, uint32_t
     state = static_cast<uint32_t>(next);
     escaped_here = escaped_here || escaped(state);
   }
-  return reads_on(state) ? Verdict::Accepted : Verdict::Uncertain;
+  return escaped_here ? Verdict::Uncertain : Verdict::Accepted;
 }
 
 // For a state that loops on every non-ASCII code point (a string's inside, free text): takes

@@ -3,18 +3,18 @@
 // cache", keyed by the top kKeptFrames frames rather than by one grammar position, so that a
 // JSON string's top holds its closing quote and what follows: only tokens that run past that
 // depend on what is below). The top is matched alone over the trie, with a sentinel frame
-// below that matches nothing: a token it reads whole, ending inside the top, is accepted
-// whatever lies below; one it refuses without reaching the sentinel is refused; the rest are
-// uncertain, for the caller to try on the whole state. Subtrees whose bytes all keep a looping
-// state where it is (the inside of a string, free text) are taken whole, from the trie's byte
-// summaries, or whole but for the few tokens that hold a byte the loop does not take (the
-// trie's byte index), those tried one by one; where the top's first byte leads into such a
-// loop, the root's children are taken so in runs. A subtree of ASCII bytes alone is taken
-// whole, too, where every string of its bytes as long as its tokens is read without leaving
-// the top, as where a bounded repetition counts down (`[a-z0-9-]{0,61}`: no state loops;
-// stack_tokens_ascii.cpp). Each top keeps the dearest step of its walk, so that the caller can
-// tell that the whole state, walked token by token, would stay within the matcher's budget
-// (and otherwise fall back to the reference).
+// below that matches nothing: a token it reads without reaching the sentinel is accepted
+// whatever lies below; one it refuses without reaching it is refused; one that reached it on
+// the way is uncertain, for the caller to try on the whole state. Subtrees whose bytes all
+// keep a looping state where it is (the inside of a string, free text) are taken whole, from
+// the trie's byte summaries, or whole but for the few tokens that hold a byte the loop does
+// not take (the trie's byte index), those tried one by one; where the top's first byte leads
+// into such a loop, the root's children are taken so in runs. A subtree of ASCII bytes alone
+// is taken whole, too, where every string of its bytes as long as its tokens is read without
+// leaving the top, as where a bounded repetition counts down (`[a-z0-9-]{0,61}`: no state
+// loops; stack_tokens_ascii.cpp). Each top keeps the dearest step of its walk, so that the
+// caller can tell that the whole state, walked token by token, would stay within the matcher's
+// budget (and otherwise fall back to the reference).
 // Tested by tests/unit/grammar/mask_oracle_test.cpp (against the reference walk).
 #pragma once
 
@@ -84,13 +84,11 @@ class StackTokens {
   int32_t looping_state(Walk& walk, uint32_t state);
   const Loop& loop_of(uint32_t state);
   const Loop& ascii_loop_of(uint32_t state);
-  // NOTE(grammar): a token read whole by the top alone is accepted even where a stack reached
-  // the sentinel on the way (the state below holds every path the top has, and more), as long
-  // as a stack ends inside the top (one that ended at the sentinel assumes that what is below
-  // goes on); a token refused after some stack reached the sentinel is uncertain.
-  uint8_t stack_kinds(uint32_t state);
-  bool escaped(uint32_t state) { return (stack_kinds(state) & 1) != 0; }   // a stack is at the sentinel
-  bool reads_on(uint32_t state) { return (stack_kinds(state) & 2) != 0; }  // a stack is not
+  // NOTE(grammar): a token that takes some stack down to the sentinel is uncertain, even where
+  // another stack reads it whole inside the top: the whole state expands what lies below (its
+  // steps then cost more than the top's, and the matcher refuses a byte that passes its budget;
+  // mask_oracle_test's BudgetBelowTheTop).
+  bool escaped(uint32_t state);          // a stack is at the sentinel
   uint32_t at_boundary(uint32_t state);  // the state with the same stacks and nothing pending
   void grow_side_tables();
   void relied_on(Walk& walk, uint32_t state);
@@ -119,8 +117,7 @@ class StackTokens {
   std::shared_ptr<const Grammar> local_;  // the grammar and the sentinel rule
   std::shared_ptr<const TokenTrie> trie_;
   ByteStates states_;
-  static constexpr uint8_t kKindsUnknown = 0xFF;
-  std::vector<uint8_t> stack_kinds_;  // per state, stack_kinds() once known
+  std::vector<int8_t> escaped_;  // per state: -1 not known yet, else whether a stack is at the sentinel
   std::vector<Loop> loops_;
   std::unordered_map<uint32_t, TopTokens> tops_;  // by the state of the top alone
   std::vector<int32_t> boundary_;                 // per state in a code point: at_boundary(), once known

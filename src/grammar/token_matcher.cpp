@@ -39,8 +39,9 @@ bool MaskCache::from_tops(uint32_t start, std::vector<bool>& allowed) {
   const Matcher state = states_.state(start);  // a copy: trying tokens may grow states_
   TokenBits bits(trie_->token_bits().size(), 0);
   std::vector<int32_t> uncertain;
-  // The whole state's step is at most the sum of its stacks' (a stack's frames below its top
-  // multiply the frames its top's steps copy).
+  // For the tokens no top reads past its sentinel, the whole state's step is at most the sum
+  // of its stacks' (a stack's frames below its top multiply the frames its top's steps copy);
+  // the uncertain ones are tried on the whole state, which counts its own steps.
   size_t stacks = 0;
   size_t frames = 0;
   for (const Stack& stack : state.stacks()) {
@@ -53,8 +54,9 @@ bool MaskCache::from_tops(uint32_t start, std::vector<bool>& allowed) {
     uncertain.insert(uncertain.end(), top.uncertain.begin(), top.uncertain.end());
   }
   if (stacks > Matcher::kMaxStacks || frames > Matcher::kMaxFrames) return false;
-  // Uncertain for one stack and accepted by another: the other's acceptance assumed that no
-  // stack reached past its top, so it is tried on the whole state as well.
+  // Uncertain for one stack and accepted by another: the first took it below its top, where
+  // the whole state's expansion (uncounted by any top) may pass the budget and have the
+  // matcher refuse it, so it is tried on the whole state as well.
   for (const int32_t id : uncertain) clear_bit(bits, id);
   for (const int32_t id : uncertain) {
     if (reference_accepts(states_, *trie_, start, id)) set_bit(bits, id);

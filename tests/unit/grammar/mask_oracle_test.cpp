@@ -189,6 +189,35 @@ TEST(MaskOracle, AsciiLoopTakesTheRootsRuns) {
   expect_masks_match_reference(grammar, trie, "\"ab!cd@xyz\"", 1, 6, 20, nullptr);
 }
 
+// A token that pops a top down to its sentinel while another of its stacks reads on: the
+// top alone never expands what lies below, but the whole state does, and where that expansion
+// passes the matcher's budget (blow: 2^15 stacks) the reference refuses the token. Under the
+// budget (2^10) the same token is allowed. The top (kKeptFrames) is p1 p2 p3 x, so `a` reaches
+// the sentinel through the empty n's and reads on in the "n" or "ab" ones.
+TEST(MaskOracle, BudgetBelowTheTop) {
+  std::vector<std::string> vocab;
+  for (int b = 0; b < 128; ++b) vocab.emplace_back(1, static_cast<char>(b));
+  for (const char* piece : {"ab", "an", "abn", "nn", "nz", "az", "abz", "anz"}) vocab.emplace_back(piece);
+  vocab.emplace_back("");  // the end token
+  const auto trie =
+      std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{static_cast<int32_t>(vocab.size() - 1)});
+  const std::string below = "\nn ::= \"\" | \"n\"\no ::= \"\" | e\ne ::= \"\"\n";
+  const std::string blow15 = "blow ::= o o o o o o o o o o o o o o o \"z\"";
+  const std::string blow10 = "blow ::= o o o o o o o o o o \"z\"";
+  const std::string pops = "root ::= p1 blow\np1 ::= p2 n\np2 ::= p3 n\np3 ::= x n\n";
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"two_stacks_over", pops + "x ::= \"a\" | \"ab\"\n" + blow15 + below},
+           {"one_stack_over", pops + "x ::= \"a\" ( \"\" | \"b\" )\n" + blow15 + below},
+           {"deeper_below_over", "root ::= w \"!\"\nw ::= p1 blow\n" + pops.substr(pops.find('\n') + 1) +
+                                     "x ::= \"a\" | \"ab\"\n" + blow15 + below},
+           {"two_stacks_under", pops + "x ::= \"a\" | \"ab\"\n" + blow10 + below}}) {
+    SCOPED_TRACE(name);
+    const auto grammar = shared_grammar(parse_gbnf(text), name);
+    ASSERT_NE(grammar, nullptr);
+    expect_masks_match_reference(grammar, trie, "abnnz", 1, 4, 8, nullptr);
+  }
+}
+
 TEST(MaskOracle, SingleBytes) {
   std::vector<std::string> vocab;
   for (int b = 0; b < 256; ++b) vocab.emplace_back(1, static_cast<char>(b));
