@@ -33,7 +33,7 @@ void ByteStates::note_cost(uint32_t state, StepCost cost) {
 int32_t ByteStates::step(uint32_t state, uint8_t byte) {
   const int32_t known = transitions_[state][byte];
   if (known != kUnknown) return known;
-  if (byte < 0x80 && states_[state].pending().due == 0) {
+  if (share_twins_ && byte < 0x80 && states_[state].pending().due == 0) {
     const uint8_t twin = twins_of(state)[byte];
     if (twin != byte) {
       const int32_t to = step(state, twin);

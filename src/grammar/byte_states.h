@@ -22,6 +22,9 @@ class ByteStates {
  public:
   static constexpr int32_t kRefused = -1;
 
+  // `share_twins`: false steps every byte alone (the oracle of tests, independent of the twins).
+  explicit ByteStates(bool share_twins = true) : share_twins_(share_twins) {}
+
   uint32_t intern(Matcher state);
   // The state after `byte`, or kRefused. NOTE(grammar): past kMaxWalkStates states a new one
   // is not made (its byte is refused, and capped() says so): only a grammar built to explode
@@ -61,6 +64,7 @@ class ByteStates {
   std::vector<AsciiBytes> set_ascii_;            // by char set, once known
   std::vector<bool> set_ascii_known_;
   static constexpr uint8_t kNoTwins = 0xFF;
+  bool share_twins_;
   bool capped_ = false;
 };
 
