@@ -47,6 +47,7 @@ class StackTokens {
   // The sets of `stack` (non-empty, its top a code-point set) in a state with `pending` read.
   const TopTokens& of(const Stack& stack, PendingCodePoint pending);
   size_t n_states() const { return states_.size(); }
+  size_t reads_visits() const { return reads_visits_; }  // states reads_to() has looked from, ever
   void clear();
 
   // NOTE(grammar): four frames hold a JSON string's character, its repetition, the string
@@ -98,11 +99,19 @@ class StackTokens {
   using AsciiBytes = ByteStates::AsciiBytes;
   bool reads_to(uint32_t state, const AsciiBytes& bytes, uint32_t depth, StepCost& cost);
   bool reads_from(uint32_t state, const AsciiBytes& bytes, uint32_t depth);
+  bool failed_before(uint32_t state, const AsciiBytes& bytes, uint32_t depth) const;
   bool reads_whole_subtree(Walk& walk, uint32_t state, const TokenTrie::Node& node);
   // NOTE(grammar): the longest strings reads_to() looks at: longer tokens are rare, and a
   // subtree that holds one is walked. 16 made the cold masks in an email's domain label about
   // twice as dear (more of the trie walked); 24 changed nothing measurable.
   static constexpr uint32_t kMaxReadDepth = 48;
+  // NOTE(grammar): the states one reads_to() query, and all of one walk's queries, may look
+  // from before answering "not shown" (the subtree is then walked, which is always right). The
+  // search covers every string of the bytes, not only the trie's tokens, so a grammar built to
+  // branch (`[ -~]* "e" [ -~]{20}`: 2^21 states) would otherwise make each query cost up to
+  // kMaxWalkStates states, each up to kMaxReadDepth times; the server compiles user grammars.
+  static constexpr uint32_t kMaxReadVisits = 4096;
+  static constexpr uint32_t kMaxWalkReadVisits = 1u << 16;
   // Per state: the widest bytes and depth reads_to() has shown it reads (with the dearest step
   // relied on), and how deep the current query has looked from it.
   struct Reads {
@@ -111,6 +120,11 @@ class StackTokens {
     StepCost cost;
     uint32_t query = 0;        // the last query that looked from the state
     uint32_t query_depth = 0;  // and to what depth
+    // The last query from the state not shown in walk `failed_walk` (none of more bytes or
+    // depth would be); all zero where it passed the budget (failed_before()).
+    AsciiBytes failed_bytes = {0, 0};
+    uint32_t failed_depth = 0;
+    uint32_t failed_walk = 0;
   };
 
   uint32_t sentinel_rule_;                // the rule after the grammar's own
@@ -126,6 +140,10 @@ class StackTokens {
   uint32_t reads_queries_ = 0;
   StepCost query_cost_;                                    // of the current reads_to() query
   std::vector<std::pair<uint32_t, uint32_t>> query_seen_;  // (state, depth) it looked from
+  uint32_t query_visits_ = 0;                              // states the current query looked from
+  uint32_t walk_read_visits_ = 0;                          // and all queries of walk reads_walk_
+  uint32_t reads_walk_ = 0;
+  size_t reads_visits_ = 0;
   uint32_t walks_ = 0;
 };
 

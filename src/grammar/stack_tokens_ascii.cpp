@@ -5,7 +5,9 @@
 // the same stacks read lead to one state (ByteStates' twin groups), so each group is one
 // lookup; a state already looked from as deep in the same query is not looked from again (it
 // is proven, or on the path being proven: a loop adds nothing to prove); each state keeps the
-// widest bytes and depth shown for it, so that later queries of a subset end at once.
+// widest bytes and depth shown for it, so that later queries of a subset end at once. A query
+// looks from at most kMaxReadVisits states and a walk's from kMaxWalkReadVisits, and a failed
+// one is kept for the walk: a "no" only sends the walk into the subtree, never changes a mask.
 #include <algorithm>
 #include <bit>
 
@@ -31,10 +33,29 @@ int count(const ByteStates::AsciiBytes& a) { return count_bits(a[0]) + count_bit
 
 bool StackTokens::reads_to(uint32_t state, const AsciiBytes& bytes, uint32_t depth, StepCost& cost) {
   if (depth > kMaxReadDepth) return false;
+  if (reads_walk_ != walks_) {
+    reads_walk_ = walks_;
+    walk_read_visits_ = 0;
+  }
+  if (walk_read_visits_ >= kMaxWalkReadVisits) return false;
+  if (reads_.size() < states_.size()) reads_.resize(states_.size());
+  if (failed_before(state, bytes, depth)) return false;
   ++reads_queries_;
   query_cost_ = StepCost{};
   query_seen_.clear();
-  if (!reads_from(state, bytes, depth)) return false;
+  query_visits_ = 0;
+  const bool shown = reads_from(state, bytes, depth);
+  walk_read_visits_ += query_visits_;
+  if (!shown) {
+    // A query that passed the budget fails any other from its state this walk: the children
+    // below ask of fewer bytes and less depth, but from states that branch as much.
+    const bool over = query_visits_ > kMaxReadVisits;
+    Reads& r = reads_[state];
+    r.failed_bytes = over ? AsciiBytes{0, 0} : bytes;
+    r.failed_depth = over ? 0 : depth;
+    r.failed_walk = walks_;
+    return false;
+  }
   merge(cost, query_cost_);
   // Every state looked from is shown for the bytes, as deep as it was looked from.
   for (const auto& [seen, seen_depth] : query_seen_) {
@@ -46,6 +67,14 @@ bool StackTokens::reads_to(uint32_t state, const AsciiBytes& bytes, uint32_t dep
     }
   }
   return true;
+}
+
+// Whether this walk already failed to show that `state` reads fewer bytes, or the same, to
+// no more depth (or passed the budget from it): nodes across the trie reach one state and ask
+// of it again. Only ever a "not shown": the subtree is walked.
+bool StackTokens::failed_before(uint32_t state, const AsciiBytes& bytes, uint32_t depth) const {
+  const Reads& r = reads_[state];
+  return r.failed_walk == walks_ && r.failed_depth <= depth && subset(r.failed_bytes, bytes);
 }
 
 bool StackTokens::reads_from(uint32_t state, const AsciiBytes& bytes, uint32_t depth) {
@@ -62,6 +91,9 @@ bool StackTokens::reads_from(uint32_t state, const AsciiBytes& bytes, uint32_t d
     r.query = reads_queries_;
     r.query_depth = depth;
   }
+  if (failed_before(state, bytes, depth)) return false;
+  ++reads_visits_;
+  if (++query_visits_ > kMaxReadVisits) return false;
   query_seen_.emplace_back(state, depth);
   // By index: a step may grow states_ and move the groups.
   for (size_t g = 0; g < states_.twin_groups(state).size(); ++g) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "grammar/json_gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/reference_mask.h"
+#include "grammar/stack_tokens.h"
 #include "grammar/token_matcher.h"
 #include "grammar/trigger.h"
 #include "grammar_test_util.h"
@@ -216,6 +218,34 @@ TEST(MaskOracle, BudgetBelowTheTop) {
     ASSERT_NE(grammar, nullptr);
     expect_masks_match_reference(grammar, trie, "abnnz", 1, 4, 8, nullptr);
   }
+}
+
+// A grammar that branches at every byte without looping at the top (each "e" may start the
+// 20 bytes that end it: 2^21 states) makes the search for a subtree's strings
+// (stack_tokens_ascii.cpp) explore every string of the subtree's bytes, not just its tokens;
+// its budget keeps one walk's search bounded (about 17,000 states looked from; 109,000 without it),
+// and the masks stay the reference's.
+TEST(MaskOracle, ReadsToHasABudget) {
+  std::vector<std::string> vocab;
+  for (int b = 0; b < 128; ++b) vocab.emplace_back(1, static_cast<char>(b));
+  std::mt19937 rng(7);
+  const std::string alphabet = "abcdefghijklmnop";
+  for (int w = 0; w < 400; ++w) {
+    std::string word(1, 'e');
+    const size_t length = 8 + rng() % 16;
+    while (word.size() < length) word += alphabet[rng() % alphabet.size()];
+    vocab.push_back(word);
+  }
+  vocab.emplace_back("");  // the end token
+  const auto trie =
+      std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{static_cast<int32_t>(vocab.size() - 1)});
+  const auto grammar = shared_grammar(parse_gbnf(R"gbnf(root ::= [ -~]* "e" [ -~]{20})gbnf"), "branching");
+  ASSERT_NE(grammar, nullptr);
+  StackTokens tops(*grammar, trie);
+  const Matcher start(grammar);
+  for (const Stack& stack : start.stacks()) tops.of(stack, start.pending());
+  EXPECT_LE(tops.reads_visits(), 40'000u);
+  expect_masks_match_reference(grammar, trie, "abeabcdefghijklmnopabcdefgh", 1, 2, 12, nullptr);
 }
 
 TEST(MaskOracle, SingleBytes) {
