@@ -325,10 +325,11 @@ TEST(CudaMatMul, ExpertPartsGiveEachExpertsProduct) {
 }
 
 // One activation row over thousands of weight rows (a decode step's matmuls): mat_vec_q.cu
-// gives a warp several weight rows (2 from 2048 rows, 4 from 8192, 8 from 16384) and keeps the
-// activations across them, a chunk of one or two rounds at a time. Rows past the warps' last
-// whole share, chunks cut short (k = 6400: 25 super-blocks) and a round wider than the row
-// (k = 256) give the CPU's bits too.
+// splits the rows of launches of 2,048 to 65,535 rows and more than one round between a
+// block's warps, and otherwise gives a warp several weight rows (2 from 2048 rows, 4 from
+// 8192, 8 from 16384), keeping the activations across them a chunk of one or two rounds at a
+// time. Rows past the last whole share, rounds cut short (k = 6400: 25 super-blocks) and a
+// round wider than the row (k = 256) give the CPU's bits too.
 TEST(CudaMatVec, OneRowOverManyWeightRowsGivesTheCpuBits) {
   GUFO_REQUIRE_GPU();
   cpu::ThreadPool pool(4);
@@ -347,12 +348,16 @@ TEST(CudaMatVec, OneRowOverManyWeightRowsGivesTheCpuBits) {
       check(type, s.n, s.k);
     }
   }
-  // Two rounds of 8 super-blocks: a whole chunk; and a whole and a short one (17 super-blocks)
-  // at four and at eight rows a warp; Q8_0 at eight rows a warp over two chunks and a short one.
+  // Split rows: two rounds of 8 super-blocks, and two whole ones and a short one (17
+  // super-blocks) over three warps; Q8_0 over four warps and five rounds, the last short.
   check(DType::Q4_K, 16384, 4096);
   for (DType type : {DType::Q4_K, DType::Q6_K}) check(type, 8195, 4352);
   check(DType::Q4_K, 16385, 4352);
   check(DType::Q8_0, 16389, 2080);
+  // Eight rows a warp, as a large vocabulary's output matvec runs: a chunk of two rounds and a
+  // short one (17 super-blocks); a chunk of one round and a short one (9).
+  check(DType::Q6_K, 65539, 4352);
+  check(DType::Q4_K, 65539, 2304);
   EXPECT_GT(cases, 0);
 }
 

@@ -2,7 +2,8 @@
 // accumulation order like mat_mul_q.cu, so the same bits: S and M of each super-block are
 // exact integer sums, then the float chain runs over the super-blocks in ascending order.
 // The work is laid out for bandwidth: a warp owns a weight row (mat_vec_q_kernel; for one
-// activation row, mat_vec_q_rows_kernel gives it several, one after the other), and its lanes read the
+// activation row, mat_vec_q_rows_kernel gives it several, one after the other, and
+// mat_vec_q_split_kernel gives a block's warps two rows to share), and its lanes read the
 // row's quants in 16-byte pieces (a lane group of LaneShare::kLanes lanes per super-block,
 // 32 / kLanes super-blocks side by side), so a warp's loads cover ~1 KiB of the row at once.
 // A lane's share of S and M is an exact integer; the group adds the shares by shuffles
@@ -34,6 +35,10 @@ namespace {
 
 constexpr int kMaxRows = 8;
 constexpr int kWarps = 4;
+// Split layouts (row_layout): weight rows a block, and the launches' rows that take them.
+constexpr int kSplitRows = 2;
+constexpr int64_t kSplitFrom = 2048;
+constexpr int64_t kSplitTo = 65536;
 
 __device__ inline uint4 load16(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 
@@ -223,6 +228,11 @@ struct LaneShare<TraitsQ45K<Block, kFifthBit>> {
 // nibbles and q + 2 in the high ones, all 32 elements of each 32-element chunk (16-byte
 // piece h holding elements h*16 ..), whose high bits are qh bytes hh*32 .. (bits 2q ..); the
 // scales are per 16 elements, so per piece.
+// NOTE(mat_vec_q): the quants stay 0..63 (a signed byte either way) and the offset of 32 goes
+// through the activations: sum((q - 32) x) = sum(q x) + sum(-32 x), one more dp4a a word
+// where subtracting 32 from each byte took three operations; both are exact integers, so S is
+// the same. ncu on an H200 (session 18): 14% fewer instructions in the 4096 x 12288 down
+// projection (25.5 -> 24.5 us) and the 151936-row output matvec (176 -> 163 us).
 template <>
 struct LaneShare<TraitsQ6K> {
   static constexpr int kLanes = 4;
@@ -261,25 +271,30 @@ struct LaneShare<TraitsQ6K> {
   template <int kRows>
   __device__ static void compute(const Loaded<kRows>& l, int sub, const QuantActs& x, const int64_t (&xr)[kRows],
                                  int (&s)[kRows], int (&m)[kRows], float& d, float& dmin) {
+    // qh bits 2q, 2q + 1 (low nibbles' quants) and 2q + 4, 2q + 5 (high) of each byte to bits 4, 5.
     const int q = sub % 2;
-    const auto six = [](uint32_t low4, uint32_t high2) { return bytes_minus_32(low4 | (high2 << 4)); };
+    const int up = 4 - 2 * q, down = 2 * q;
+    const auto low = [up](uint32_t ql, uint32_t qh) { return (ql & 0x0f0f0f0fu) | ((qh << up) & 0x30303030u); };
+    const auto high = [down](uint32_t ql, uint32_t qh) {
+      return ((ql >> 4) & 0x0f0f0f0fu) | ((qh >> down) & 0x30303030u);
+    };
     uint4 lo[2], hi[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint4 &ql = l.ql[h], &qh = l.qh[h];
-      lo[h] = {six(ql.x & 0x0f0f0f0fu, (qh.x >> (2 * q)) & 0x03030303u),
-               six(ql.y & 0x0f0f0f0fu, (qh.y >> (2 * q)) & 0x03030303u),
-               six(ql.z & 0x0f0f0f0fu, (qh.z >> (2 * q)) & 0x03030303u),
-               six(ql.w & 0x0f0f0f0fu, (qh.w >> (2 * q)) & 0x03030303u)};
-      hi[h] = {six((ql.x >> 4) & 0x0f0f0f0fu, (qh.x >> (2 * q + 4)) & 0x03030303u),
-               six((ql.y >> 4) & 0x0f0f0f0fu, (qh.y >> (2 * q + 4)) & 0x03030303u),
-               six((ql.z >> 4) & 0x0f0f0f0fu, (qh.z >> (2 * q + 4)) & 0x03030303u),
-               six((ql.w >> 4) & 0x0f0f0f0fu, (qh.w >> (2 * q + 4)) & 0x03030303u)};
+      lo[h] = {low(ql.x, qh.x), low(ql.y, qh.y), low(ql.z, qh.z), low(ql.w, qh.w)};
+      hi[h] = {high(ql.x, qh.x), high(ql.y, qh.y), high(ql.z, qh.z), high(ql.w, qh.w)};
     }
+    constexpr uint32_t kMinus32 = 0xe0e0e0e0u;  // -32 in each signed byte
+    const uint4 offset = {kMinus32, kMinus32, kMinus32, kMinus32};
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
-      s[t] = l.sc_lo.x * dot16(lo[0], l.acts.get(x, xr, t, 0)) + l.sc_lo.y * dot16(lo[1], l.acts.get(x, xr, t, 1)) +
-             l.sc_hi.x * dot16(hi[0], l.acts.get(x, xr, t, 2)) + l.sc_hi.y * dot16(hi[1], l.acts.get(x, xr, t, 3));
+      const auto piece = [&](const uint4& quants, int i) {
+        const uint4 acts = l.acts.get(x, xr, t, i);
+        return dot16(quants, acts) + dot16(offset, acts);
+      };
+      s[t] = l.sc_lo.x * piece(lo[0], 0) + l.sc_lo.y * piece(lo[1], 1) + l.sc_hi.x * piece(hi[0], 2) +
+             l.sc_hi.y * piece(hi[1], 3);
       m[t] = 0;
     }
     d = quant::fp16_to_fp32(l.d);
@@ -518,6 +533,76 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_rows_kernel(MatVecLaunc
   if (lane < kWeightRows && r0 + lane < a.w.rows) a.out[r0 + lane] = acc;
 }
 
+// One activation row in plain mode, over a few thousand weight rows: a block's warps share
+// its kWeightRows rows and split a row's rounds of 32 / kLanes super-blocks between them (warp
+// w takes rounds w, w + warps, ...), each round's loads (activations and every row's weights)
+// issued before its arithmetic. The steps go to shared memory, and after a barrier the rows'
+// chains run in super-block order (row i's in lane i of warp 0): the steps and their order
+// are mat_vec_q_kernel's, so the same bits.
+// NOTE(mat_vec_q): in mat_vec_q_rows_kernel a warp walks a long row's chunks one after the
+// other, a trip to memory each (ncu, H200: the 4096 x 12288 Q6_K down projection at 1.7 TB/s,
+// where the 151936-row output matvec of the same kernel reached 3.1 TB/s); here a row's
+// chunks are in flight together, in as many warps.
+template <class T, int kWeightRows>
+__global__ void __launch_bounds__(32 * kWarps) mat_vec_q_split_kernel(MatVecLaunch launch) {
+  QuantMatMulArgs a;
+  const int64_t block = select_part(launch, a);
+  using Share = LaneShare<T>;
+  using Loaded = typename Share::template Loaded<1>;
+  constexpr int kLanes = Share::kLanes;
+  constexpr int kPerRound = 32 / kLanes;
+  extern __shared__ ChainStep split_steps[];  // [kWeightRows][n_sb + 1]
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  const int n_warps = static_cast<int>(blockDim.x / 32);
+  const int sub = lane % kLanes;
+  const int slot = lane / kLanes;
+  const int64_t r0 = block * kWeightRows;
+  const int64_t n_sb = a.x.k / T::kSuperBlock;
+  const int64_t stride = n_sb + 1;  // (rows one slot apart: the chains' lanes read distinct banks)
+  const auto row_at = [&](int i) { return r0 + i < a.w.rows ? r0 + i : a.w.rows - 1; };
+  // (As mat_vec_q_kernel: this warp's first round of each row into L2 while the kernel before ends.)
+  const int64_t first_byte = static_cast<int64_t>(warp) * kPerRound * T::kBlockBytes + (lane % 8) * 128;
+  if (r0 < a.w.rows && lane / 8 < kWeightRows && first_byte < static_cast<int64_t>(a.w.q_row_bytes)) {
+    gpu::prefetch_l2(weight_row(a.w, row_at(lane / 8)) + first_byte);
+  }
+  gpu::wait_for_inputs();
+  gpu::start_next_kernel();
+  if (r0 >= a.w.rows) return;  // the whole block
+  const int64_t xr[1] = {0};
+  const int64_t n_rounds = (n_sb + kPerRound - 1) / kPerRound;
+  for (int64_t round = warp; round < n_rounds; round += n_warps) {
+    const int64_t sb_wanted = round * kPerRound + slot;
+    const int64_t sb = sb_wanted < n_sb ? sb_wanted : n_sb - 1;
+    Loaded loaded[kWeightRows];
+    Share::load_acts(sb, sub, a.x, xr, loaded[0]);
+    const float dx = a.x.d[sb];
+#pragma unroll
+    for (int i = 1; i < kWeightRows; ++i) loaded[i] = loaded[0];
+#pragma unroll
+    for (int i = 0; i < kWeightRows; ++i) Share::load_weights(a.w, row_at(i), sb, sub, loaded[i]);
+#pragma unroll
+    for (int i = 0; i < kWeightRows; ++i) {
+      int s[1], m[1];
+      float d, dmin;
+      Share::compute(loaded[i], sub, a.x, xr, s, m, d, dmin);
+#pragma unroll
+      for (int mask = 1; mask < kLanes; mask *= 2) {
+        s[0] += gpu::shfl_xor(s[0], mask);
+        if constexpr (T::kMins) m[0] += gpu::shfl_xor(m[0], mask);
+      }
+      const ChainStep step = T::step(d, dmin, dx, s[0], m[0]);
+      if (sub == 0 && sb_wanted < n_sb) split_steps[i * stride + sb] = step;
+    }
+  }
+  __syncthreads();
+  if (warp == 0 && lane < kWeightRows && r0 + lane < a.w.rows) {
+    float acc = 0.0f;
+    for (int64_t sb = 0; sb < n_sb; ++sb) acc = T::apply(acc, split_steps[lane * stride + sb]);
+    a.out[r0 + lane] = acc;
+  }
+}
+
 template <class T, int kRows>
 void launch_rows(const MatVecLaunch& l, const dim3& grid, gpu::stream_t stream) {
   // Two rounds in flight where a row has them and the registers allow (few activation rows).
@@ -541,11 +626,31 @@ void launch_weight_rows(const MatVecLaunch& l, const dim3& grid, gpu::stream_t s
   }
 }
 
+template <class T, int kWeightRows>
+void launch_split(const MatVecLaunch& l, const dim3& grid, int warps, gpu::stream_t stream) {
+  const size_t shared = kWeightRows * (l.args.x.k / T::kSuperBlock + 1) * sizeof(ChainStep);
+  (void)gpu::launch(mat_vec_q_split_kernel<T, kWeightRows>, grid, static_cast<unsigned>(32 * warps), shared, stream, l);
+}
+
+// How a launch lays out its weight rows: `weight_rows` a warp (mat_vec_q_kernel: 1;
+// mat_vec_q_rows_kernel: 2, 4 or 8), or, when `split`, `weight_rows` a block whose `warps`
+// warps share each row (mat_vec_q_split_kernel).
+struct RowLayout {
+  int weight_rows = 1;
+  bool split = false;
+  int warps = kWarps;
+  int64_t blocks(int64_t rows) const {
+    const int64_t per_block = split ? weight_rows : kWarps * weight_rows;
+    return (rows + per_block - 1) / per_block;
+  }
+};
+
 template <class T>
-void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int64_t n_expert, int weight_rows,
+void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int64_t n_expert, const RowLayout& layout,
                  gpu::stream_t stream) {
   const dim3 grid(static_cast<unsigned>(n_blocks), 1, static_cast<unsigned>(n_expert));
-  switch (weight_rows) {
+  if (layout.split) return launch_split<T, kSplitRows>(l, grid, layout.warps, stream);
+  switch (layout.weight_rows) {
     case 8:
       return launch_weight_rows<T, 8>(l, grid, stream);
     case 4:
@@ -568,37 +673,48 @@ void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int6
       break;
     default:
       launch_rows<T, 8>(l, grid, stream);
-      break;
   }
 }
 
-// The weight rows a warp takes: several (mat_vec_q_rows_kernel) for one activation row in
-// plain mode, as many as leave 256 blocks or more for the launch's `total` rows (an H100 or
-// H200 has 132 SMs); else one (mat_vec_q_kernel).
-int weight_rows_per_warp(const QuantMatMulArgs& args, int64_t total) {
-  if (args.experts.offsets != nullptr || args.x.rows != 1) return 1;
-  return total >= 16384 ? 8 : total >= 8192 ? 4 : total >= 2048 ? 2 : 1;
+// The layout of a launch of `total` weight rows, for one activation row in plain mode: split
+// rows (kSplitRows a block) from 2,048 to 65,535 rows of more than one round; else several
+// rows a warp, as many as leave 256 blocks or more (an H100 or H200 has 132 SMs). Other
+// launches: one row a warp.
+// NOTE(mat_vec_q): measured on an H100 (session 18, tg128 of the Qwen3 shapes): split rows
+// from 2,048 rows, 8B 329.9 -> 339.8 t/s and 1.7B 684.8 -> 717.6; one row a block was slower
+// than the rows kernel (8B 316) and four rows a block (331) slower than two. The 151,936-row
+// output matvec stays with the rows kernel: eight rows a warp already keep it near the
+// memory's speed (2.8 TB/s), and a split block per two of its rows would be 76k blocks.
+RowLayout row_layout(const QuantMatMulArgs& args, int64_t total) {
+  if (args.experts.offsets != nullptr || args.x.rows != 1) return {};
+  const bool q8_0 = args.w.type == DType::Q8_0;
+  const int64_t per_round = q8_0 ? 16 * 32 : 8 * 256;  // elements of a warp's round
+  const int64_t rounds = (args.x.k + per_round - 1) / per_round;
+  const int64_t n_sb = args.x.k / (q8_0 ? 32 : 256);
+  const bool fits = static_cast<size_t>(kSplitRows * (n_sb + 1)) * sizeof(ChainStep) <= 48 * 1024;
+  if (total >= kSplitFrom && total < kSplitTo && rounds >= 2 && fits) {
+    return {.weight_rows = kSplitRows, .split = true, .warps = static_cast<int>(rounds < kWarps ? rounds : kWarps)};
+  }
+  return {.weight_rows = total >= 16384 ? 8 : total >= 8192 ? 4 : total >= 2048 ? 2 : 1};
 }
 
-int64_t blocks_for_rows(int64_t rows, int per_warp) { return (rows + kWarps * per_warp - 1) / (kWarps * per_warp); }
-
-Status launch(const MatVecLaunch& l, int64_t n_blocks, int weight_rows, gpu::stream_t stream) {
+Status launch(const MatVecLaunch& l, int64_t n_blocks, const RowLayout& layout, gpu::stream_t stream) {
   const QuantMatMulArgs& args = l.args;
   const int64_t n_tokens = args.experts.offsets != nullptr ? args.experts.max_rows : args.x.rows;
   const int64_t n_expert = args.experts.offsets != nullptr ? expert_grid(args.experts) : 1;
   if (n_tokens < 1 || n_tokens > kMaxRows) return Error{"mat_vec_q: 1 to 8 activation rows"};
   switch (args.w.type) {
     case DType::Q8_0:
-      launch_type<TraitsQ8_0>(l, n_blocks, n_tokens, n_expert, weight_rows, stream);
+      launch_type<TraitsQ8_0>(l, n_blocks, n_tokens, n_expert, layout, stream);
       break;
     case DType::Q4_K:
-      launch_type<TraitsQ4K>(l, n_blocks, n_tokens, n_expert, weight_rows, stream);
+      launch_type<TraitsQ4K>(l, n_blocks, n_tokens, n_expert, layout, stream);
       break;
     case DType::Q5_K:
-      launch_type<TraitsQ5K>(l, n_blocks, n_tokens, n_expert, weight_rows, stream);
+      launch_type<TraitsQ5K>(l, n_blocks, n_tokens, n_expert, layout, stream);
       break;
     case DType::Q6_K:
-      launch_type<TraitsQ6K>(l, n_blocks, n_tokens, n_expert, weight_rows, stream);
+      launch_type<TraitsQ6K>(l, n_blocks, n_tokens, n_expert, layout, stream);
       break;
     default:
       return Error{"mat_vec_q: not a quantized type"};
@@ -615,9 +731,8 @@ bool mat_vec_q_fits(const QuantActs& x, const ExpertRows* experts) {
 
 Status mat_vec_q(const QuantMatMulArgs& args, gpu::stream_t stream) {
   const int64_t n_rows = args.experts.offsets != nullptr ? args.w.rows_per_expert : args.w.rows;
-  const int per_warp = weight_rows_per_warp(args, n_rows);
-  return launch({.args = args, .more = {}, .n_more = 0, .part_block = {}}, blocks_for_rows(n_rows, per_warp), per_warp,
-                stream);
+  const RowLayout layout = row_layout(args, n_rows);
+  return launch({.args = args, .more = {}, .n_more = 0, .part_block = {}}, layout.blocks(n_rows), layout, stream);
 }
 
 Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int n_more, gpu::stream_t stream) {
@@ -630,8 +745,8 @@ Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int 
   MatVecLaunch l{.args = args, .more = {}, .n_more = n_more, .part_block = {}};
   int64_t total = rows_of(args.w);
   for (int i = 0; i < n_more; ++i) total += rows_of(more[i].w);
-  const int per_warp = weight_rows_per_warp(args, total);
-  int64_t n_blocks = blocks_for_rows(rows_of(args.w), per_warp);
+  const RowLayout layout = row_layout(args, total);
+  int64_t n_blocks = layout.blocks(rows_of(args.w));
   for (int i = 0; i < n_more; ++i) {
     const WeightView& w = more[i].w;
     if (w.type != args.w.type || w.cols != args.x.k || (by_expert && w.rows != args.w.rows)) {
@@ -639,9 +754,9 @@ Status mat_vec_q_parts(const QuantMatMulArgs& args, const MatVecPart* more, int 
     }
     l.more[i] = more[i];
     l.part_block[i] = static_cast<unsigned>(n_blocks);
-    n_blocks += blocks_for_rows(rows_of(w), per_warp);
+    n_blocks += layout.blocks(rows_of(w));
   }
-  return launch(l, n_blocks, per_warp, stream);
+  return launch(l, n_blocks, layout, stream);
 }
 
 }  // namespace gufo::cuda
