@@ -3,38 +3,69 @@
 # ignored folder (build/llama.cpp-<flavour>); its code is never committed. The source is the
 # git bundle that the npm package node-llama-cpp ships (llama/gitRelease.bundle), pinned by
 # the version below so that both sides of a comparison are reproducible.
-# Usage: tools/bench/build_llama_cpp.sh cuda|cpu [JOBS]
-#   cuda: GGML_CUDA with flash attention for sm_90 (the H200), static, llama-bench only.
-#         Builds on any machine with nvcc; run the binary on the GPU machine.
-#   cpu:  GGML_NATIVE, for CPU comparisons on the machine that builds it: llama-bench and
-#         llama-server (tools/bench/keepalive_latency.mjs compares the servers).
+# Usage: tools/bench/build_llama_cpp.sh cuda|cpu|source [JOBS]
+#   cuda:   GGML_CUDA with flash attention for sm_90 (the H200), static, llama-bench only.
+#           Builds on any machine with nvcc; run the binary on the GPU machine.
+#   cpu:    GGML_NATIVE, for CPU comparisons on the machine that builds it: llama-bench and
+#           llama-server (tools/bench/keepalive_latency.mjs compares the servers).
+#   source: writes build/llama.cpp-source.tar.xz (~4 MB): the files a build of llama-bench
+#           reads, for a GPU machine with CMake and nvcc but no network, where a 2-core build
+#           machine would take hours over the CUDA kernels. There: unpack it, then
+#           `LLAMA_CPP_SRC=DIR/llama.cpp tools/bench/build_llama_cpp.sh cuda`.
+#   LLAMA_CPP_SRC: build this source tree instead of the bundle's.
 set -euo pipefail
-flavour=${1:?usage: build_llama_cpp.sh cuda|cpu [JOBS]}
+flavour=${1:?usage: build_llama_cpp.sh cuda|cpu|source [JOBS]}
 jobs=${2:-$(nproc)}
 node_llama_cpp_version=3.22.1
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$root/build/llama.cpp-src"
 out="$root/build/llama.cpp-$flavour"
-mkdir -p "$work"
-if [[ ! -d "$work/llama.cpp/.git" ]]; then
-  (cd "$work" && npm pack --silent "node-llama-cpp@$node_llama_cpp_version" >/dev/null &&
-    tar xzf "node-llama-cpp-$node_llama_cpp_version.tgz" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json &&
-    git clone -q package/llama/gitRelease.bundle llama.cpp)
+src=${LLAMA_CPP_SRC:-$work/llama.cpp}
+if [[ -z ${LLAMA_CPP_SRC:-} ]]; then
+  mkdir -p "$work"
+  if [[ ! -d "$work/llama.cpp/.git" ]]; then
+    (cd "$work" && npm pack --silent "node-llama-cpp@$node_llama_cpp_version" >/dev/null &&
+      tar xzf "node-llama-cpp-$node_llama_cpp_version.tgz" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json &&
+      git clone -q package/llama/gitRelease.bundle llama.cpp)
+  fi
+  echo "llama.cpp $(tr -d '\n ' <"$work/package/llama/llama.cpp.info.json") from node-llama-cpp $node_llama_cpp_version"
 fi
-echo "llama.cpp $(cat "$work/package/llama/llama.cpp.info.json" | tr -d '\n ') from node-llama-cpp $node_llama_cpp_version"
+[[ -f $src/CMakeLists.txt ]] || { echo "build_llama_cpp.sh: no llama.cpp source at $src" >&2; exit 1; }
+if [[ $flavour == source ]]; then
+  # The other backends' code and the web UI are left out: a build of llama-bench for CUDA and
+  # the CPU never reads them.
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage/llama.cpp"
+  git -C "$src" archive --format=tar HEAD CMakeLists.txt LICENSE cmake common ggml include src tools vendor app licenses |
+    tar x -C "$stage/llama.cpp"
+  for backend in et metal hexagon sycl vulkan opencl cann openvino webgpu zdnn zendnn virtgpu musa; do
+    rm -rf "$stage/llama.cpp/ggml/src/ggml-$backend"
+  done
+  rm -rf "$stage/llama.cpp/tools/ui" "$stage/llama.cpp/tools/server/public"*
+  git -C "$src" log -1 --format=%H >"$stage/llama.cpp/COMMIT"
+  tar cf - -C "$stage" llama.cpp | xz -T0 -6 >"$root/build/llama.cpp-source.tar.xz"
+  echo "wrote $root/build/llama.cpp-source.tar.xz ($(du -h "$root/build/llama.cpp-source.tar.xz" | cut -f1))"
+  exit 0
+fi
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF)
 targets=(llama-bench)
 case "$flavour" in
   cuda)
-    cmake -S "$work/llama.cpp" -B "$out" "${common[@]}" -DGGML_CUDA=ON -DGGML_NATIVE=OFF \
+    # g++-12 where it is installed (the toolchain of Gufo's cuda preset); else the machine's
+    # own compilers (a GPU machine's image).
+    compilers=()
+    if command -v g++-12 >/dev/null; then
+      compilers=(-DCMAKE_CUDA_HOST_COMPILER=g++-12 -DCMAKE_C_COMPILER=gcc-12 -DCMAKE_CXX_COMPILER=g++-12)
+    fi
+    cmake -S "$src" -B "$out" "${common[@]}" -DGGML_CUDA=ON -DGGML_NATIVE=OFF \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" \
-      -DGGML_CUDA_FA=ON -DCMAKE_CUDA_HOST_COMPILER=g++-12 -DCMAKE_C_COMPILER=gcc-12 -DCMAKE_CXX_COMPILER=g++-12 \
-      -DLLAMA_BUILD_SERVER=OFF ;;
+      -DGGML_CUDA_FA=ON "${compilers[@]}" -DLLAMA_BUILD_SERVER=OFF ;;
   cpu)
-    cmake -S "$work/llama.cpp" -B "$out" "${common[@]}" -DGGML_NATIVE=ON -DLLAMA_BUILD_SERVER=ON
+    cmake -S "$src" -B "$out" "${common[@]}" -DGGML_NATIVE=ON -DLLAMA_BUILD_SERVER=ON
     targets+=(llama-server) ;;
-  *) echo "build_llama_cpp.sh: flavour must be cuda or cpu, not '$flavour'" >&2; exit 2 ;;
+  *) echo "build_llama_cpp.sh: flavour must be cuda, cpu or source, not '$flavour'" >&2; exit 2 ;;
 esac
 cmake --build "$out" --target "${targets[@]}" -j "$jobs"
 for t in "${targets[@]}"; do echo "built $out/bin/$t"; done
