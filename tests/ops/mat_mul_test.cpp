@@ -279,8 +279,8 @@ TEST(CudaMatMul, PartsGiveEachWeightsCpuBits) {
     check({type, type}, 1024, 1);
   }
   check({DType::Q4_K, DType::Q4_K, DType::Q6_K}, 512, 1);  // v of another type: one launch each
-  // A decode step's q, k and v (two weight rows a warp), and parts at four and eight rows a
-  // warp; all but the first end inside a warp's rows.
+  // A decode step's q, k and v (split rows, two a block), and parts at four rows a warp (Q6_K
+  // of one round) and split (Q8_0); all but the first end inside a block's rows.
   check({DType::Q4_K, DType::Q4_K, DType::Q4_K}, 4096, 1, {4096, 1024, 1024});
   check({DType::Q4_K, DType::Q4_K, DType::Q4_K}, 4096, 1, {4097, 1023, 1025});
   check({DType::Q6_K, DType::Q6_K}, 1024, 1, {4099, 4101});
@@ -336,7 +336,7 @@ TEST(CudaMatVec, OneRowOverManyWeightRowsGivesTheCpuBits) {
   std::mt19937 rng(31);
   int cases = 0;
   const auto check = [&](DType type, int64_t n, int64_t k) {
-    const HostWeight w = random_weight(type, n, k, rng);
+    const HostWeight w = random_weight(type, n, k, rng, 1, 0.05f, /*distinct_rows=*/4099);
     const std::vector<float> x = random_floats(static_cast<size_t>(k), rng);
     EXPECT_EQ(compare(gpu_product(w.weight, x, 1, nullptr, Path::MatVec), cpu_product(pool, w.weight, x, 1)).mismatches,
               0u)
@@ -349,14 +349,17 @@ TEST(CudaMatVec, OneRowOverManyWeightRowsGivesTheCpuBits) {
     }
   }
   // Split rows: two rounds of 8 super-blocks, and two whole ones and a short one (17
-  // super-blocks) over three warps; Q8_0 over four warps and five rounds, the last short.
+  // super-blocks) over three warps; Q8_0 over four warps and five rounds, the last short; a
+  // down projection's seven rounds (49 super-blocks), two for most of the four warps.
   check(DType::Q4_K, 16384, 4096);
   for (DType type : {DType::Q4_K, DType::Q6_K}) check(type, 8195, 4352);
   check(DType::Q4_K, 16385, 4352);
   check(DType::Q8_0, 16389, 2080);
+  check(DType::Q6_K, 2049, 12544);
   // Eight rows a warp, as a large vocabulary's output matvec runs: a chunk of two rounds and a
-  // short one (17 super-blocks); a chunk of one round and a short one (9).
+  // short one (17 super-blocks; Q8_0: 33 of 32 elements); a chunk of one round and a short one (9).
   check(DType::Q6_K, 65539, 4352);
+  check(DType::Q8_0, 65539, 1056);
   check(DType::Q4_K, 65539, 2304);
   EXPECT_GT(cases, 0);
 }
