@@ -8,11 +8,14 @@
 #           Builds on any machine with nvcc; run the binary on the GPU machine.
 #   cpu:    GGML_NATIVE, for CPU comparisons on the machine that builds it: llama-bench and
 #           llama-server (tools/bench/keepalive_latency.mjs compares the servers).
-#   source: writes build/llama.cpp-source.tar.xz (~4 MB): the files a build of llama-bench
+#   source: writes build/llama.cpp-source.tar.xz (~4 MB): the files the cuda flavour's build
 #           reads, for a GPU machine with CMake and nvcc but no network, where a 2-core build
-#           machine would take hours over the CUDA kernels. There: unpack it, then
+#           machine would take hours over the CUDA kernels. There: unpack it outside any git
+#           checkout (llama-bench would report that checkout's commit; outside, "unknown",
+#           and this script prints the archive's COMMIT), then
 #           `LLAMA_CPP_SRC=DIR/llama.cpp tools/bench/build_llama_cpp.sh cuda`.
-#   LLAMA_CPP_SRC: build this source tree instead of the bundle's.
+#   LLAMA_CPP_SRC: build this source tree instead of the bundle's (the cpu flavour needs a
+#           whole tree: its llama-server reads the web UI the archive leaves out).
 set -euo pipefail
 flavour=${1:?usage: build_llama_cpp.sh cuda|cpu|source [JOBS]}
 jobs=${2:-$(nproc)}
@@ -31,9 +34,10 @@ if [[ -z ${LLAMA_CPP_SRC:-} ]]; then
   echo "llama.cpp $(tr -d '\n ' <"$work/package/llama/llama.cpp.info.json") from node-llama-cpp $node_llama_cpp_version"
 fi
 [[ -f $src/CMakeLists.txt ]] || { echo "build_llama_cpp.sh: no llama.cpp source at $src" >&2; exit 1; }
+[[ -f $src/COMMIT ]] && echo "llama.cpp commit $(cat "$src/COMMIT") (from a source archive)"
 if [[ $flavour == source ]]; then
-  # The other backends' code and the web UI are left out: a build of llama-bench for CUDA and
-  # the CPU never reads them.
+  # The other backends' code and the web UI are left out: the cuda flavour never reads them.
+  mkdir -p "$root/build"
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' EXIT
   mkdir -p "$stage/llama.cpp"
@@ -56,7 +60,7 @@ case "$flavour" in
     # g++-12 where it is installed (the toolchain of Gufo's cuda preset); else the machine's
     # own compilers (a GPU machine's image).
     compilers=()
-    if command -v g++-12 >/dev/null; then
+    if command -v g++-12 >/dev/null && command -v gcc-12 >/dev/null; then
       compilers=(-DCMAKE_CUDA_HOST_COMPILER=g++-12 -DCMAKE_C_COMPILER=gcc-12 -DCMAKE_CXX_COMPILER=g++-12)
     fi
     cmake -S "$src" -B "$out" "${common[@]}" -DGGML_CUDA=ON -DGGML_NATIVE=OFF \
