@@ -561,7 +561,8 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_split_kernel(MatVecLaun
   const int64_t n_sb = a.x.k / T::kSuperBlock;
   const int64_t stride = n_sb + 1;  // (rows one slot apart: the chains' lanes read distinct banks)
   const auto row_at = [&](int i) { return r0 + i < a.w.rows ? r0 + i : a.w.rows - 1; };
-  // (As mat_vec_q_kernel: this warp's first round of each row into L2 while the kernel before ends.)
+  // (As mat_vec_q_kernel: a KiB of each row from this warp's first round on into L2, a line a
+  // lane, while the kernel before ends.)
   const int64_t first_byte = static_cast<int64_t>(warp) * kPerRound * T::kBlockBytes + (lane % 8) * 128;
   if (r0 < a.w.rows && lane / 8 < kWeightRows && first_byte < static_cast<int64_t>(a.w.q_row_bytes)) {
     gpu::prefetch_l2(weight_row(a.w, row_at(lane / 8)) + first_byte);
@@ -676,24 +677,50 @@ void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int6
   }
 }
 
+// A row of k columns as mat_vec_q_split_kernel walks it: its super-blocks and its rounds of
+// 32 / kLanes of them.
+struct RowRounds {
+  int64_t n_sb;
+  int64_t rounds;
+};
+
+template <class T>
+RowRounds row_rounds(int64_t k) {
+  constexpr int64_t kPerRound = 32 / LaneShare<T>::kLanes;
+  const int64_t n_sb = k / T::kSuperBlock;
+  return {n_sb, (n_sb + kPerRound - 1) / kPerRound};
+}
+
+RowRounds row_rounds(DType type, int64_t k) {
+  switch (type) {
+    case DType::Q8_0:
+      return row_rounds<TraitsQ8_0>(k);
+    case DType::Q4_K:
+      return row_rounds<TraitsQ4K>(k);
+    case DType::Q5_K:
+      return row_rounds<TraitsQ5K>(k);
+    default:
+      return row_rounds<TraitsQ6K>(k);
+  }
+}
+
 // The layout of a launch of `total` weight rows, for one activation row in plain mode: split
 // rows (kSplitRows a block) from 2,048 to 65,535 rows of more than one round; else several
 // rows a warp, as many as leave 256 blocks or more (an H100 or H200 has 132 SMs). Other
 // launches: one row a warp.
-// NOTE(mat_vec_q): measured on an H100 (session 18, tg128 of the Qwen3 shapes): split rows
-// from 2,048 rows, 8B 329.9 -> 339.8 t/s and 1.7B 684.8 -> 717.6; one row a block was slower
-// than the rows kernel (8B 316) and four rows a block (331) slower than two. The 151,936-row
-// output matvec stays with the rows kernel: eight rows a warp already keep it near the
-// memory's speed (2.8 TB/s), and a split block per two of its rows would be 76k blocks.
+// NOTE(mat_vec_q): measured on an H100 (session 18, tg128, means of two rounds, the Q6_K
+// change on both sides): split rows from 2,048 rows, 8B 329.9 -> 339.8 t/s and 1.7B 684.8 ->
+// 717.6; one row a block was slower than the rows kernel (8B 316) and four rows a block (331)
+// slower than two. The 151,936-row output matvec stays with the rows kernel: eight rows a warp
+// already keep it near the memory's speed (2.8 TB/s), and a split block per two of its rows
+// would be 76k blocks.
 RowLayout row_layout(const QuantMatMulArgs& args, int64_t total) {
   if (args.experts.offsets != nullptr || args.x.rows != 1) return {};
-  const bool q8_0 = args.w.type == DType::Q8_0;
-  const int64_t per_round = q8_0 ? 16 * 32 : 8 * 256;  // elements of a warp's round
-  const int64_t rounds = (args.x.k + per_round - 1) / per_round;
-  const int64_t n_sb = args.x.k / (q8_0 ? 32 : 256);
-  const bool fits = static_cast<size_t>(kSplitRows * (n_sb + 1)) * sizeof(ChainStep) <= 48 * 1024;
-  if (total >= kSplitFrom && total < kSplitTo && rounds >= 2 && fits) {
-    return {.weight_rows = kSplitRows, .split = true, .warps = static_cast<int>(rounds < kWarps ? rounds : kWarps)};
+  const RowRounds row = row_rounds(args.w.type, args.x.k);
+  const bool fits = static_cast<size_t>(kSplitRows * (row.n_sb + 1)) * sizeof(ChainStep) <= 48 * 1024;
+  if (total >= kSplitFrom && total < kSplitTo && row.rounds >= 2 && fits) {
+    return {
+        .weight_rows = kSplitRows, .split = true, .warps = static_cast<int>(row.rounds < kWarps ? row.rounds : kWarps)};
   }
   return {.weight_rows = total >= 16384 ? 8 : total >= 8192 ? 4 : total >= 2048 ? 2 : 1};
 }
