@@ -1,6 +1,6 @@
 // Mixture-of-experts routing and combine (see ops.h). CPU reference: backend/cpu/ops/moe.cpp
 // (route_token and the ascending-expert sum of moe_ffn). The expert FFNs themselves are
-// mat_mul_q / swiglu in expert mode (backend/cuda/cuda_backend.cpp).
+// mat_mul_q / swiglu in expert mode (backend/cuda/cuda_backend_nodes.cpp, run_moe).
 // Tested by tests/ops/moe_test.cpp.
 #include <climits>
 #include <string>
