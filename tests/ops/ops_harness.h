@@ -34,9 +34,10 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale
 }
 
 // A weight [rows, cols] (or a stack of n_expert of them) of `type` from random values, with
-// its bytes, as a GGUF file holds it. With `distinct_rows` > 0 only that many rows are drawn
-// and quantized, and the rest repeat them: a launch's layout depends on the row count alone,
-// and 65,536 rows of their own would take the CPU tens of seconds.
+// its bytes, as a GGUF file holds it. With `distinct_rows` > 0 only that many rows of each
+// expert are drawn and quantized, and the expert's other rows repeat them: a launch's layout
+// depends on the shape and type, not the values, and 65,536 rows of their own would take the
+// CPU tens of seconds.
 struct HostWeight {
   std::vector<std::byte> bytes;
   model::Weight weight;
@@ -46,16 +47,18 @@ inline HostWeight random_weight(DType type, int64_t rows, int64_t cols, std::mt1
                                 float scale = 0.05f, int64_t distinct_rows = 0) {
   HostWeight w;
   const size_t row_bytes = dtype_row_bytes(dtype_info(type), static_cast<uint64_t>(cols));
-  const int64_t total = rows * n_expert;
-  const int64_t drawn = distinct_rows > 0 && distinct_rows < total ? distinct_rows : total;
-  w.bytes.resize(row_bytes * static_cast<size_t>(total));
-  for (int64_t r = 0; r < drawn; ++r) {
-    const std::vector<float> values = random_floats(static_cast<size_t>(cols), rng, scale);
-    const Status s = quant::quantize_row(type, values.data(), cols, w.bytes.data() + r * row_bytes, row_bytes);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-  }
-  for (int64_t r = drawn; r < total; ++r) {
-    std::copy_n(w.bytes.data() + (r % drawn) * row_bytes, row_bytes, w.bytes.data() + r * row_bytes);
+  const int64_t drawn = distinct_rows > 0 && distinct_rows < rows ? distinct_rows : rows;
+  w.bytes.resize(row_bytes * static_cast<size_t>(rows * n_expert));
+  for (int64_t e = 0; e < n_expert; ++e) {
+    std::byte* expert = w.bytes.data() + static_cast<size_t>(e * rows) * row_bytes;
+    for (int64_t r = 0; r < drawn; ++r) {
+      const std::vector<float> values = random_floats(static_cast<size_t>(cols), rng, scale);
+      const Status s = quant::quantize_row(type, values.data(), cols, expert + r * row_bytes, row_bytes);
+      EXPECT_TRUE(s.ok()) << s.error().message;
+    }
+    for (int64_t r = drawn; r < rows; ++r) {
+      std::copy_n(expert + (r % drawn) * row_bytes, row_bytes, expert + r * row_bytes);
+    }
   }
   w.weight.name = "test." + std::string(dtype_name(type));
   w.weight.type = type;

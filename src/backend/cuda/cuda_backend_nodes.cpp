@@ -1,12 +1,13 @@
 // CudaBackend's node runners (see cuda_backend_impl.h): what each graph node, and each fused
 // run of nodes (fusion_plan.h), launches on the backend's stream, with the activations,
 // scratch and KV cache layer it reads and writes.
+#include "backend/cuda/cuda_backend_impl.h"
+
 #include <string>
 #include <vector>
 
 #include "backend/cuda/alignment.h"
 #include "backend/cuda/check.cuh"
-#include "backend/cuda/cuda_backend_impl.h"
 
 namespace gufo::cuda {
 

@@ -699,8 +699,10 @@ RowRounds row_rounds(DType type, int64_t k) {
       return row_rounds<TraitsQ4K>(k);
     case DType::Q5_K:
       return row_rounds<TraitsQ5K>(k);
-    default:
+    case DType::Q6_K:
       return row_rounds<TraitsQ6K>(k);
+    default:
+      return {0, 0};  // no split layout (launch() refuses the type)
   }
 }
 
@@ -710,7 +712,7 @@ RowRounds row_rounds(DType type, int64_t k) {
 // launches: one row a warp.
 // NOTE(mat_vec_q): measured on an H100 (session 18, tg128, means of two rounds, the Q6_K
 // change on both sides): split rows from 2,048 rows, 8B 329.9 -> 339.8 t/s and 1.7B 684.8 ->
-// 717.6; one row a block was slower than the rows kernel (8B 316) and four rows a block (331)
+// 717.6; one row a block was slower than the rows kernel (8B 316) and four rows a block (332)
 // slower than two. The 151,936-row output matvec stays with the rows kernel: eight rows a warp
 // already keep it near the memory's speed (2.8 TB/s), and a split block per two of its rows
 // would be 76k blocks.
