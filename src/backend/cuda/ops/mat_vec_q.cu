@@ -444,6 +444,23 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch lau
   }
 }
 
+// A weight row's step for one super-block and one activation row (plain mode), from a lane's
+// loaded share: the group's exact sums, then the step, which every lane makes (its group's
+// first lane keeps it).
+template <class T, class Loaded>
+__device__ __forceinline__ ChainStep one_row_step(const Loaded& loaded, int sub, const QuantActs& x, float dx) {
+  const int64_t xr[1] = {0};
+  int s[1], m[1];
+  float d, dmin;
+  LaneShare<T>::compute(loaded, sub, x, xr, s, m, d, dmin);
+#pragma unroll
+  for (int mask = 1; mask < LaneShare<T>::kLanes; mask *= 2) {
+    s[0] += gpu::shfl_xor(s[0], mask);
+    if constexpr (T::kMins) m[0] += gpu::shfl_xor(m[0], mask);
+  }
+  return T::step(d, dmin, dx, s[0], m[0]);
+}
+
 // One activation row in plain mode (a decode step of one sequence): a warp takes kWeightRows
 // weight rows and its lanes keep their share of the activations (kRounds rounds of 32 / kLanes
 // super-blocks) in registers across them, so a row costs its weight loads and arithmetic only;
@@ -509,15 +526,7 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_rows_kernel(MatVecLaunc
       }
 #pragma unroll
       for (int u = 0; u < kRounds; ++u) {
-        int s[1], m[1];
-        float d, dmin;
-        Share::compute(current[u], sub, a.x, xr, s, m, d, dmin);
-#pragma unroll
-        for (int mask = 1; mask < kLanes; mask *= 2) {
-          s[0] += gpu::shfl_xor(s[0], mask);
-          if constexpr (T::kMins) m[0] += gpu::shfl_xor(m[0], mask);
-        }
-        const ChainStep step = T::step(d, dmin, dx[u], s[0], m[0]);
+        const ChainStep step = one_row_step<T>(current[u], sub, a.x, dx[u]);
         if (sub == 0) steps[i][u * kPerRound + slot] = step;
       }
     }
@@ -584,15 +593,7 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_split_kernel(MatVecLaun
     for (int i = 0; i < kWeightRows; ++i) Share::load_weights(a.w, row_at(i), sb, sub, loaded[i]);
 #pragma unroll
     for (int i = 0; i < kWeightRows; ++i) {
-      int s[1], m[1];
-      float d, dmin;
-      Share::compute(loaded[i], sub, a.x, xr, s, m, d, dmin);
-#pragma unroll
-      for (int mask = 1; mask < kLanes; mask *= 2) {
-        s[0] += gpu::shfl_xor(s[0], mask);
-        if constexpr (T::kMins) m[0] += gpu::shfl_xor(m[0], mask);
-      }
-      const ChainStep step = T::step(d, dmin, dx, s[0], m[0]);
+      const ChainStep step = one_row_step<T>(loaded[i], sub, a.x, dx);
       if (sub == 0 && sb_wanted < n_sb) split_steps[i * stride + sb] = step;
     }
   }
@@ -691,19 +692,31 @@ RowRounds row_rounds(int64_t k) {
   return {n_sb, (n_sb + kPerRound - 1) / kPerRound};
 }
 
-RowRounds row_rounds(DType type, int64_t k) {
+// Calls f(T{}) with the traits of a weight type this file has kernels for; false for any other.
+template <class F>
+bool with_traits(DType type, F&& f) {
   switch (type) {
     case DType::Q8_0:
-      return row_rounds<TraitsQ8_0>(k);
+      f(TraitsQ8_0{});
+      return true;
     case DType::Q4_K:
-      return row_rounds<TraitsQ4K>(k);
+      f(TraitsQ4K{});
+      return true;
     case DType::Q5_K:
-      return row_rounds<TraitsQ5K>(k);
+      f(TraitsQ5K{});
+      return true;
     case DType::Q6_K:
-      return row_rounds<TraitsQ6K>(k);
+      f(TraitsQ6K{});
+      return true;
     default:
-      return {0, 0};  // no split layout (launch() refuses the type)
+      return false;
   }
+}
+
+RowRounds row_rounds(DType type, int64_t k) {
+  RowRounds rounds{0, 0};  // no split layout for another type (launch() refuses it)
+  with_traits(type, [&](auto traits) { rounds = row_rounds<decltype(traits)>(k); });
+  return rounds;
 }
 
 // The layout of a launch of `total` weight rows, for one activation row in plain mode: split
@@ -732,22 +745,10 @@ Status launch(const MatVecLaunch& l, int64_t n_blocks, const RowLayout& layout, 
   const int64_t n_tokens = args.experts.offsets != nullptr ? args.experts.max_rows : args.x.rows;
   const int64_t n_expert = args.experts.offsets != nullptr ? expert_grid(args.experts) : 1;
   if (n_tokens < 1 || n_tokens > kMaxRows) return Error{"mat_vec_q: 1 to 8 activation rows"};
-  switch (args.w.type) {
-    case DType::Q8_0:
-      launch_type<TraitsQ8_0>(l, n_blocks, n_tokens, n_expert, layout, stream);
-      break;
-    case DType::Q4_K:
-      launch_type<TraitsQ4K>(l, n_blocks, n_tokens, n_expert, layout, stream);
-      break;
-    case DType::Q5_K:
-      launch_type<TraitsQ5K>(l, n_blocks, n_tokens, n_expert, layout, stream);
-      break;
-    case DType::Q6_K:
-      launch_type<TraitsQ6K>(l, n_blocks, n_tokens, n_expert, layout, stream);
-      break;
-    default:
-      return Error{"mat_vec_q: not a quantized type"};
-  }
+  const bool known = with_traits(args.w.type, [&](auto traits) {
+    launch_type<decltype(traits)>(l, n_blocks, n_tokens, n_expert, layout, stream);
+  });
+  if (!known) return Error{"mat_vec_q: not a quantized type"};
   GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_vec_q(" + std::to_string(args.w.rows) + " rows)");
   return {};
 }
