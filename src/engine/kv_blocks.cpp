@@ -63,15 +63,17 @@ std::vector<int32_t> KvBlockPool::acquire_prefix(std::span<const int32_t> tokens
 void KvBlockPool::uncache(int32_t block) {
   Block& b = blocks_[static_cast<size_t>(block)];
   if (!b.cached) return;
-  const uint64_t k = key(b.previous, b.previous_generation, b.tokens);
-  const auto [first, last] = by_key_.equal_range(k);
+  auto& index = b.tail ? tails_ : by_key_;
+  const uint64_t k = key(b.previous, b.previous_generation, b.tail ? std::span<const int32_t>() : b.tokens);
+  const auto [first, last] = index.equal_range(k);
   for (auto it = first; it != last; ++it) {
     if (it->second == block) {
-      by_key_.erase(it);
+      index.erase(it);
       break;
     }
   }
   b.cached = false;
+  b.tail = false;
   b.tokens.clear();
 }
 
@@ -117,6 +119,51 @@ void KvBlockPool::register_full(int32_t block, int32_t previous, std::span<const
   b.tokens.assign(tokens.begin(), tokens.end());
   b.cached = true;
   by_key_.emplace(key(b.previous, b.previous_generation, b.tokens), block);
+}
+
+void KvBlockPool::register_tail(int32_t block, int32_t previous, std::span<const int32_t> tokens) {
+  Block& b = blocks_[static_cast<size_t>(block)];
+  if (b.cached || tokens.empty() || static_cast<int32_t>(tokens.size()) >= block_size_) return;
+  const uint64_t previous_generation = previous >= 0 ? blocks_[static_cast<size_t>(previous)].generation : 0;
+  const uint64_t link = key(previous, previous_generation, {});
+  const auto [first, last] = tails_.equal_range(link);
+  for (auto it = first; it != last; ++it) {
+    const Block& other = blocks_[static_cast<size_t>(it->second)];
+    if (other.previous == previous && other.previous_generation == previous_generation &&
+        other.tokens.size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), other.tokens.begin())) {
+      return;
+    }
+  }
+  b.previous = previous;
+  b.previous_generation = previous_generation;
+  b.tokens.assign(tokens.begin(), tokens.end());
+  b.cached = true;
+  b.tail = true;
+  tails_.emplace(link, block);
+}
+
+std::optional<KvBlockPool::Tail> KvBlockPool::adopt_tail(int32_t previous, std::span<const int32_t> rest) {
+  const uint64_t previous_generation = previous >= 0 ? blocks_[static_cast<size_t>(previous)].generation : 0;
+  const auto [first, last] = tails_.equal_range(key(previous, previous_generation, {}));
+  std::optional<Tail> best;
+  for (auto it = first; it != last; ++it) {
+    const Block& b = blocks_[static_cast<size_t>(it->second)];
+    if (b.previous != previous || b.previous_generation != previous_generation || b.refs > 0) continue;
+    const size_t n = std::min(b.tokens.size(), rest.size());
+    const auto shared =
+        static_cast<int32_t>(std::mismatch(rest.begin(), rest.begin() + n, b.tokens.begin()).first - rest.begin());
+    if (shared > 0 && (!best || shared > best->n_tokens)) best = Tail{it->second, shared};
+  }
+  if (!best) return std::nullopt;
+  Block& b = blocks_[static_cast<size_t>(best->block)];
+  if (b.in_lru) {
+    lru_.erase(b.lru_at);
+    b.in_lru = false;
+  }
+  uncache(best->block);
+  ++b.generation;  // rewritten from here on, like a fresh block
+  b.refs = 1;
+  return best;
 }
 
 }  // namespace gufo::engine

@@ -7,7 +7,11 @@
 // A full block is known by its tokens and by the block before it (id and generation: a
 // block id reused for other contents gets a new generation, so a stale chain never
 // matches). Only full blocks are shared; a sequence always writes into blocks it alone
-// holds. Tested by tests/unit/engine/kv_blocks_test.cpp.
+// holds. A finished sequence's last, partial block (its tail) is cached too, known the same
+// way: a later prompt that continues the chain with some of the tail's tokens takes the block
+// over (it leaves the cache and the newcomer writes past the tokens it shares), so a short
+// prompt sent again evaluates one token, not all of them.
+// Tested by tests/unit/engine/kv_blocks_test.cpp.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +33,7 @@ class KvBlockPool {
   int32_t n_available() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
   // Blocks held by at least one sequence.
   int32_t n_used() const { return n_blocks() - n_available(); }
-  int32_t n_cached() const { return static_cast<int32_t>(by_key_.size()); }
+  int32_t n_cached() const { return static_cast<int32_t>(by_key_.size() + tails_.size()); }
 
   // The longest run of cached full blocks that starts `tokens` and covers at most
   // `max_tokens` tokens; the caller now holds them (release them when done).
@@ -45,12 +49,24 @@ class KvBlockPool {
   // holds exactly `tokens` (block_size of them), so later prompts can reuse it. A block whose
   // contents are already cached under another id stays private.
   void register_full(int32_t block, int32_t previous, std::span<const int32_t> tokens);
+  // Records that `block`, which follows `previous`, holds `tokens` (1 to block_size - 1 of
+  // them) and nothing after them will be written by its holder; it becomes cached when
+  // released. Skipped when a cached tail there already starts with the same tokens.
+  void register_tail(int32_t block, int32_t previous, std::span<const int32_t> tokens);
+  struct Tail {
+    int32_t block;
+    int32_t n_tokens;  // how many of `rest` it holds
+  };
+  // The cached tail after `previous` that shares the longest run (at least one token) with
+  // the start of `rest`; the caller now holds it alone (it has left the cache).
+  std::optional<Tail> adopt_tail(int32_t previous, std::span<const int32_t> rest);
 
  private:
   struct Block {
     int32_t refs = 0;
     uint64_t generation = 0;
-    bool cached = false;  // in by_key_
+    bool cached = false;  // in by_key_, or in tails_ when `tail`
+    bool tail = false;
     int32_t previous = -1;
     uint64_t previous_generation = 0;
     std::vector<int32_t> tokens;  // when cached
@@ -66,6 +82,7 @@ class KvBlockPool {
   std::vector<int32_t> free_;
   std::list<int32_t> lru_;  // cached, unheld; front = least recently used
   std::unordered_multimap<uint64_t, int32_t> by_key_;
+  std::unordered_multimap<uint64_t, int32_t> tails_;  // by the chain link alone
 };
 
 }  // namespace gufo::engine

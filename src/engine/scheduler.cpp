@@ -346,18 +346,34 @@ void Scheduler::admit() {
     Sequence& seq = *waiting_.front();
     const int64_t n_tokens = static_cast<int64_t>(seq.tokens.size());
     std::vector<int32_t> shared;
+    int32_t tail_tokens = 0;  // of the last block of `shared`, when a cached tail was taken over
     // The last token is always evaluated: its logits pick the next one.
-    if (options_.prefix_cache && seq.options.use_prefix_cache) shared = pool_.acquire_prefix(seq.tokens, n_tokens - 1);
+    if (options_.prefix_cache && seq.options.use_prefix_cache) {
+      shared = pool_.acquire_prefix(seq.tokens, n_tokens - 1);
+      const int64_t at = static_cast<int64_t>(shared.size()) * block;
+      if (at < n_tokens - 1) {
+        const std::span<const int32_t> rest(seq.tokens.data() + at, static_cast<size_t>(n_tokens - 1 - at));
+        if (const auto tail = pool_.adopt_tail(shared.empty() ? -1 : shared.back(), rest)) {
+          shared.push_back(tail->block);
+          tail_tokens = tail->n_tokens;
+        }
+      }
+    }
     const int64_t needed = (n_tokens + block - 1) / block - static_cast<int64_t>(shared.size());
     // Running sequences keep one block in reserve each for their next decode steps.
     const int64_t reserve = static_cast<int64_t>(running_.size());
     if (needed > pool_.n_available() - reserve && !(running_.empty() && needed <= pool_.n_available())) {
+      if (tail_tokens > 0) {  // back to the cache, for the next try
+        const size_t i = shared.size() - 1;
+        pool_.register_tail(shared[i], i > 0 ? shared[i - 1] : -1,
+                            std::span<const int32_t>(seq.tokens.data() + i * block, static_cast<size_t>(tail_tokens)));
+      }
       pool_.release(shared);
       break;
     }
     seq.blocks = std::move(shared);
-    seq.n_registered = static_cast<int32_t>(seq.blocks.size());
-    seq.n_computed = static_cast<int32_t>(seq.blocks.size()) * block;
+    seq.n_registered = static_cast<int32_t>(seq.blocks.size()) - (tail_tokens > 0 ? 1 : 0);
+    seq.n_computed = seq.n_registered * block + tail_tokens;
     for (int64_t i = 0; i < needed; ++i) seq.blocks.push_back(*pool_.allocate());
     const bool first_admission = seq.cached_tokens < 0;
     if (first_admission) seq.cached_tokens = std::min(seq.n_computed, seq.n_prompt);
@@ -531,10 +547,14 @@ bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput out
   return true;
 }
 
-void Scheduler::register_full_blocks(Sequence& seq) {
+bool Scheduler::caches_blocks(const Sequence& seq) const {
   // Mean and cls embeddings never start from cached blocks: theirs would only push out
   // prefixes that generations reuse.
-  if (!options_.prefix_cache || (seq.pooling && seq.pooling != model::Pooling::Last)) return;
+  return options_.prefix_cache && (!seq.pooling || seq.pooling == model::Pooling::Last);
+}
+
+void Scheduler::register_full_blocks(Sequence& seq) {
+  if (!caches_blocks(seq)) return;
   const int32_t block = options_.block_size;
   while ((seq.n_registered + 1) * block <= seq.n_computed) {
     const int32_t i = seq.n_registered;
@@ -543,6 +563,15 @@ void Scheduler::register_full_blocks(Sequence& seq) {
                         tokens);
     ++seq.n_registered;
   }
+}
+
+void Scheduler::register_tail_block(const Sequence& seq) {
+  const int32_t block = options_.block_size;
+  const int32_t i = seq.n_registered;
+  const int32_t n = seq.n_computed - i * block;
+  if (!caches_blocks(seq) || n <= 0 || n >= block || static_cast<size_t>(i) >= seq.blocks.size()) return;
+  const std::span<const int32_t> tokens(seq.tokens.data() + static_cast<size_t>(i) * block, static_cast<size_t>(n));
+  pool_.register_tail(seq.blocks[static_cast<size_t>(i)], i > 0 ? seq.blocks[static_cast<size_t>(i) - 1] : -1, tokens);
 }
 
 std::shared_ptr<const grammar::TokenTrie> Scheduler::token_trie() {
@@ -627,7 +656,10 @@ void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
 }
 
 void Scheduler::release(Sequence& seq, bool keep_cached) {
-  if (keep_cached) register_full_blocks(seq);
+  if (keep_cached) {
+    register_full_blocks(seq);
+    register_tail_block(seq);
+  }
   pool_.release(seq.blocks);
   seq.blocks.clear();
 }

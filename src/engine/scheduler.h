@@ -122,7 +122,10 @@ class Scheduler {
   void fail(Sequence& seq, const std::string& message);
   void release(Sequence& seq, bool keep_cached);
   void remove_running(Sequence& seq);
+  bool caches_blocks(const Sequence& seq) const;
   void register_full_blocks(Sequence& seq);
+  // A released sequence's partial last block, for a later prompt that continues the same way.
+  void register_tail_block(const Sequence& seq);
   void publish_occupancy();
   // The vocabulary as a token trie for constrained decoding, built by the first request that
   // needs it (on its own thread, not the engine's) and shared by all after.

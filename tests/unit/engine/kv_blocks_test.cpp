@@ -1,6 +1,7 @@
 // KvBlockPool: allocation until the pool is empty, prefix matches over full blocks only and
 // never past max_tokens, reuse after release, least-recently-used eviction (tail of a chain
-// before its head), and no stale match through a block id that was reused.
+// before its head), no stale match through a block id that was reused, and partial last
+// blocks (tails) taken over by a prompt that continues their chain.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -118,6 +119,72 @@ TEST(KvBlockPool, ReusedBlockIdNeverMatchesAStaleChain) {
   // The head matches (registered again); the tail, computed after the old head, must not.
   const std::vector<int32_t> held = pool.acquire_prefix(tokens, 4);
   EXPECT_EQ(held, (std::vector<int32_t>{head}));
+  pool.release(held);
+}
+
+TEST(KvBlockPool, ATailIsTakenOverByAPromptThatContinuesItsChain) {
+  KvBlockPool pool(4, 4);
+  const std::vector<int32_t> tokens = iota_tokens(6);  // a full block, then a tail of two
+  const std::vector<int32_t> blocks = fill(pool, tokens);
+  pool.register_tail(blocks[1], blocks[0], std::span<const int32_t>(tokens).subspan(4, 2));
+  pool.release(blocks);
+  EXPECT_EQ(pool.n_cached(), 2);
+  EXPECT_EQ(pool.n_available(), 4);  // a cached tail is evictable like any cached block
+
+  // The same prompt again, its last token left to evaluate: the full block, then one of the
+  // tail's two tokens.
+  const std::vector<int32_t> held = pool.acquire_prefix(tokens, 5);
+  ASSERT_EQ(held, (std::vector<int32_t>{blocks[0]}));
+  const std::optional<KvBlockPool::Tail> tail =
+      pool.adopt_tail(blocks[0], std::span<const int32_t>(tokens).subspan(4, 1));
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_EQ(tail->block, blocks[1]);
+  EXPECT_EQ(tail->n_tokens, 1);
+  // It left the cache and is the caller's alone: nobody else can take it or allocate it.
+  EXPECT_EQ(pool.n_cached(), 1);
+  EXPECT_FALSE(pool.adopt_tail(blocks[0], std::span<const int32_t>(tokens).subspan(4, 2)).has_value());
+  EXPECT_EQ(pool.n_available(), 2);
+  pool.release(std::vector<int32_t>{blocks[0], tail->block});
+  EXPECT_EQ(pool.n_available(), 4);
+  EXPECT_EQ(pool.n_cached(), 1);  // released unregistered: free, not cached
+}
+
+TEST(KvBlockPool, TheLongestMatchingTailOnTheSameLinkWins) {
+  KvBlockPool pool(6, 4);
+  const std::vector<int32_t> a = {1, 2, 3}, b = {1, 2, 9}, shorter = {1, 2};
+  const int32_t ta = *pool.allocate(), tb = *pool.allocate(), ts = *pool.allocate();
+  pool.register_tail(ta, -1, a);
+  pool.register_tail(tb, -1, b);
+  pool.register_tail(ts, -1, shorter);  // skipped: `a` already starts with it
+  pool.release(std::vector<int32_t>{ta, tb, ts});
+  EXPECT_EQ(pool.n_cached(), 2);
+  const std::vector<int32_t> prompt = {1, 2, 9, 4};
+  const std::optional<KvBlockPool::Tail> got = pool.adopt_tail(-1, prompt);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->block, tb);
+  EXPECT_EQ(got->n_tokens, 3);
+  // A first token that differs matches nothing; another link matches nothing.
+  EXPECT_FALSE(pool.adopt_tail(-1, std::vector<int32_t>{7, 2, 3}).has_value());
+  EXPECT_FALSE(pool.adopt_tail(ta, a).has_value());
+  // Full blocks and tails are told apart: a tail never answers a full-block lookup.
+  EXPECT_TRUE(pool.acquire_prefix(std::vector<int32_t>{1, 2, 3, 4, 5}, 5).empty());
+}
+
+TEST(KvBlockPool, ATailAfterAReusedBlockIdNeverMatches) {
+  KvBlockPool pool(2, 2);
+  const std::vector<int32_t> tokens = {5, 6, 7};
+  const int32_t head = *pool.allocate();
+  const int32_t tail = *pool.allocate();
+  pool.register_full(head, -1, std::span<const int32_t>(tokens).subspan(0, 2));
+  pool.register_tail(tail, head, std::span<const int32_t>(tokens).subspan(2, 1));
+  pool.release(std::vector<int32_t>{head});
+  pool.release(std::vector<int32_t>{tail});
+  ASSERT_EQ(*pool.allocate(), head);  // evicted, then rewritten with the same tokens
+  pool.register_full(head, -1, std::span<const int32_t>(tokens).subspan(0, 2));
+  pool.release(std::vector<int32_t>{head});
+  const std::vector<int32_t> held = pool.acquire_prefix(tokens, 3);
+  ASSERT_EQ(held, (std::vector<int32_t>{head}));
+  EXPECT_FALSE(pool.adopt_tail(head, std::span<const int32_t>(tokens).subspan(2, 1)).has_value());
   pool.release(held);
 }
 

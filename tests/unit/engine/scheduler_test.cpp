@@ -172,6 +172,29 @@ TEST_F(SchedulerTest, RepeatedPromptReusesCachedBlocksWithTheSameOutput) {
   EXPECT_GT(s->stats().cached_prompt_tokens, 0u);
 }
 
+TEST_F(SchedulerTest, AShortPromptSentAgainEvaluatesOnlyItsLastToken) {
+  // Shorter than a block, one token a request (a keep-alive client's loop): the first
+  // request's partial block is taken over by the next, which evaluates one token.
+  auto s = make({.n_parallel = 1, .n_ctx = 64, .block_size = 16});
+  const std::vector<int32_t> prompt = prompt_of(6, 3);
+  const Outcome first = run_one(*s, prompt, greedy(1));
+  ASSERT_TRUE(first.error.empty()) << first.error;
+  EXPECT_EQ(first.done[0].cached_tokens, 0);
+  for (int i = 0; i < 3; ++i) {
+    const Outcome again = run_one(*s, prompt, greedy(1));
+    EXPECT_EQ(again.done[0].cached_tokens, 5) << "request " << i + 2;
+    EXPECT_EQ(again.text[0], first.text[0]);
+  }
+  // A prompt that parts from it after two tokens reuses those two, and still answers as a
+  // fresh engine does.
+  std::vector<int32_t> other = prompt;
+  other[2] += 1;
+  const Outcome parted = run_one(*s, other, greedy(4));
+  EXPECT_EQ(parted.done[0].cached_tokens, 2);
+  auto fresh = make({.n_parallel = 1, .n_ctx = 64, .block_size = 16});
+  EXPECT_EQ(parted.text[0], run_one(*fresh, other, greedy(4)).text[0]);
+}
+
 TEST_F(SchedulerTest, SmallPoolPreemptsAndRecomputesWithoutChangingOutputs) {
   std::vector<std::string> alone;
   {
