@@ -366,6 +366,8 @@ TEST(CudaMatVec, OneRowOverManyWeightRowsGivesTheCpuBits) {
 
 // The small-batch kernel (mat_vec_q.cu) on its own, plain and in expert mode, against the CPU
 // bit for bit (mat_mul_q routes batches of up to 8 rows to it).
+// Rows shorter than a round sit side by side in a warp: the K-quants at k = 256, 512 and 768
+// (8, 4 and 2 rows a warp), Q8_0 at k = 256 (2); 77 and 43 rows end inside a warp.
 TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
   GUFO_REQUIRE_GPU();
   cpu::ThreadPool pool(4);
@@ -385,19 +387,22 @@ TEST(CudaMatVec, GivesTheCpuBitsForUpToEightRows) {
       }
     }
   }
-  // Expert mode: 3 tokens routed to experts 0 and 2 of a stack of 3.
+  // Expert mode: 3 tokens routed to experts 0 and 2 of a stack of 3, rows of 512 (a K-quant
+  // warp packs 4), 768 (2, as a Qwen3-30B-A3B expert's down projection) and 256 (Q8_0 packs 2).
   for (DType type : kQuantTypes) {
-    const int64_t n = 40, k = 512;
-    const HostWeight w = random_weight(type, n, k, rng, 3);
-    const std::vector<float> x = random_floats(static_cast<size_t>(3 * k), rng);
-    const std::vector<int32_t> offsets = {0, 2, 2, 5}, x_rows = {0, 2, 0, 1, 2};
-    const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = 3, .active = {}};
-    EXPECT_EQ(compare(gpu_product(w.weight, x, 3, &experts, Path::MatVec),
-                      cpu_expert_products(pool, w.weight, x, offsets, x_rows))
-                  .mismatches,
-              0u)
-        << dtype_name(type) << " experts";
-    ++cases;
+    for (const int64_t k : {512, 768, 256}) {
+      const int64_t n = 43;
+      const HostWeight w = random_weight(type, n, k, rng, 3);
+      const std::vector<float> x = random_floats(static_cast<size_t>(3 * k), rng);
+      const std::vector<int32_t> offsets = {0, 2, 2, 5}, x_rows = {0, 2, 0, 1, 2};
+      const HostExperts experts{.offsets = offsets, .x_rows = x_rows, .max_rows = 3, .active = {}};
+      EXPECT_EQ(compare(gpu_product(w.weight, x, 3, &experts, Path::MatVec),
+                        cpu_expert_products(pool, w.weight, x, offsets, x_rows))
+                    .mismatches,
+                0u)
+          << dtype_name(type) << " experts k=" << k;
+      ++cases;
+    }
   }
   EXPECT_GT(cases, 0);
 }

@@ -1,15 +1,16 @@
 // Integer matmul for up to 8 activation rows (decode and small batches), in the CPU's
 // accumulation order like mat_mul_q.cu, so the same bits: S and M of each super-block are
 // exact integer sums, then the float chain runs over the super-blocks in ascending order.
-// The work is laid out for bandwidth: a warp owns a weight row (mat_vec_q_kernel; for one
-// activation row, mat_vec_q_rows_kernel gives it several, one after the other, and
-// mat_vec_q_split_kernel gives a block's warps two rows to share), and its lanes read the
+// The work is laid out for bandwidth: a warp owns a weight row (mat_vec_q_kernel, or several
+// side by side when they are shorter than a round; for one activation row,
+// mat_vec_q_rows_kernel gives it several, one after the other, and mat_vec_q_split_kernel
+// gives a block's warps two rows to share), and its lanes read the
 // row's quants in 16-byte pieces (a lane group of LaneShare::kLanes lanes per super-block,
 // 32 / kLanes super-blocks side by side), so a warp's loads cover ~1 KiB of the row at once.
 // A lane's share of S and M is an exact integer; the group adds the shares by shuffles
 // (integers: any order is exact), its first lane turns the sums into the super-block's
-// ChainStep (quant_traits.cuh) and leaves it in shared memory, and lane 0 applies the steps in
-// super-block order: two fused multiply-adds per super-block.
+// ChainStep (quant_traits.cuh) and leaves it in shared memory, and one lane per weight row
+// applies the steps in super-block order: two fused multiply-adds per super-block.
 // NOTE(mat_vec_q): ncu on the 12288 x 4096 Q4_K matmul (H100) found the first version of this
 // kernel bound by instructions issued (1,016 warp instructions per row, 58% of issue slots
 // busy, 34% of DRAM bandwidth). Hence a K-quant lane reads 32 bytes of quants (one sub-block
@@ -302,7 +303,8 @@ struct LaneShare<TraitsQ6K> {
   }
 };
 
-// The steps of a warp's round set for lane 0's chain: slot i is super-block sb0 + i.
+// The steps of a warp's round set for its chains: slot i is super-block sb0 + i (packed rows:
+// row j's super-block i is slot j * n_sb + i).
 template <int kRows, int kSlots>
 struct ChainSlots {
   ChainStep step[kRows][kSlots];
@@ -336,7 +338,14 @@ __device__ __forceinline__ int64_t select_part(const MatVecLaunch& launch, Quant
   return block;
 }
 
-// blockIdx: x = rows of kWarps (a warp per weight row), z = expert (expert mode).
+// Weight rows mat_vec_q_kernel's warp takes side by side: as many as fit a round when a row
+// has fewer super-blocks than a round (its one round set), else one.
+__host__ __device__ inline int packed_rows(int64_t n_sb, int per_round, int unroll) {
+  return unroll == 1 && n_sb > 0 && n_sb < per_round ? static_cast<int>(per_round / n_sb) : 1;
+}
+
+// blockIdx: x = rows of kWarps warps (a warp per weight row, or `packed` rows), z = expert
+// (expert mode).
 // kUnroll rounds of 32 / kLanes super-blocks are loaded before the chain waits on them.
 template <class T, int kRows, int kUnroll>
 __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch launch) {
@@ -350,16 +359,25 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch lau
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int sub = lane % kLanes;
-  const int slot = lane / kLanes;
+  const int n_sb_row = static_cast<int>(a.x.k / T::kSuperBlock);
+  // Rows shorter than a round (an expert's down projection: 3 super-blocks of 8 slots) sit
+  // side by side in the warp, `packed` of them, row_in_warp's super-blocks in slots
+  // row_in_warp * n_sb_row ..; the lane groups past them compute the last row's last
+  // super-block again and write no step.
+  const int packed = packed_rows(n_sb_row, kPerRound, kUnroll);
+  const int row_in_warp = packed > 1 ? min(lane / kLanes / n_sb_row, packed - 1) : 0;
+  const int slot = packed > 1 ? lane / kLanes - row_in_warp * n_sb_row : lane / kLanes;
   ChainSlots<kRows, kSlots>& slots = warp_slots[warp];
   // NOTE(mat_vec_q): while the kernel before this one finishes (gpu::launch), a plain-mode
   // warp already knows its row and pulls the row's first 4 KiB of weights (no kernel writes
   // them) into L2, a 128-byte line a lane; an expert-mode warp learns its rows from the routing,
   // which that kernel may still be writing.
   if (a.experts.offsets == nullptr) {
-    const int64_t prefetch_row = block * kWarps + warp;
-    if (prefetch_row < a.w.rows && static_cast<size_t>(lane) * 128 < a.w.q_row_bytes) {
-      gpu::prefetch_l2(weight_row(a.w, prefetch_row) + lane * 128);
+    // (A warp's packed rows lie one after the other: their bytes are one span.)
+    const int64_t first_row = (block * kWarps + warp) * packed;
+    const int64_t span_rows = first_row < a.w.rows ? min(static_cast<int64_t>(packed), a.w.rows - first_row) : 0;
+    if (static_cast<size_t>(lane) * 128 < static_cast<size_t>(span_rows) * a.w.q_row_bytes) {
+      gpu::prefetch_l2(weight_row(a.w, first_row) + lane * 128);
     }
   }
   gpu::wait_for_inputs();
@@ -374,9 +392,10 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch lau
     n_rows = a.w.rows_per_expert;
     w_offset = static_cast<int64_t>(e) * a.w.rows_per_expert;
   }
-  const int64_t r = block * kWarps + warp;
-  if (r >= n_rows) return;  // the whole warp; no block-wide barrier follows
-  const int64_t row = w_offset + r;
+  const int64_t r0 = (block * kWarps + warp) * packed;
+  if (r0 >= n_rows) return;  // the whole warp; no block-wide barrier follows
+  // (A packed row past the end computes the last row again and is not stored.)
+  const int64_t row = w_offset + min(r0 + row_in_warp, n_rows - 1);
   int64_t xr[kRows];
 #pragma unroll
   for (int t = 0; t < kRows; ++t) {
@@ -419,13 +438,21 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch lau
       ChainStep steps[kRows];
 #pragma unroll
       for (int t = 0; t < kRows; ++t) steps[t] = T::step(d, dmin, dx[u][t], s[t], m[t]);
-      if (sub == 0) {
+      if (sub == 0 && (packed == 1 || slot < n_sb_row)) {
 #pragma unroll
-        for (int t = 0; t < kRows; ++t) slots.step[t][u * kPerRound + slot] = steps[t];
+        for (int t = 0; t < kRows; ++t) slots.step[t][u * kPerRound + row_in_warp * n_sb_row + slot] = steps[t];
       }
     }
     gpu::sync_group();
-    if (lane == 0) {
+    if (packed > 1) {
+      // Lane j: packed row j's chain, its n_sb_row steps in super-block order (one round set).
+      if (lane < packed) {
+        for (int i = 0; i < n_sb_row; ++i) {
+#pragma unroll
+          for (int t = 0; t < kRows; ++t) acc[t] = T::apply(acc[t], slots.step[t][lane * n_sb_row + i]);
+        }
+      }
+    } else if (lane == 0) {
       // The chain, in super-block order (the slots past the row's end are not applied).
 #pragma unroll
       for (int i = 0; i < kSlots; ++i) {
@@ -437,10 +464,10 @@ __global__ void __launch_bounds__(32 * kWarps) mat_vec_q_kernel(MatVecLaunch lau
     }
     gpu::sync_group();  // the slots are written again by the next round set
   }
-  if (lane != 0) return;
+  if (lane >= packed || r0 + lane >= n_rows) return;
 #pragma unroll
   for (int t = 0; t < kRows; ++t) {
-    if (x_begin + t < x_end) a.out[(x_begin + t) * a.ldo + r] = acc[t];
+    if (x_begin + t < x_end) a.out[(x_begin + t) * a.ldo + r0 + lane] = acc[t];
   }
 }
 
@@ -641,8 +668,9 @@ struct RowLayout {
   int weight_rows = 1;
   bool split = false;
   int warps = kWarps;
+  int packed = 1;  // mat_vec_q_kernel: rows side by side in a warp (packed_rows)
   int64_t blocks(int64_t rows) const {
-    const int64_t per_block = split ? weight_rows : kWarps * weight_rows;
+    const int64_t per_block = split ? weight_rows : kWarps * weight_rows * packed;
     return (rows + per_block - 1) / per_block;
   }
 };
@@ -683,13 +711,14 @@ void launch_type(const MatVecLaunch& l, int64_t n_blocks, int64_t n_tokens, int6
 struct RowRounds {
   int64_t n_sb;
   int64_t rounds;
+  int per_round;  // super-blocks of a warp's round
 };
 
 template <class T>
 RowRounds row_rounds(int64_t k) {
   constexpr int64_t kPerRound = 32 / LaneShare<T>::kLanes;
   const int64_t n_sb = k / T::kSuperBlock;
-  return {n_sb, (n_sb + kPerRound - 1) / kPerRound};
+  return {n_sb, (n_sb + kPerRound - 1) / kPerRound, static_cast<int>(kPerRound)};
 }
 
 // Calls f(T{}) with the traits of a weight type this file has kernels for; false for any other.
@@ -714,7 +743,7 @@ bool with_traits(DType type, F&& f) {
 }
 
 RowRounds row_rounds(DType type, int64_t k) {
-  RowRounds rounds{0, 0};  // no split layout for another type (launch() refuses it)
+  RowRounds rounds{0, 0, 1};  // no split layout for another type (launch() refuses it)
   with_traits(type, [&](auto traits) { rounds = row_rounds<decltype(traits)>(k); });
   return rounds;
 }
@@ -722,7 +751,7 @@ RowRounds row_rounds(DType type, int64_t k) {
 // The layout of a launch of `total` weight rows, for one activation row in plain mode: split
 // rows (kSplitRows a block) from 2,048 to 65,535 rows of more than one round; else several
 // rows a warp, as many as leave 256 blocks or more (an H100 or H200 has 132 SMs). Other
-// launches: one row a warp.
+// launches: mat_vec_q_kernel, one row a warp or rows shorter than a round side by side.
 // NOTE(mat_vec_q): measured on an H100 (session 18, tg128, means of two rounds, the Q6_K
 // change on both sides): split rows from 2,048 rows, 8B 329.9 -> 339.8 t/s and 1.7B 684.8 ->
 // 717.6; one row a block was slower than the rows kernel (8B 316) and four rows a block (332)
@@ -730,14 +759,18 @@ RowRounds row_rounds(DType type, int64_t k) {
 // already keep it near the memory's speed (2.8 TB/s), and a split block per two of its rows
 // would be 76k blocks.
 RowLayout row_layout(const QuantMatMulArgs& args, int64_t total) {
-  if (args.experts.offsets != nullptr || args.x.rows != 1) return {};
   const RowRounds row = row_rounds(args.w.type, args.x.k);
+  // mat_vec_q_kernel's layout: a row a warp, or rows shorter than a round side by side (its
+  // one round set: launch_rows unrolls only rows of two rounds or more).
+  const RowLayout one_row{.packed = packed_rows(row.n_sb, row.per_round, 1)};
+  if (args.experts.offsets != nullptr || args.x.rows != 1) return one_row;
   const bool fits = static_cast<size_t>(kSplitRows * (row.n_sb + 1)) * sizeof(ChainStep) <= 48 * 1024;
   if (total >= kSplitFrom && total < kSplitTo && row.rounds >= 2 && fits) {
     return {
         .weight_rows = kSplitRows, .split = true, .warps = static_cast<int>(row.rounds < kWarps ? row.rounds : kWarps)};
   }
-  return {.weight_rows = total >= 16384 ? 8 : total >= 8192 ? 4 : total >= 2048 ? 2 : 1};
+  if (total < 2048) return one_row;
+  return {.weight_rows = total >= 16384 ? 8 : total >= 8192 ? 4 : 2};
 }
 
 Status launch(const MatVecLaunch& l, int64_t n_blocks, const RowLayout& layout, gpu::stream_t stream) {
