@@ -150,13 +150,18 @@ TEST(CudaMatMul, ARowGivesTheSameBitsInAnyBatch) {
       ++cases;
     }
   }
+  // (41 rows: the batch of 50 takes two weight rows a block, the last block half past the end;
+  // 1,100 rows: a warp a row.)
   for (DType type : kFloatTypes) {
-    const HostWeight w = random_weight(type, 40, 300, rng);
-    const std::vector<float> x = random_floats(static_cast<size_t>(50 * 300), rng);
-    const std::vector<float> all = gpu_product(w.weight, x, 50);
-    const std::vector<float> one = gpu_product(w.weight, std::vector<float>(x.begin(), x.begin() + 300), 1);
-    EXPECT_EQ(compare(one, std::vector<float>(all.begin(), all.begin() + 40)).mismatches, 0u) << dtype_name(type);
-    ++cases;
+    for (const int64_t n : {41, 1100}) {
+      const HostWeight w = random_weight(type, n, 300, rng);
+      const std::vector<float> x = random_floats(static_cast<size_t>(50 * 300), rng);
+      const std::vector<float> all = gpu_product(w.weight, x, 50);
+      const std::vector<float> one = gpu_product(w.weight, std::vector<float>(x.begin(), x.begin() + 300), 1);
+      EXPECT_EQ(compare(one, std::vector<float>(all.begin(), all.begin() + n)).mismatches, 0u)
+          << dtype_name(type) << " n=" << n;
+      ++cases;
+    }
   }
   EXPECT_GT(cases, 0);
 }
@@ -166,7 +171,10 @@ TEST(CudaMatMul, FloatTypesMatchTheCpu) {
   cpu::ThreadPool pool(4);
   std::mt19937 rng(3);
   int cases = 0;
-  const Shape shapes[] = {{1, 16, 64}, {3, 17, 100}, {9, 64, 769}, {64, 33, 512}, {1, 512, 4096}};
+  // Under 1,024 rows a weight row takes eight warps (the MoE router: 128 x 2048), one or two
+  // rows a block by the batch; from 1,024 rows, a warp.
+  const Shape shapes[] = {{1, 16, 64},    {3, 17, 100},    {9, 64, 769},   {64, 33, 512},  {1, 512, 4096},
+                          {1, 128, 2048}, {20, 127, 2048}, {1, 1030, 300}, {11, 1024, 96}, {2, 1023, 3000}};
   for (DType type : kFloatTypes) {
     for (const Shape& s : shapes) {
       const HostWeight w = random_weight(type, s.n, s.k, rng);
