@@ -50,8 +50,8 @@ class KvBlockPool {
   // contents are already cached under another id stays private.
   void register_full(int32_t block, int32_t previous, std::span<const int32_t> tokens);
   // Records that `block`, which follows `previous`, holds `tokens` (1 to block_size - 1 of
-  // them) and nothing after them will be written by its holder; it becomes cached when
-  // released. Skipped when a cached tail there already starts with the same tokens.
+  // them) and its holder writes nothing more into it; it is cached from now on and, once
+  // released, evictable. Skipped when a cached tail there already starts with the same tokens.
   void register_tail(int32_t block, int32_t previous, std::span<const int32_t> tokens);
   struct Tail {
     int32_t block;

@@ -188,5 +188,24 @@ TEST(KvBlockPool, ATailAfterAReusedBlockIdNeverMatches) {
   pool.release(held);
 }
 
+TEST(KvBlockPool, AnAllocationEvictsATailLikeAnyCachedBlock) {
+  KvBlockPool pool(2, 4);
+  const std::vector<int32_t> tokens = {1, 2, 3};
+  const int32_t tail = *pool.allocate();
+  pool.register_tail(tail, -1, tokens);
+  EXPECT_EQ(pool.n_cached(), 1);
+  pool.release(std::vector<int32_t>{tail});
+  ASSERT_EQ(*pool.allocate(), 1);     // the free block first
+  ASSERT_EQ(*pool.allocate(), tail);  // then the cached tail, which leaves the cache
+  EXPECT_EQ(pool.n_cached(), 0);
+  EXPECT_FALSE(pool.adopt_tail(-1, tokens).has_value());
+  // Written again and registered anew, it matches again.
+  pool.register_tail(tail, -1, tokens);
+  pool.release(std::vector<int32_t>{tail});
+  const std::optional<KvBlockPool::Tail> got = pool.adopt_tail(-1, tokens);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->n_tokens, 3);
+}
+
 }  // namespace
 }  // namespace gufo::engine
