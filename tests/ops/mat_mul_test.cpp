@@ -150,7 +150,7 @@ TEST(CudaMatMul, ARowGivesTheSameBitsInAnyBatch) {
       ++cases;
     }
   }
-  // (41 rows: the batch of 50 takes two weight rows a block, the last block half past the end;
+  // (41 rows: the batch of 50 takes four weight rows a block, the last block mostly past the end;
   // 1,100 rows: a warp a row.)
   for (DType type : kFloatTypes) {
     for (const int64_t n : {41, 1100}) {
@@ -171,7 +171,7 @@ TEST(CudaMatMul, FloatTypesMatchTheCpu) {
   cpu::ThreadPool pool(4);
   std::mt19937 rng(3);
   int cases = 0;
-  // Under 1,024 rows a weight row takes eight warps (the MoE router: 128 x 2048), one or two
+  // Under 1,024 rows a weight row takes four warps (the MoE router: 128 x 2048), one or four
   // rows a block by the batch; from 1,024 rows, a warp.
   const Shape shapes[] = {{1, 16, 64},    {3, 17, 100},    {9, 64, 769},   {64, 33, 512},  {1, 512, 4096},
                           {1, 128, 2048}, {20, 127, 2048}, {1, 1030, 300}, {11, 1024, 96}, {2, 1023, 3000}};

@@ -103,8 +103,13 @@ __global__ void __launch_bounds__(kRowsPerBlock* kWarps * 32)
 
 // NOTE(mat_mul_float): a warp per weight row left the MoE router (128 rows x 2048, F32) in 32
 // blocks, each warp making 8 trips to memory: ~10 us for 1 MB (H100, ncu, session 18). Weights
-// of fewer rows than kSplitBelow take a block of eight warps per row, one trip.
+// of fewer rows than kSplitBelow take kSplitWarps warps per row. Measured on an H100 (30B-A3B
+// q4_k_m, two rounds, session 19): eight warps (two rows a block in a batch) tg128 298.4 /
+// 296.9 t/s, pp512 8,956 / 9,069; four (four rows a block in a batch, which share their
+// activation loads as the warp-a-row layout's blocks did) 296.5 / 294.8, 9,208 / 9,195; two
+// 291.0 / 289.4, 9,258 / 9,238; a warp a row (before) ~270 and ~9,300.
 constexpr int64_t kSplitBelow = 1024;
+constexpr int kSplitWarps = 4;
 
 template <int kRowsPerBlock, int kWarps>
 void launch_float(const WeightView& w, const float* x, int64_t m, int64_t ldx, float* out, int64_t ldo,
@@ -128,12 +133,12 @@ Status mat_mul_float(const WeightView& w, const float* x, int64_t m, int64_t ldx
   const int64_t n_out = experts != nullptr ? experts->max_rows : m;
   if (n_out == 0) return {};
   if (n_rows < kSplitBelow) {
-    // (Prefill: two weight rows a block share their activation rows' loads in L1; the same
-    // eight warps a row, so the same order.)
+    // (A batch: four weight rows a block share their activation rows' loads in L1; the same
+    // warps a row, so the same order.)
     if (n_out > kRowsPerStep) {
-      launch_float<2, 8>(w, x, m, ldx, out, ldo, experts, n_rows, n_out, stream);
+      launch_float<4, kSplitWarps>(w, x, m, ldx, out, ldo, experts, n_rows, n_out, stream);
     } else {
-      launch_float<1, 8>(w, x, m, ldx, out, ldo, experts, n_rows, n_out, stream);
+      launch_float<1, kSplitWarps>(w, x, m, ldx, out, ldo, experts, n_rows, n_out, stream);
     }
   } else {
     launch_float<4, 1>(w, x, m, ldx, out, ldo, experts, n_rows, n_out, stream);

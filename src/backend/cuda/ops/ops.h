@@ -120,7 +120,7 @@ Status mat_mul_q_parts(const MatMulPart* parts, int n_parts, const QuantActs& x,
                        gpu::stream_t stream);
 
 // The same for F32/F16/BF16 weights with f32 activations x [m, k] (row stride ldx): each
-// output is T thread sums (thread t takes k = t, t + T, ...; T = 32, or 256 for weights under
+// output is T thread sums (thread t takes k = t, t + T, ...; T = 32, or 128 for weights under
 // 1,024 rows) added by a fixed butterfly a warp and then in warp order, so it is one order in
 // any batch (but not the CPU's order).
 // With `experts`, as mat_mul_q's expert mode (x_rows maps output rows to rows of x).
