@@ -29,7 +29,7 @@ uint64_t KvBlockPool::key(int32_t previous, uint64_t previous_generation, std::s
 }
 
 std::optional<int32_t> KvBlockPool::find(int32_t previous, std::span<const int32_t> tokens) const {
-  const uint64_t previous_generation = previous >= 0 ? blocks_[static_cast<size_t>(previous)].generation : 0;
+  const uint64_t previous_generation = generation_of(previous);
   const auto [first, last] = by_key_.equal_range(key(previous, previous_generation, tokens));
   for (auto it = first; it != last; ++it) {
     const Block& b = blocks_[static_cast<size_t>(it->second)];
@@ -115,55 +115,70 @@ void KvBlockPool::register_full(int32_t block, int32_t previous, std::span<const
   Block& b = blocks_[static_cast<size_t>(block)];
   if (b.cached || static_cast<int32_t>(tokens.size()) != block_size_ || find(previous, tokens)) return;
   b.previous = previous;
-  b.previous_generation = previous >= 0 ? blocks_[static_cast<size_t>(previous)].generation : 0;
+  b.previous_generation = generation_of(previous);
   b.tokens.assign(tokens.begin(), tokens.end());
   b.cached = true;
   by_key_.emplace(key(b.previous, b.previous_generation, b.tokens), block);
 }
 
+uint64_t KvBlockPool::generation_of(int32_t block) const {
+  return block >= 0 ? blocks_[static_cast<size_t>(block)].generation : 0;
+}
+
+bool KvBlockPool::follows(const Block& b, int32_t previous) const {
+  return b.previous == previous && b.previous_generation == generation_of(previous);
+}
+
 void KvBlockPool::register_tail(int32_t block, int32_t previous, std::span<const int32_t> tokens) {
   Block& b = blocks_[static_cast<size_t>(block)];
   if (b.cached || tokens.empty() || static_cast<int32_t>(tokens.size()) >= block_size_) return;
-  const uint64_t previous_generation = previous >= 0 ? blocks_[static_cast<size_t>(previous)].generation : 0;
-  const uint64_t link = key(previous, previous_generation, {});
+  const uint64_t link = key(previous, generation_of(previous), {});
   const auto [first, last] = tails_.equal_range(link);
   for (auto it = first; it != last; ++it) {
     const Block& other = blocks_[static_cast<size_t>(it->second)];
-    if (other.previous == previous && other.previous_generation == previous_generation &&
-        other.tokens.size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), other.tokens.begin())) {
+    if (follows(other, previous) && other.tokens.size() >= tokens.size() &&
+        std::equal(tokens.begin(), tokens.end(), other.tokens.begin())) {
       return;
     }
   }
   b.previous = previous;
-  b.previous_generation = previous_generation;
+  b.previous_generation = generation_of(previous);
   b.tokens.assign(tokens.begin(), tokens.end());
   b.cached = true;
   b.tail = true;
   tails_.emplace(link, block);
 }
 
-std::optional<KvBlockPool::Tail> KvBlockPool::adopt_tail(int32_t previous, std::span<const int32_t> rest) {
-  const uint64_t previous_generation = previous >= 0 ? blocks_[static_cast<size_t>(previous)].generation : 0;
-  const auto [first, last] = tails_.equal_range(key(previous, previous_generation, {}));
+std::optional<KvBlockPool::Tail> KvBlockPool::find_tail(int32_t previous, std::span<const int32_t> rest) const {
+  const auto [first, last] = tails_.equal_range(key(previous, generation_of(previous), {}));
   std::optional<Tail> best;
   for (auto it = first; it != last; ++it) {
     const Block& b = blocks_[static_cast<size_t>(it->second)];
-    if (b.previous != previous || b.previous_generation != previous_generation || b.refs > 0) continue;
+    if (!follows(b, previous) || b.refs > 0) continue;
     const size_t n = std::min(b.tokens.size(), rest.size());
     const auto shared =
         static_cast<int32_t>(std::mismatch(rest.begin(), rest.begin() + n, b.tokens.begin()).first - rest.begin());
     if (shared > 0 && (!best || shared > best->n_tokens)) best = Tail{it->second, shared};
   }
-  if (!best) return std::nullopt;
-  Block& b = blocks_[static_cast<size_t>(best->block)];
+  return best;
+}
+
+void KvBlockPool::take_tail(const Tail& tail) {
+  Block& b = blocks_[static_cast<size_t>(tail.block)];
+  GUFO_CHECK(b.tail && b.refs == 0);
   if (b.in_lru) {
     lru_.erase(b.lru_at);
     b.in_lru = false;
   }
-  uncache(best->block);
+  uncache(tail.block);
   ++b.generation;  // rewritten from here on, like a fresh block
   b.refs = 1;
-  return best;
+}
+
+std::optional<KvBlockPool::Tail> KvBlockPool::adopt_tail(int32_t previous, std::span<const int32_t> rest) {
+  const std::optional<Tail> tail = find_tail(previous, rest);
+  if (tail) take_tail(*tail);
+  return tail;
 }
 
 }  // namespace gufo::engine

@@ -57,8 +57,13 @@ class KvBlockPool {
     int32_t block;
     int32_t n_tokens;  // how many of `rest` it holds
   };
-  // The cached tail after `previous` that shares the longest run (at least one token) with
-  // the start of `rest`; the caller now holds it alone (it has left the cache).
+  // The cached, unheld tail after `previous` that shares the longest run (at least one
+  // token) with the start of `rest`; it is one of the n_available() blocks.
+  std::optional<Tail> find_tail(int32_t previous, std::span<const int32_t> rest) const;
+  // The caller now holds `tail` (from find_tail, nothing changed since) alone: it has left
+  // the cache.
+  void take_tail(const Tail& tail);
+  // find_tail, then take_tail.
   std::optional<Tail> adopt_tail(int32_t previous, std::span<const int32_t> rest);
 
  private:
@@ -74,6 +79,9 @@ class KvBlockPool {
     bool in_lru = false;
   };
   uint64_t key(int32_t previous, uint64_t previous_generation, std::span<const int32_t> tokens) const;
+  uint64_t generation_of(int32_t block) const;  // 0 for -1 (no block before)
+  // Whether `b` was registered after `previous` as it is now (the same generation).
+  bool follows(const Block& b, int32_t previous) const;
   std::optional<int32_t> find(int32_t previous, std::span<const int32_t> tokens) const;
   void uncache(int32_t block);
 

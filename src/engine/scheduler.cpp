@@ -346,30 +346,30 @@ void Scheduler::admit() {
     Sequence& seq = *waiting_.front();
     const int64_t n_tokens = static_cast<int64_t>(seq.tokens.size());
     std::vector<int32_t> shared;
-    int32_t tail_tokens = 0;  // of the last block of `shared`, when a cached tail was taken over
+    std::optional<KvBlockPool::Tail> tail;  // a cached partial block that continues `shared`
     // The last token is always evaluated: its logits pick the next one.
     if (options_.prefix_cache && seq.options.use_prefix_cache) {
       shared = pool_.acquire_prefix(seq.tokens, n_tokens - 1);
       const int64_t at = static_cast<int64_t>(shared.size()) * block;
       if (at < n_tokens - 1) {
         const std::span<const int32_t> rest(seq.tokens.data() + at, static_cast<size_t>(n_tokens - 1 - at));
-        if (const auto tail = pool_.adopt_tail(shared.empty() ? -1 : shared.back(), rest)) {
-          shared.push_back(tail->block);
-          tail_tokens = tail->n_tokens;
-        }
+        tail = pool_.find_tail(shared.empty() ? -1 : shared.back(), rest);
       }
     }
-    const int64_t needed = (n_tokens + block - 1) / block - static_cast<int64_t>(shared.size());
+    const int64_t needed =
+        (n_tokens + block - 1) / block - static_cast<int64_t>(shared.size()) - (tail.has_value() ? 1 : 0);
+    // The tail is one of the available blocks; once taken, it is not.
+    const int64_t available = pool_.n_available() - (tail.has_value() ? 1 : 0);
     // Running sequences keep one block in reserve each for their next decode steps.
     const int64_t reserve = static_cast<int64_t>(running_.size());
-    if (needed > pool_.n_available() - reserve && !(running_.empty() && needed <= pool_.n_available())) {
-      if (tail_tokens > 0) {  // back to the cache, for the next try
-        const size_t i = shared.size() - 1;
-        pool_.register_tail(shared[i], i > 0 ? shared[i - 1] : -1,
-                            std::span<const int32_t>(seq.tokens.data() + i * block, static_cast<size_t>(tail_tokens)));
-      }
+    if (needed > available - reserve && !(running_.empty() && needed <= available)) {
       pool_.release(shared);
       break;
+    }
+    const int32_t tail_tokens = tail.has_value() ? tail->n_tokens : 0;
+    if (tail.has_value()) {
+      pool_.take_tail(*tail);
+      shared.push_back(tail->block);
     }
     seq.blocks = std::move(shared);
     seq.n_registered = static_cast<int32_t>(seq.blocks.size()) - (tail_tokens > 0 ? 1 : 0);
