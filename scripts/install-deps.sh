@@ -16,14 +16,15 @@ set -euo pipefail
 # the official JSON-Schema-Test-Suite that tests/unit/grammar/json_schema_suite_test.cpp runs
 # through the JSON Schema compiler (draft 7 tests, under /usr/share/json-schema-test-suite);
 # clang-format-16 is the formatter scripts/check-format.sh holds every C++ and CUDA file to, and
-# clang-tidy-16 the static checker of scripts/check-tidy.sh.
+# clang-tidy-16 the static checker of scripts/check-tidy.sh; gnuplot-nox draws the plots of
+# `gufo qualify`'s report.
 PACKAGES=(
   g++-12 clang-16 libclang-rt-16-dev clang-format-16 clang-tidy-16
   clang-15 clang-tools-15 libamdhip64-dev rocm-device-libs
   cmake ninja-build git pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libicu-dev libedit-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  chromium json-schema-test-suite
+  chromium json-schema-test-suite gnuplot-nox
 )
 
 missing=()

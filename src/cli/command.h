@@ -36,5 +36,6 @@ Command register_render_template(CLI::App& root);
 Command register_quantize(CLI::App& root);
 Command register_synth(CLI::App& root);
 Command register_serve(CLI::App& root);
+Command register_qualify(CLI::App& root);
 
 }  // namespace gufo::cli

@@ -46,6 +46,7 @@ int run_main(int argc, char** argv) {
   commands.push_back(register_quantize(app));
   commands.push_back(register_synth(app));
   commands.push_back(register_serve(app));
+  commands.push_back(register_qualify(app));
 
   try {
     app.parse(argc, argv);

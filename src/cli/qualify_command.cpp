@@ -1,0 +1,41 @@
+// `gufo qualify --baseline B --candidate C [--quick] [--out DIR]`: two builds of one revision
+// compared stage by stage (src/qualify/qualify.h); writes DIR/report.md and DIR/report.json and
+// prints the stages' verdicts. Exit 0 only for an overall pass, 1 otherwise.
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "qualify/qualify.h"
+#include "qualify/report.h"
+
+namespace gufo::cli {
+
+Command register_qualify(CLI::App& root) {
+  CLI::App* app = root.add_subcommand("qualify", "Two builds of one revision compared stage by stage: one gated report");
+  auto o = std::make_shared<qualify::Options>();
+  app->add_option("--baseline", o->baseline, "the baseline build directory (e.g. build/default)")->required();
+  app->add_option("--candidate", o->candidate, "the candidate build directory (e.g. build/clang)")->required();
+  app->add_flag("--quick", o->quick, "the quick profile: stages 1, 2, 3 and 5, short benchmarks (CI)");
+  app->add_option("--out", o->out, "where report.md, report.json, plots and logs go");
+  app->add_option("--source", o->source, "Gufo's source tree (models/, tests/functional/)");
+  app->add_option("--device", o->device, "where the models run: cpu or cuda");
+  app->add_option("--perf-tolerance", o->perf_tolerance, "a benchmark fails when confidently slower than this fraction");
+  app->add_option("--perf-rounds", o->perf_rounds, "alternated benchmark rounds (0: 3 quick, 5 full)");
+  app->add_option("--bench-model", o->bench_model, "the model stage 5 measures (default: the shipped gufo-tiny)");
+  app->add_option("--stages", o->stages, "run only these stages (e.g. 1,2); never an overall pass")->delimiter(',');
+  app->add_option("-t,--threads", o->threads, "CPU threads for every gufo run (0: all)");
+  return {app, [o]() {
+            auto report = qualify::qualify(*o);
+            if (!report) return report_error(report.error());
+            if (auto written = qualify::write_report(*report, o->out); !written) return report_error(written.error());
+            for (const qualify::StageResult& stage : report->stages) {
+              std::printf("stage %d %-26s %-4s %s\n", stage.number, stage.name.c_str(),
+                          std::string(qualify::to_string(stage.verdict)).c_str(), stage.reason.c_str());
+            }
+            std::printf("qualify: %s: %s (%s)\n", std::string(qualify::to_string(report->verdict)).c_str(),
+                        report->reason.c_str(), (o->out / "report.md").c_str());
+            return report->verdict == qualify::Verdict::Pass ? 0 : 1;
+          }};
+}
+
+}  // namespace gufo::cli

@@ -1,0 +1,57 @@
+// `gufo qualify`: two builds of one source revision (a baseline toolchain and a candidate),
+// compared stage by stage, each stage gating the next, into one report (report.md and
+// report.json in --out). The stages, in order (ARCHITECTURE.md, "qualification kit"):
+//   1 operators    GPU kernels' resources diffed; the operator oracle suite on the candidate
+//   2 numerics     KL / NLL of both builds against the reference logits and of the candidate
+//                  against the baseline, within models/limits.json; --validate-prefill
+//   3 serving      the functional suite against each build's `gufo serve`
+//   4 soak         memory pressure and a long soak (not in the quick profile)
+//   5 performance  `gufo bench` alternated between the builds, noise-aware verdicts
+//   6 distribution install and package the qualified build (not in the quick profile)
+// The overall verdict is pass only when every stage the profile requires passed; a stage that
+// did not run says why and never counts as passed (so --stages, which runs some stages only,
+// never gives an overall pass).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "qualify/stage.h"
+
+namespace gufo::qualify {
+
+struct Options {
+  std::filesystem::path baseline;   // a build directory (bin/gufo, tests/...)
+  std::filesystem::path candidate;  // the same, from the candidate toolchain
+  std::filesystem::path out = "qualification-out";
+  std::filesystem::path source = ".";  // the source tree: models/, tests/functional/
+  std::string device = "cpu";          // cpu or cuda: where the builds' models run
+  bool quick = false;                  // the quick profile (CI): stages 1, 2, 3, 5
+  double perf_tolerance = 0.05;        // stage 5 fails a test confidently slower than this
+  int perf_rounds = 0;                 // 0: 3 quick, 5 full
+  std::string bench_model;             // empty: the profile's (qualify.cpp)
+  int threads = 0;                     // -t for every gufo run (0: all cores)
+  std::vector<int> stages;             // empty: every stage of the profile; else only these
+};
+
+struct Report {
+  Verdict verdict = Verdict::Fail;
+  std::string reason;
+  std::string profile;  // "quick" or "full"
+  std::string revision;
+  std::string started;  // UTC, ISO 8601
+  double seconds = 0;
+  nlohmann::json baseline;   // {"dir", "diagnose"}
+  nlohmann::json candidate;  // the same
+  std::vector<StageResult> stages;
+};
+
+// Runs the stages. An error only for bad input that stops everything before a stage runs:
+// a build that is missing or broken, builds of two revisions, a source tree without models.
+Result<Report> qualify(const Options& options);
+
+}  // namespace gufo::qualify

@@ -1,0 +1,194 @@
+// `gufo qualify` against deliberately broken candidates: each must be caught by the stage
+// meant to catch it, and a harmless difference must not be. The candidates are wrappers
+// around the real gufo (a shell script as bin/gufo) that change what a broken toolchain
+// would change: the logits (numerics), the speed (performance), an oracle suite that checks
+// nothing (operators). Bad input (the same build twice, two revisions, a missing gufo, an
+// --out that holds other files) gets one clear line and exit 1.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "qualify/process.h"
+
+namespace gufo::qualify {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct QualifyRun {
+  int exit_code = -1;
+  std::string err;
+  nlohmann::json report;  // null when no report.json was written
+};
+
+class QualifyMutants : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("qualify_mutants_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // DIR/NAME/bin/gufo: runs the real gufo after `body`, which may rewrite "$@"; tests/ links
+  // the real build's tests.
+  fs::path wrapper_build(const std::string& name, const std::string& body = "") {
+    const fs::path build = dir_ / name;
+    fs::create_directories(build / "bin");
+    const fs::path gufo = build / "bin" / "gufo";
+    std::ofstream(gufo) << "#!/bin/sh\nreal='" << GUFO_TEST_BINARY << "'\n" << body << "\nexec \"$real\" \"$@\"\n";
+    ::chmod(gufo.c_str(), 0755);
+    fs::create_directory_symlink(fs::path(GUFO_TEST_BUILD_DIR) / "tests", build / "tests");
+    return build;
+  }
+
+  QualifyRun qualify(const fs::path& baseline, const fs::path& candidate, const std::vector<std::string>& extra) {
+    ProcessSpec spec;
+    spec.argv = {GUFO_TEST_BINARY, "qualify",  "--baseline", baseline.string(), "--candidate", candidate.string(),
+                 "--source",       GUFO_TEST_SOURCE_DIR, "--out", (dir_ / "out").string(), "--quick"};
+    for (const std::string& e : extra) spec.argv.push_back(e);
+    spec.stdout_path = (dir_ / "qualify.out").string();
+    spec.stderr_path = (dir_ / "qualify.err").string();
+    spec.timeout_s = 900;
+    QualifyRun result;
+    auto run = run_process(spec);
+    if (!run.ok()) return result;
+    result.exit_code = run->exit_code;
+    result.err = read_text(spec.stderr_path).ok() ? *read_text(spec.stderr_path) : "";
+    auto text = read_text((dir_ / "out" / "report.json").string());
+    if (text.ok()) result.report = nlohmann::json::parse(*text, nullptr, false);
+    return result;
+  }
+
+  static const nlohmann::json& stage(const QualifyRun& run, int number) {
+    return run.report["stages"][static_cast<size_t>(number - 1)];
+  }
+
+  fs::path dir_;
+};
+
+// Swaps the shipped q8_0 model for its q4_k_m sibling: the logits move as a miscompiled
+// kernel's would, within q4_k_m's own limits but far outside q8_0's.
+constexpr const char* kOtherLogits = R"(for a do shift
+  case "$a" in *gufo-tiny-q8_0.gguf) a="${a%gufo-tiny-q8_0.gguf}gufo-tiny-q4_k_m.gguf" ;; esac
+  set -- "$@" "$a"
+done)";
+
+// The scalar CPU kernels on one thread where the baseline has its SIMD kernels on two: a
+// build several times slower (robust to a busy machine), with the same answers.
+constexpr const char* kSlower = R"(export GUFO_CPU_KERNELS=scalar
+prev=
+for a do shift
+  if [ "$prev" = "-t" ]; then a=1; fi
+  prev=$a
+  set -- "$@" "$a"
+done)";
+
+TEST_F(QualifyMutants, NumericsCatchesACandidateWhoseLogitsMoved) {
+  const QualifyRun run = qualify(wrapper_build("baseline"), wrapper_build("candidate", kOtherLogits), {"--stages", "2"});
+  EXPECT_EQ(run.exit_code, 1);
+  ASSERT_TRUE(run.report.is_object()) << run.err;
+  EXPECT_EQ(run.report["verdict"], "fail");
+  const nlohmann::json& numerics = stage(run, 2);
+  EXPECT_EQ(numerics["verdict"], "fail");
+  EXPECT_NE(numerics["reason"].get<std::string>().find("gufo-tiny-q8_0"), std::string::npos) << numerics["reason"];
+  EXPECT_FALSE(numerics["data"]["logits_identical"].get<bool>());
+}
+
+TEST_F(QualifyMutants, NumericsPassesACandidateWithOtherCpuKernels) {
+  // The scalar kernels instead of the SIMD ones: sums in another order at most, well inside
+  // every limit. A qualifier that failed this would cry wolf on every toolchain.
+  const QualifyRun run =
+      qualify(wrapper_build("baseline"), wrapper_build("candidate", "export GUFO_CPU_KERNELS=scalar"), {"--stages", "2"});
+  ASSERT_TRUE(run.report.is_object()) << run.err;
+  EXPECT_EQ(stage(run, 2)["verdict"], "pass") << stage(run, 2)["reason"];
+  EXPECT_EQ(run.report["verdict"], "fail");  // --stages never passes the whole qualification
+  EXPECT_EQ(stage(run, 1)["verdict"], "skip");
+  EXPECT_EQ(stage(run, 1)["reason"], "not selected (--stages)");
+}
+
+TEST_F(QualifyMutants, PerformanceCatchesASlowerCandidate) {
+  const QualifyRun run = qualify(wrapper_build("baseline"), wrapper_build("candidate", kSlower),
+                                 {"--stages", "5", "-t", "2", "--perf-tolerance", "0.1"});
+  ASSERT_TRUE(run.report.is_object()) << run.err;
+  const nlohmann::json& performance = stage(run, 5);
+  EXPECT_EQ(performance["verdict"], "fail");
+  EXPECT_NE(performance["reason"].get<std::string>().find("pp512 @ d0"), std::string::npos) << performance["reason"];
+  EXPECT_NE(performance["reason"].get<std::string>().find("slower by"), std::string::npos) << performance["reason"];
+  EXPECT_LT(performance["data"]["tests"]["pp512 @ d0"]["relative_high"].get<double>(), -0.1);
+}
+
+TEST_F(QualifyMutants, OperatorsFailsAnOracleSuiteThatRanNoCase) {
+  // A suite whose every case skipped (a GPU that was not found) checked nothing.
+  const fs::path candidate = dir_ / "candidate";
+  fs::create_directories(candidate / "bin");
+  fs::create_directories(candidate / "tests" / "unit" / "backend");
+  fs::create_directories(candidate / "tests" / "unit" / "quant");
+  fs::create_symlink(GUFO_TEST_BINARY, candidate / "bin" / "gufo");
+  fs::create_symlink(fs::path(GUFO_TEST_BUILD_DIR) / "tests/unit/quant/quant_test",
+                     candidate / "tests/unit/quant/quant_test");
+  const fs::path suite = candidate / "tests/unit/backend/cpu_ops_test";
+  std::ofstream(suite) << "#!/bin/sh\nout=${1#--gtest_output=json:}\n"
+                       << R"(echo '{"tests": 2, "failures": 0, "testsuites": [{"testsuite": )"
+                       << R"([{"name": "A", "result": "SKIPPED"}, {"name": "B", "result": "SKIPPED"}]}]}' > "$out")"
+                       << "\n";
+  ::chmod(suite.c_str(), 0755);
+  const QualifyRun run = qualify(wrapper_build("baseline"), candidate, {"--stages", "1,2"});
+  ASSERT_TRUE(run.report.is_object()) << run.err;
+  const nlohmann::json& operators = stage(run, 1);
+  EXPECT_EQ(operators["verdict"], "fail");
+  EXPECT_NE(operators["reason"].get<std::string>().find("no case ran"), std::string::npos) << operators["reason"];
+  // The failed stage gates the next one, which says why it did not run.
+  EXPECT_EQ(stage(run, 2)["verdict"], "skip");
+  EXPECT_EQ(stage(run, 2)["reason"], "did not run: stage 1 (operators) failed");
+}
+
+TEST_F(QualifyMutants, AMissingOracleSuiteFailsWithItsName) {
+  const fs::path candidate = dir_ / "candidate";
+  fs::create_directories(candidate / "bin");
+  fs::create_symlink(GUFO_TEST_BINARY, candidate / "bin" / "gufo");
+  const QualifyRun run = qualify(wrapper_build("baseline"), candidate, {"--stages", "1"});
+  ASSERT_TRUE(run.report.is_object()) << run.err;
+  EXPECT_EQ(stage(run, 1)["verdict"], "fail");
+  EXPECT_NE(stage(run, 1)["reason"].get<std::string>().find("no tests/unit/backend/cpu_ops_test"), std::string::npos);
+}
+
+TEST_F(QualifyMutants, TwoRevisionsAreRefused) {
+  const std::string other_revision =
+      "if [ \"$1\" = diagnose ]; then \"$real\" \"$@\" | sed 's/\"git_revision\": \"/\"git_revision\": \"0ther/'; exit; fi";
+  const QualifyRun run = qualify(wrapper_build("baseline"), wrapper_build("candidate", other_revision), {});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("qualify compares two builds of one revision"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("0ther"), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_TRUE(run.report.is_null());
+}
+
+TEST_F(QualifyMutants, TheSameBuildTwiceAndAMissingGufoAreRefused) {
+  const fs::path baseline = wrapper_build("baseline");
+  QualifyRun run = qualify(baseline, baseline, {});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("the same directory"), std::string::npos) << run.err;
+  fs::create_directories(dir_ / "empty");
+  run = qualify(baseline, dir_ / "empty", {});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("candidate " + (dir_ / "empty").string() + ": no bin/gufo"), std::string::npos) << run.err;
+}
+
+TEST_F(QualifyMutants, AnOutDirectoryWithOtherFilesIsLeftAlone) {
+  fs::create_directories(dir_ / "out");
+  std::ofstream(dir_ / "out" / "notes.txt") << "mine";
+  const QualifyRun run = qualify(wrapper_build("baseline"), wrapper_build("candidate"), {"--stages", "2"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("holds notes.txt, which no qualification wrote"), std::string::npos) << run.err;
+  EXPECT_EQ(*read_text((dir_ / "out" / "notes.txt").string()), "mine");
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "logs"));
+}
+
+}  // namespace
+}  // namespace gufo::qualify
