@@ -110,6 +110,11 @@ std::optional<std::string> check_limits(const QualityReport& r, const QualityLim
   auto over = [](const char* name, double value, double limit) {
     return std::string(name) + " " + std::to_string(value) + " exceeds the limit " + std::to_string(limit);
   };
+  // NOTE(quality): NaN compares false with everything, so it must be refused by name (a
+  // miscompiled kernel's NaN would otherwise pass every limit).
+  for (const double v : {r.perplexity, r.mean_kl, r.p99_kl, r.max_kl, r.top1_agreement}) {
+    if (std::isnan(v)) return std::string("the measurements hold NaN (perplexity, KL or top-1)");
+  }
   if (l.max_perplexity && r.perplexity > *l.max_perplexity) return over("perplexity", r.perplexity, *l.max_perplexity);
   if (r.has_reference) {
     if (l.max_mean_kl && r.mean_kl > *l.max_mean_kl) return over("mean KL", r.mean_kl, *l.max_mean_kl);

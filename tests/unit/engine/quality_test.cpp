@@ -54,6 +54,9 @@ TEST(Quality, KlAndTop1AgainstAReference) {
   limits = QualityLimits{};
   limits.max_kl = 10.0;
   EXPECT_FALSE(check_limits(*r, limits).has_value());
+  // NaN passes every comparison; a miscompiled kernel's NaN must not pass the limits.
+  r->mean_kl = std::nan("");
+  EXPECT_NE(check_limits(*r, limits).value_or("").find("NaN"), std::string::npos);
 }
 
 TEST(Quality, LimitsPerModelFile) {
