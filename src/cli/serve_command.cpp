@@ -29,6 +29,7 @@
 #include "cli/stop_signals.h"
 #include "engine/scheduler.h"
 #include "model/hparams.h"
+#include "server/faults.h"
 #include "server/http_server.h"
 #include "server/reasoning.h"
 
@@ -116,6 +117,11 @@ int run_serve(ServeOptions options) {
   }
   if (auto cache_type = parse_cache_type(options.backend.cache_type); !cache_type.ok()) {
     return report_error(cache_type.error());
+  }
+  if (const char* spec = std::getenv("GUFO_FAULTS"); spec != nullptr) {
+    auto faults = server::parse_faults(spec);
+    if (!faults.ok()) return report_error(faults.error());
+    options.http.injected_delay = faults->request_delay;
   }
   if (options.model_paths.empty() && options.models_dir.empty()) {
     auto model_path = model_or_default("");

@@ -372,6 +372,7 @@ void HttpServer::access_log_handlers() {
   http_->set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
     current_access_record() = AccessRecord{.start = std::chrono::steady_clock::now(), .routed = true};
     in_flight_.fetch_add(1);
+    if (options_.injected_delay.count() > 0) std::this_thread::sleep_for(options_.injected_delay);
     return httplib::Server::HandlerResponse::Unhandled;
   });
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {

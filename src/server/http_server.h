@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -39,9 +40,10 @@ struct ServerOptions {
   int port = 8080;      // 0: any free port
   std::string api_key;  // non-empty: /v1 routes need "Authorization: Bearer <key>"
   size_t max_body_bytes = size_t{8} << 20;
-  int http_threads = 64;           // connections served at once (streams hold one each)
-  bool separate_reasoning = true;  // chat: <think> blocks go to reasoning_content (server/reasoning.h)
-  bool access_log = true;          // a line per request on stderr (server/access_log.h)
+  int http_threads = 64;                        // connections served at once (streams hold one each)
+  bool separate_reasoning = true;               // chat: <think> blocks go to reasoning_content (server/reasoning.h)
+  bool access_log = true;                       // a line per request on stderr (server/access_log.h)
+  std::chrono::milliseconds injected_delay{0};  // GUFO_FAULTS request_delay_ms (server/faults.h)
 };
 
 class HttpServer {
