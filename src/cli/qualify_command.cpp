@@ -5,13 +5,15 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "qualify/process.h"
 #include "qualify/qualify.h"
 #include "qualify/report.h"
 
 namespace gufo::cli {
 
 Command register_qualify(CLI::App& root) {
-  CLI::App* app = root.add_subcommand("qualify", "Two builds of one revision compared stage by stage: one gated report");
+  CLI::App* app =
+      root.add_subcommand("qualify", "Two builds of one revision compared stage by stage: one gated report");
   auto o = std::make_shared<qualify::Options>();
   app->add_option("--baseline", o->baseline, "the baseline build directory (e.g. build/default)")->required();
   app->add_option("--candidate", o->candidate, "the candidate build directory (e.g. build/clang)")->required();
@@ -19,12 +21,19 @@ Command register_qualify(CLI::App& root) {
   app->add_option("--out", o->out, "where report.md, report.json, plots and logs go");
   app->add_option("--source", o->source, "Gufo's source tree (models/, tests/functional/)");
   app->add_option("--device", o->device, "where the models run: cpu or cuda");
-  app->add_option("--perf-tolerance", o->perf_tolerance, "a benchmark fails when confidently slower than this fraction");
-  app->add_option("--perf-rounds", o->perf_rounds, "alternated benchmark rounds (0: 3 quick, 5 full)");
+  app->add_option("--perf-tolerance", o->perf_tolerance,
+                  "a benchmark fails when confidently slower than this fraction");
+  app->add_option("--perf-rounds", o->perf_rounds, "alternated benchmark rounds (0: 5 quick, 8 full)");
   app->add_option("--bench-model", o->bench_model, "the model stage 5 measures (default: the shipped gufo-tiny)");
-  app->add_option("--stages", o->stages, "run only these stages (e.g. 1,2); never an overall pass")->delimiter(',');
+  app->add_option("--functional-profiles", o->functional_profiles,
+                  "the functional profiles stage 3 runs (default: the profile's)")
+      ->delimiter(',');
+  app->add_option("--stages", o->stages,
+                  "run only these stages (e.g. 1,2): no overall pass without every stage of the profile")
+      ->delimiter(',');
   app->add_option("-t,--threads", o->threads, "CPU threads for every gufo run (0: all)");
   return {app, [o]() {
+            qualify::interrupt_on_signals();  // Ctrl-C stops the servers and suites it started
             auto report = qualify::qualify(*o);
             if (!report) return report_error(report.error());
             if (auto written = qualify::write_report(*report, o->out); !written) return report_error(written.error());

@@ -2,15 +2,14 @@
 
 #include <unistd.h>
 
+#include "qualify/json_access.h"
 #include "qualify/process.h"
 
 namespace gufo::qualify {
 
 namespace fs = std::filesystem;
 
-std::string Build::label() const {
-  return role + " " + dir.string() + (compiler.empty() ? "" : " (" + compiler + ")");
-}
+std::string Build::label() const { return role + " " + dir.string() + (compiler.empty() ? "" : " (" + compiler + ")"); }
 
 Result<Build> open_build(const std::string& role, const fs::path& dir, const fs::path& logs_dir) {
   Build build;
@@ -39,12 +38,12 @@ Result<Build> open_build(const std::string& role, const fs::path& dir, const fs:
   if (build.diagnose.is_discarded() || !build.diagnose.is_object()) {
     return Error{role + " " + build.gufo.string() + ": `gufo diagnose --json` printed no JSON object"};
   }
-  const nlohmann::json& gufo = build.diagnose.value("gufo", nlohmann::json::object());
-  const nlohmann::json& compiler = build.diagnose["build"].value("cxx_compiler", nlohmann::json::object());
-  build.revision = gufo.value("git_revision", "");
-  build.compiler = compiler.value("id", "") + " " + compiler.value("version", "");
-  build.fingerprint = build.diagnose.value("fingerprint", nlohmann::json::object()).value("hash", "");
-  build.cuda = build.diagnose["build"].value("cuda", nlohmann::json::object()).value("enabled", false);
+  const nlohmann::json& built = member(build.diagnose, "build");
+  const nlohmann::json& compiler = member(built, "cxx_compiler");
+  build.revision = string_of(member(member(build.diagnose, "gufo"), "git_revision"));
+  build.compiler = string_of(member(compiler, "id")) + " " + string_of(member(compiler, "version"));
+  build.fingerprint = string_of(member(member(build.diagnose, "fingerprint"), "hash"));
+  build.cuda = member(member(built, "cuda"), "enabled") == true;
   if (build.revision.empty()) return Error{role + " " + build.gufo.string() + ": diagnose names no git revision"};
   return build;
 }

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <map>
+#include <regex>
 #include <utility>
 
 namespace gufo::qualify {
@@ -70,20 +71,31 @@ int warps_per_sm_by_registers(int registers) {
 }
 
 bool ResourceDiff::failed() const {
+  if (!unmatched_spilling.empty()) return true;
   for (const KernelChange& change : changed) {
     if (!change.failures.empty()) return true;
   }
   return false;
 }
 
-ResourceDiff diff_resources(const std::vector<KernelResources>& baseline, const std::vector<KernelResources>& candidate) {
+std::string stable_kernel_name(std::string_view name) {
+  // nvcc names an anonymous namespace _GLOBAL__N__<8 hex>_<len>_<file>_cu_<8 hex>; the hex
+  // digits may differ between builds, so they are zeroed (the length prefixes stay right).
+  static const std::regex anonymous("_GLOBAL__N__[0-9a-f]{8}_([0-9]+_[A-Za-z0-9_]*?_cu)_[0-9a-f]{8}");
+  return std::regex_replace(std::string(name), anonymous, "_GLOBAL__N__00000000_$1_00000000");
+}
+
+ResourceDiff diff_resources(const std::vector<KernelResources>& baseline,
+                            const std::vector<KernelResources>& candidate) {
   std::map<std::pair<std::string, std::string>, const KernelResources*> base_by_key;
-  for (const KernelResources& k : baseline) base_by_key[{k.arch, k.name}] = &k;
+  for (const KernelResources& k : baseline) base_by_key[{k.arch, stable_kernel_name(k.name)}] = &k;
   ResourceDiff diff;
   for (const KernelResources& c : candidate) {
-    const auto it = base_by_key.find({c.arch, c.name});
+    const auto it = base_by_key.find({c.arch, stable_kernel_name(c.name)});
     if (it == base_by_key.end()) {
       diff.only_candidate.push_back(c);
+      // A kernel without a baseline twin cannot be compared; it must at least not spill.
+      if (c.local > 0 || c.stack > 0) diff.unmatched_spilling.push_back(c);
       continue;
     }
     const KernelResources& b = *it->second;
@@ -98,7 +110,14 @@ ResourceDiff diff_resources(const std::vector<KernelResources>& baseline, const 
                                 " bytes a thread (spills)");
     }
     if (c.stack > b.stack) {
-      change.failures.push_back("stack " + std::to_string(b.stack) + " -> " + std::to_string(c.stack) + " bytes a thread");
+      change.failures.push_back("stack " + std::to_string(b.stack) + " -> " + std::to_string(c.stack) +
+                                " bytes a thread");
+    }
+    if (c.shared != b.shared) {
+      // Static shared memory is the source's to decide; a toolchain that changes it changes
+      // how many blocks an SM holds.
+      change.failures.push_back("static shared memory " + std::to_string(b.shared) + " -> " + std::to_string(c.shared) +
+                                " bytes a block");
     }
     const int warps_before = warps_per_sm_by_registers(b.registers);
     const int warps_after = warps_per_sm_by_registers(c.registers);

@@ -1,7 +1,8 @@
 // Every GPU kernel's resources as `cuobjdump --dump-resource-usage` lists them (registers,
 // stack, shared and local memory per kernel and architecture), and the rules that fail a
 // candidate toolchain: a kernel that now spills (local memory or a stack frame where the
-// baseline had less) or holds fewer warps per SM because of its registers.
+// baseline had less), holds fewer warps per SM because of its registers, or has other static
+// shared memory; a kernel of the candidate alone that spills.
 // Tested by tests/unit/qualify/kernel_resources_test.cpp.
 #pragma once
 
@@ -34,14 +35,20 @@ struct KernelChange {
 };
 
 struct ResourceDiff {
-  std::vector<KernelChange> changed;       // present in both, some resource differs
+  std::vector<KernelChange> changed;  // present in both, some resource differs
   std::vector<KernelResources> only_baseline;
   std::vector<KernelResources> only_candidate;
+  std::vector<KernelResources> unmatched_spilling;  // of only_candidate: with local memory or a stack
   size_t unchanged = 0;
 
   bool failed() const;
 };
 
-ResourceDiff diff_resources(const std::vector<KernelResources>& baseline, const std::vector<KernelResources>& candidate);
+// A kernel's name with the build-specific hashes of nvcc's anonymous namespaces zeroed: how
+// the two builds' kernels are matched.
+std::string stable_kernel_name(std::string_view name);
+
+ResourceDiff diff_resources(const std::vector<KernelResources>& baseline,
+                            const std::vector<KernelResources>& candidate);
 
 }  // namespace gufo::qualify

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "qualify/json_access.h"
 #include "qualify/plot.h"
 #include "qualify/stages.h"
 
@@ -46,23 +47,27 @@ Result<ModelFiles> model_files(const Context& context, const std::string& file, 
   return m;
 }
 
+// `gufo quality --json`; not `ran` when a number is missing or not finite (a NaN prints as
+// null), so that such a run fails its check rather than passing with zeros.
 Quality parse_quality(const fs::path& path) {
   Quality q;
   auto text = read_text(path.string());
   if (!text) return q;
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_discarded() || !j.contains("kl")) return q;
-  q.ran = true;
-  q.kl_mean = j["kl"].value("mean", 0.0);
-  q.kl_p99 = j["kl"].value("p99", 0.0);
-  q.kl_max = j["kl"].value("max", 0.0);
-  q.top1 = j.value("top1_agreement", 0.0);
-  q.mean_nll = j.value("mean_nll", 0.0);
+  const nlohmann::json& kl = member(j, "kl");
+  const std::optional<double> values[] = {finite(member(kl, "mean")), finite(member(kl, "p99")),
+                                          finite(member(kl, "max")), finite(member(j, "top1_agreement")),
+                                          finite(member(j, "mean_nll"))};
+  for (const std::optional<double>& v : values) {
+    if (!v) return q;
+  }
+  q = {true, *values[0], *values[1], *values[2], *values[3], *values[4]};
   return q;
 }
 
 nlohmann::json to_json(const Quality& q) {
-  return {{"kl_mean", q.kl_mean}, {"kl_p99", q.kl_p99}, {"kl_max", q.kl_max}, {"top1", q.top1}, {"mean_nll", q.mean_nll}};
+  return {
+      {"kl_mean", q.kl_mean}, {"kl_p99", q.kl_p99}, {"kl_max", q.kl_max}, {"top1", q.top1}, {"mean_nll", q.mean_nll}};
 }
 
 std::string numbers(const Quality& q) {
@@ -75,19 +80,28 @@ std::string numbers(const Quality& q) {
 // `gufo quality` of one build against a reference, within the limits; extra flags appended.
 Check quality_check(Context& context, const Build& build, const ModelFiles& m, const fs::path& reference,
                     const std::string& what, const std::vector<std::string>& extra, Quality& quality) {
-  std::vector<std::string> argv = {build.gufo.string(), "quality", "-m", m.gguf.string(), "--text", m.text.string(),
-                                   "--reference", reference.string(), "--limits",
-                                   context.source("models/limits.json").string(), "--json"};
+  std::vector<std::string> argv = {build.gufo.string(),
+                                   "quality",
+                                   "-m",
+                                   m.gguf.string(),
+                                   "--text",
+                                   m.text.string(),
+                                   "--reference",
+                                   reference.string(),
+                                   "--limits",
+                                   context.source("models/limits.json").string(),
+                                   "--json"};
   for (const std::string& flag : context.device_flags()) argv.push_back(flag);
   for (const std::string& flag : extra) argv.push_back(flag);
   Check check{m.name + ": " + what, Verdict::Fail, ""};
-  auto run = context.run(build.role + "-quality-" + m.name + (reference == m.reference ? "" : "-vs-baseline"), argv, 600);
+  auto run =
+      context.run(build.role + "-quality-" + m.name + (reference == m.reference ? "" : "-vs-baseline"), argv, 600);
   if (!run) {
     check.detail = run.error().message;
     return check;
   }
   quality = parse_quality(run->out);
-  check.detail = quality.ran ? numbers(quality) : "";
+  check.detail = quality.ran ? numbers(quality) : "no finite KL, top-1 and NLL in its JSON";
   if (run->succeeded() && quality.ran) {
     check.verdict = Verdict::Pass;
   } else {
@@ -97,8 +111,14 @@ Check quality_check(Context& context, const Build& build, const ModelFiles& m, c
 }
 
 Check save_baseline_logits(Context& context, const ModelFiles& m, const fs::path& logits) {
-  std::vector<std::string> argv = {context.baseline.gufo.string(), "quality", "-m", m.gguf.string(), "--text",
-                                   m.text.string(), "--save-logits", logits.string()};
+  std::vector<std::string> argv = {context.baseline.gufo.string(),
+                                   "quality",
+                                   "-m",
+                                   m.gguf.string(),
+                                   "--text",
+                                   m.text.string(),
+                                   "--save-logits",
+                                   logits.string()};
   for (const std::string& flag : context.device_flags()) argv.push_back(flag);
   Check check{m.name + ": baseline logits saved", Verdict::Fail, ""};
   auto run = context.run("baseline-logits-" + m.name, argv, 600);
@@ -111,10 +131,14 @@ Check save_baseline_logits(Context& context, const ModelFiles& m, const fs::path
 bool qualify_model(Context& context, StageResult& stage, const ModelFiles& m) {
   Quality base, cand, cross;
   const std::vector<std::string> validate = {"--validate-prefill"};
-  stage.checks.push_back(quality_check(context, context.baseline, m, m.reference, "baseline within limits, prefill "
-                                       "validated", validate, base));
-  stage.checks.push_back(quality_check(context, context.candidate, m, m.reference, "candidate within limits, prefill "
-                                       "validated", validate, cand));
+  stage.checks.push_back(quality_check(context, context.baseline, m, m.reference,
+                                       "baseline within limits, prefill "
+                                       "validated",
+                                       validate, base));
+  stage.checks.push_back(quality_check(context, context.candidate, m, m.reference,
+                                       "candidate within limits, prefill "
+                                       "validated",
+                                       validate, cand));
   Check no_worse{m.name + ": candidate no worse than baseline", Verdict::Skip, "needs both builds' KL"};
   if (base.ran && cand.ran) {
     const double allowed = base.kl_mean + 0.1 * m.max_mean_kl;
@@ -129,16 +153,14 @@ bool qualify_model(Context& context, StageResult& stage, const ModelFiles& m) {
   stage.checks.push_back(save_baseline_logits(context, m, logits));
   bool identical = false;
   if (stage.checks.back().verdict == Verdict::Pass) {
-    stage.checks.push_back(quality_check(context, context.candidate, m, logits, "candidate against baseline logits",
-                                         {}, cross));
+    stage.checks.push_back(
+        quality_check(context, context.candidate, m, logits, "candidate against baseline logits", {}, cross));
     identical = cross.ran && cross.kl_max == 0 && cross.top1 == 1;
     if (identical) stage.checks.back().detail += " (bit-identical)";
   }
-  stage.data["models"][m.name] = {{"baseline_vs_reference", to_json(base)},
-                                  {"candidate_vs_reference", to_json(cand)},
-                                  {"candidate_vs_baseline", to_json(cross)},
-                                  {"bit_identical", identical},
-                                  {"max_mean_kl", m.max_mean_kl}};
+  stage.data["models"][m.name] = {{"baseline_vs_reference", to_json(base)},   {"candidate_vs_reference", to_json(cand)},
+                                  {"candidate_vs_baseline", to_json(cross)},  {"bit_identical", identical},
+                                  {"ran", base.ran && cand.ran && cross.ran}, {"max_mean_kl", m.max_mean_kl}};
   return identical;
 }
 
@@ -156,6 +178,7 @@ void plot_kl(const Context& context, StageResult& stage) {
   std::ostringstream data;
   data << "model baseline_vs_reference candidate_vs_reference candidate_vs_baseline\n";
   for (const auto& [name, m] : stage.data["models"].items()) {
+    if (!m.value("ran", false)) continue;  // nothing to draw (and 1e-12 means identical)
     // A log scale has no 0: bit-identical logits are drawn at 1e-12.
     const auto kl = [&](const char* key) { return std::max(m[key].value("kl_mean", 0.0), 1e-12); };
     data << name << ' ' << kl("baseline_vs_reference") << ' ' << kl("candidate_vs_reference") << ' '

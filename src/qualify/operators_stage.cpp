@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "qualify/json_access.h"
 #include "qualify/kernel_resources.h"
 #include "qualify/stages.h"
 
@@ -73,12 +74,16 @@ Check kernel_resources_check(Context& context, StageResult& stage) {
   size_t failing = 0;
   for (const KernelChange& c : diff.changed) failing += c.failures.empty() ? 0 : 1;
   check.detail = std::to_string(kernels[1].size()) + " kernels: " + std::to_string(diff.unchanged) + " unchanged, " +
-                 std::to_string(diff.changed.size()) + " changed (" + std::to_string(failing) + " against the rules), " +
-                 std::to_string(diff.only_baseline.size()) + " only in the baseline, " +
-                 std::to_string(diff.only_candidate.size()) + " only in the candidate";
-  stage.data["kernels"] = {{"baseline", kernels[0].size()},   {"candidate", kernels[1].size()},
-                           {"unchanged", diff.unchanged},     {"changed", diff.changed.size()},
-                           {"failing", failing},              {"only_baseline", diff.only_baseline.size()},
+                 std::to_string(diff.changed.size()) + " changed (" + std::to_string(failing) +
+                 " against the rules), " + std::to_string(diff.only_baseline.size()) + " only in the baseline, " +
+                 std::to_string(diff.only_candidate.size()) + " only in the candidate (" +
+                 std::to_string(diff.unmatched_spilling.size()) + " of them spilling)";
+  stage.data["kernels"] = {{"baseline", kernels[0].size()},
+                           {"candidate", kernels[1].size()},
+                           {"unchanged", diff.unchanged},
+                           {"changed", diff.changed.size()},
+                           {"failing", failing},
+                           {"only_baseline", diff.only_baseline.size()},
                            {"only_candidate", diff.only_candidate.size()}};
   if (!diff.changed.empty()) stage.markdown += "Kernels whose resources changed:\n\n" + resource_table(diff) + "\n";
   return check;
@@ -97,11 +102,16 @@ Result<GtestCounts> read_gtest_json(const fs::path& path) {
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Error{path.string() + ": not a googletest JSON report"};
   GtestCounts counts;
-  counts.tests = j.value("tests", 0);
-  counts.failures = j.value("failures", 0);
-  for (const nlohmann::json& suite : j.value("testsuites", nlohmann::json::array())) {
-    for (const nlohmann::json& test : suite.value("testsuite", nlohmann::json::array())) {
-      if (test.value("result", "") == "SKIPPED") ++counts.skipped;
+  const std::optional<double> tests = finite(member(j, "tests"));
+  const std::optional<double> failures = finite(member(j, "failures"));
+  if (!tests || !failures) return Error{path.string() + ": no test counts in the googletest JSON report"};
+  counts.tests = static_cast<int>(*tests);
+  counts.failures = static_cast<int>(*failures);
+  const nlohmann::json& suites = member(j, "testsuites");
+  for (const nlohmann::json& suite : suites.is_array() ? suites : nlohmann::json::array()) {
+    const nlohmann::json& cases = member(suite, "testsuite");
+    for (const nlohmann::json& test : cases.is_array() ? cases : nlohmann::json::array()) {
+      if (string_of(member(test, "result")) == "SKIPPED") ++counts.skipped;
     }
   }
   return counts;
@@ -118,6 +128,7 @@ Check oracle_suite_check(Context& context, StageResult& stage, const std::string
   }
   const std::string name = "candidate-" + program.filename().string();
   const fs::path json = context.work / (name + ".json");
+  fs::remove(json, ec);  // an earlier qualification's report must not stand in for this one
   auto run = context.run(name, {program.string(), "--gtest_output=json:" + json.string()}, 1200);
   if (!run) {
     check.detail = run.error().message;
@@ -128,7 +139,8 @@ Check oracle_suite_check(Context& context, StageResult& stage, const std::string
     check.detail = run->why();
     return check;
   }
-  stage.data["suites"][relative] = {{"tests", counts->tests}, {"failures", counts->failures}, {"skipped", counts->skipped}};
+  stage.data["suites"][relative] = {
+      {"tests", counts->tests}, {"failures", counts->failures}, {"skipped", counts->skipped}};
   check.detail = std::to_string(counts->ran()) + " cases ran, " + std::to_string(counts->failures) + " failed, " +
                  std::to_string(counts->skipped) + " skipped";
   if (counts->ran() == 0) {

@@ -9,6 +9,17 @@ namespace gufo::qualify {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A gnuplot string literal: single quotes, a quote inside doubled.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
 std::optional<std::string> draw_bars(const fs::path& out_dir, const fs::path& work_dir, const Plot& plot,
                                      const std::string& table) {
   const std::string stem = fs::path(plot.file).stem().string();
@@ -21,9 +32,11 @@ std::optional<std::string> draw_bars(const fs::path& out_dir, const fs::path& wo
   std::vector<std::string> columns;
   for (std::string c; header >> c;) columns.push_back(c);
   const size_t step = plot.error_bars ? 2 : 1;
+  const fs::path png = out_dir / plot.file;
+  const fs::path partial = png.string() + ".partial";
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,500 noenhanced\n"
-     << "set output '" << (out_dir / plot.file).string() << "'\n"
+     << "set output " << quoted(partial.string()) << "\n"
      << "set title '" << plot.title << "'\nset ylabel '" << plot.y_label << "'\n"
      << "set style data histograms\nset style fill solid 0.8 border -1\nset key below\n"
      << "set xtics rotate by -20\nset grid ytics\n";
@@ -32,9 +45,9 @@ std::optional<std::string> draw_bars(const fs::path& out_dir, const fs::path& wo
   gp << "set yrange [" << (plot.log_y ? "*" : "0") << ":*]\nplot ";
   for (size_t c = 1, series = 0; c < columns.size(); c += step, ++series) {
     if (series > 0) gp << ", ";
-    gp << "'" << data.string() << "' using " << c + 1;
+    gp << quoted(data.string()) << " using " << c + 1;
     if (plot.error_bars) gp << ":" << c + 2;
-    gp << (series == 0 ? ":xtic(1)" : "") << " title '" << columns[c] << "'";
+    gp << (series == 0 ? ":xtic(1)" : "") << " title " << quoted(columns[c]);
   }
   gp << '\n';
   std::ofstream(script) << gp.str();
@@ -43,7 +56,13 @@ std::optional<std::string> draw_bars(const fs::path& out_dir, const fs::path& wo
   spec.stdout_path = (work_dir / (stem + ".gnuplot.log")).string();
   spec.timeout_s = 60;
   auto run = run_process(spec);
-  if (!run || !run->succeeded()) return std::nullopt;
+  std::error_code ec;
+  if (!run || !run->succeeded()) {
+    fs::remove(partial, ec);
+    return std::nullopt;
+  }
+  fs::rename(partial, png, ec);  // a half-drawn picture never stands under the final name
+  if (ec) return std::nullopt;
   return plot.file;
 }
 

@@ -9,7 +9,7 @@
 namespace gufo::qualify {
 
 struct Plot {
-  std::string file;    // "numerics.png", written to the report's directory
+  std::string file;  // "numerics.png", written to the report's directory
   std::string title;
   std::string y_label;
   bool log_y = false;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -22,6 +23,8 @@ namespace gufo::qualify {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_interrupted = 0;  // set by interrupt_on_signals' handler
 
 std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& extra) {
   std::map<std::string, std::string> vars;
@@ -97,8 +100,18 @@ Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
     posix_spawn_file_actions_addopen(&setup.actions, 2, spec.stderr_path.c_str(), O_WRONLY | O_TRUNC, 0644);
   }
   if (!spec.working_dir.empty()) posix_spawn_file_actions_addchdir_np(&setup.actions, spec.working_dir.c_str());
-  posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETPGROUP);
+  // Its own group; no blocked signals and default dispositions (this process may ignore some,
+  // e.g. under nohup, and a program must not inherit that).
+  posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&setup.attr, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&setup.attr, &none);
+  sigset_t all;
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setsigdefault(&setup.attr, &all);
 
   std::vector<std::string> args = spec.argv;
   std::vector<std::string> env = environment_with(spec.env);
@@ -110,28 +123,44 @@ Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
   if (rc != 0) return Error{spec.argv[0] + ": cannot start (" + std::strerror(rc) + ")"};
 
   ProcessOutcome outcome;
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.timeout_s));
-  int status = 0;
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.timeout_s));
+  // NOTE(qualify): the leader is reaped only after its group is killed, so that its process
+  // id (the group's id) cannot be reused by another process in between.
+  bool killed = false;
   for (;;) {
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) return Error{spec.argv[0] + ": lost track of the process"};
-    if (Clock::now() >= deadline) {
+    siginfo_t info{};
+    const int waited = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (waited == 0 && info.si_pid == pid) break;
+    if (waited < 0 && errno != EINTR) break;
+    if (g_interrupted != 0 || Clock::now() >= deadline) {
       ::kill(-pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      outcome.timed_out = true;
+      killed = true;
+      outcome.timed_out = g_interrupted == 0;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  // NOTE(qualify): whatever the program left running in its group (a server a test started and
-  // did not stop) goes with it, so that one stage cannot disturb the timings of the next.
-  ::kill(-pid, SIGKILL);
+  ::kill(-pid, SIGKILL);  // what the program left running in its group (a server) goes too
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (killed && g_interrupted != 0) return Error{"interrupted: " + spec.argv[0] + " and its processes were stopped"};
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
   return outcome;
 }
+
+void interrupt_on_signals() {
+  struct sigaction action {};
+  action.sa_handler = [](int) { g_interrupted = 1; };
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+bool interrupted() { return g_interrupted != 0; }
 
 std::string read_tail(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);

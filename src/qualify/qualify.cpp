@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <fstream>
 #include <functional>
 
 #include "qualify/context.h"
@@ -23,27 +24,31 @@ std::string utc_now() {
   return text;
 }
 
+// Marks --out as a qualification's own directory (check_options).
+constexpr const char* kMarker = ".gufo-qualify";
+
 Result<bool> check_options(const Options& o) {
   if (o.device != "cpu" && o.device != "cuda") return Error{"--device: '" + o.device + "' is not cpu or cuda"};
   if (!(o.perf_tolerance > 0 && o.perf_tolerance < 1)) return Error{"--perf-tolerance: must lie between 0 and 1"};
+  std::error_code ec;
+  for (const std::string& profile : o.functional_profiles) {
+    if (!fs::exists(o.source / "tests" / "functional" / (profile + ".test.mjs"), ec)) {
+      return Error{"--functional-profiles: no profile '" + profile + "' (tests/functional/" + profile + ".test.mjs)"};
+    }
+  }
   for (int stage : o.stages) {
     if (stage < 1 || stage > 6) return Error{"--stages: " + std::to_string(stage) + " is not a stage (1 to 6)"};
   }
-  std::error_code ec;
   if (!fs::exists(o.source / "models" / "limits.json", ec)) {
-    return Error{"--source " + o.source.string() + ": no models/limits.json (run from Gufo's source tree or pass --source)"};
+    return Error{"--source " + o.source.string() +
+                 ": no models/limits.json (run from Gufo's source tree or pass --source)"};
   }
-  // NOTE(qualify): --out is rewritten; refuse a directory that holds anything a qualification
-  // does not write there, so that a mistyped path never costs the user their files.
+  // NOTE(qualify): --out is rewritten; a directory that is not empty must carry the marker an
+  // earlier qualification left there, so that a mistyped path never costs the user their files.
   if (fs::is_directory(o.out, ec)) {
-    for (const fs::directory_entry& entry : fs::directory_iterator(o.out, ec)) {
-      const fs::path name = entry.path().filename();
-      const bool ours = name == "report.json" || name == "report.md" || name == "logs" || name == "work" ||
-                        name.extension() == ".png" || name.extension() == ".partial";
-      if (!ours) {
-        return Error{"--out " + o.out.string() + ": holds " + name.string() +
-                     ", which no qualification wrote (choose an empty or earlier report's directory)"};
-      }
+    if (!fs::is_empty(o.out, ec) && !fs::exists(o.out / kMarker, ec)) {
+      return Error{"--out " + o.out.string() + ": not empty and not an earlier qualification's directory (no " +
+                   kMarker + "); choose an empty or new directory"};
     }
   } else if (fs::exists(o.out, ec)) {
     return Error{"--out " + o.out.string() + ": not a directory"};
@@ -69,8 +74,11 @@ Result<Report> qualify(const Options& options) {
   context.work = options.out / "work";
   std::error_code ec;
   fs::create_directories(context.logs, ec);
-  fs::create_directories(context.work, ec);
+  if (!ec) fs::create_directories(context.work, ec);
+  if (!ec) std::ofstream(options.out / kMarker) << "a directory of gufo qualify's reports and logs\n";
   if (ec) return Error{"--out " + options.out.string() + ": cannot create (" + ec.message() + ")"};
+  // An earlier report must not stand beside this run's logs, as if it were this run's verdict.
+  for (const char* stale : {"report.json", "report.md"}) fs::remove(options.out / stale, ec);
 
   auto baseline = open_build("baseline", options.baseline, context.logs);
   if (!baseline) return baseline.error();
@@ -100,8 +108,8 @@ Result<Report> qualify(const Options& options) {
   std::string blocker;  // the first failed stage gates the rest
   for (const StageSpec& spec : stages) {
     const bool in_profile = !options.quick || (spec.number != 4 && spec.number != 6);
-    const bool selected =
-        options.stages.empty() || std::find(options.stages.begin(), options.stages.end(), spec.number) != options.stages.end();
+    const bool selected = options.stages.empty() ||
+                          std::find(options.stages.begin(), options.stages.end(), spec.number) != options.stages.end();
     if (!in_profile) {
       report.stages.push_back(skipped_stage(spec.number, spec.name, "not in the quick profile"));
     } else if (!selected) {
@@ -115,19 +123,28 @@ Result<Report> qualify(const Options& options) {
       report.stages.push_back(spec.run(context));
       report.stages.back().seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_start).count();
+      if (interrupted()) return Error{"qualify: interrupted during stage " + std::to_string(spec.number)};
     }
     const StageResult& done = report.stages.back();
     if (blocker.empty() && done.verdict == Verdict::Fail) {
       blocker = "stage " + std::to_string(done.number) + " (" + done.name + ") failed";
     }
     if (in_profile && done.verdict != Verdict::Pass && report.reason.empty()) {
-      report.reason = "stage " + std::to_string(done.number) + " (" + done.name + "): " +
-                      std::string(to_string(done.verdict)) + ": " + done.reason;
+      report.reason = "stage " + std::to_string(done.number) + " (" + done.name +
+                      "): " + std::string(to_string(done.verdict)) + ": " + done.reason;
     }
   }
   report.verdict = report.reason.empty() ? Verdict::Pass : Verdict::Fail;
   if (report.reason.empty()) {
     report.reason = options.quick ? "stages 1, 2, 3 and 5 passed (the quick profile)" : "every stage passed";
+    // What a pass does not cover is said with it.
+    std::string not_run;
+    for (const StageResult& s : report.stages) {
+      for (const Check& check : s.checks) {
+        if (check.verdict == Verdict::Skip) not_run += (not_run.empty() ? "" : "; ") + check.name;
+      }
+    }
+    if (!not_run.empty()) report.reason += "; checks that did not run: " + not_run;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

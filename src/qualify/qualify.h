@@ -4,13 +4,15 @@
 //   1 operators    GPU kernels' resources diffed; the operator oracle suite on the candidate
 //   2 numerics     KL / NLL of both builds against the reference logits and of the candidate
 //                  against the baseline, within models/limits.json; --validate-prefill
-//   3 serving      the functional suite against each build's `gufo serve`
+//   3 serving      the same requests replayed against both builds' servers (the same answers
+//                  where the logits are bit-identical; latency within 5% or 3 ms), and the
+//                  functional suite against each
 //   4 soak         memory pressure and a long soak (not in the quick profile)
 //   5 performance  `gufo bench` alternated between the builds, noise-aware verdicts
 //   6 distribution install and package the qualified build (not in the quick profile)
 // The overall verdict is pass only when every stage the profile requires passed; a stage that
-// did not run says why and never counts as passed (so --stages, which runs some stages only,
-// never gives an overall pass).
+// did not run says why and never counts as passed (so --stages that leaves out a stage of the
+// profile never gives an overall pass), and a pass names the checks that did not run.
 #pragma once
 
 #include <filesystem>
@@ -28,14 +30,15 @@ struct Options {
   std::filesystem::path baseline;   // a build directory (bin/gufo, tests/...)
   std::filesystem::path candidate;  // the same, from the candidate toolchain
   std::filesystem::path out = "qualification-out";
-  std::filesystem::path source = ".";  // the source tree: models/, tests/functional/
-  std::string device = "cpu";          // cpu or cuda: where the builds' models run
-  bool quick = false;                  // the quick profile (CI): stages 1, 2, 3, 5
-  double perf_tolerance = 0.05;        // stage 5 fails a test confidently slower than this
-  int perf_rounds = 0;                 // 0: 3 quick, 5 full
-  std::string bench_model;             // empty: the profile's (qualify.cpp)
-  int threads = 0;                     // -t for every gufo run (0: all cores)
-  std::vector<int> stages;             // empty: every stage of the profile; else only these
+  std::filesystem::path source = ".";            // the source tree: models/, tests/functional/
+  std::string device = "cpu";                    // cpu or cuda: where the builds' models run
+  bool quick = false;                            // the quick profile (CI): stages 1, 2, 3, 5
+  double perf_tolerance = 0.05;                  // stage 5 fails a test confidently slower than this
+  int perf_rounds = 0;                           // 0: 5 quick, 8 full
+  std::string bench_model;                       // empty: the profile's (qualify.cpp)
+  int threads = 0;                               // -t for every gufo run (0: all cores)
+  std::vector<int> stages;                       // empty: every stage of the profile; else only these
+  std::vector<std::string> functional_profiles;  // empty: the profile's (serving_stage.cpp)
 };
 
 struct Report {

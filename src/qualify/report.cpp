@@ -16,9 +16,9 @@ std::string upper(std::string_view verdict) {
   return s;
 }
 
-// Table cells hold no newlines or pipes.
+// Table cells hold no line ends or pipes.
 std::string cell(std::string text) {
-  for (char& c : text) c = c == '\n' ? ' ' : c;
+  for (char& c : text) c = c == '\n' || c == '\r' ? ' ' : c;
   std::string out;
   for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
   return out;
@@ -71,7 +71,8 @@ nlohmann::json report_json(const Report& r) {
   nlohmann::json stages = nlohmann::json::array();
   for (const StageResult& s : r.stages) {
     nlohmann::json checks = nlohmann::json::array();
-    for (const Check& c : s.checks) checks.push_back({{"name", c.name}, {"verdict", to_string(c.verdict)}, {"detail", c.detail}});
+    for (const Check& c : s.checks)
+      checks.push_back({{"name", c.name}, {"verdict", to_string(c.verdict)}, {"detail", c.detail}});
     stages.push_back({{"number", s.number},
                       {"name", s.name},
                       {"verdict", to_string(s.verdict)},
@@ -81,15 +82,9 @@ nlohmann::json report_json(const Report& r) {
                       {"data", s.data},
                       {"plots", s.plots}});
   }
-  return {{"verdict", to_string(r.verdict)},
-          {"reason", r.reason},
-          {"profile", r.profile},
-          {"revision", r.revision},
-          {"started", r.started},
-          {"seconds", r.seconds},
-          {"baseline", r.baseline},
-          {"candidate", r.candidate},
-          {"stages", stages}};
+  return {{"verdict", to_string(r.verdict)}, {"reason", r.reason},       {"profile", r.profile},
+          {"revision", r.revision},          {"started", r.started},     {"seconds", r.seconds},
+          {"baseline", r.baseline},          {"candidate", r.candidate}, {"stages", stages}};
 }
 
 std::string report_markdown(const Report& r) {
@@ -103,8 +98,8 @@ std::string report_markdown(const Report& r) {
   md << "## Stages\n\n| # | stage | verdict | reason | seconds |\n|---|---|---|---|---:|\n";
   for (const StageResult& s : r.stages) {
     std::snprintf(took, sizeof took, "%.1f", s.seconds);
-    md << "| " << s.number << " | " << s.name << " | " << upper(to_string(s.verdict)) << " | " << cell(s.reason) << " | "
-       << took << " |\n";
+    md << "| " << s.number << " | " << s.name << " | " << upper(to_string(s.verdict)) << " | " << cell(s.reason)
+       << " | " << took << " |\n";
   }
   for (const StageResult& s : r.stages) {
     md << "\n## " << s.number << ". " << s.name << ": " << upper(to_string(s.verdict)) << "\n\n" << s.reason << ".\n\n";

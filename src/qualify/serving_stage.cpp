@@ -1,9 +1,19 @@
-// Stage 3: serving. The functional suite (tests/functional: OpenAI's own client against a
-// real `gufo serve`) against each build in turn; the quick profile runs the profiles that
-// cover sampling, errors, tool calls and structured output, the full profile all of them.
+// Stage 3: serving. First the replay (tests/functional/replay.mjs): one fixed set of
+// deterministic requests sent to both builds' servers in turn, A B then B A each round. Each
+// build must give the same answer every round; where the numerics stage found the two builds'
+// logits bit-identical, both builds must give the same answers; and each request's latency on
+// the candidate must stay within 5% or 3 ms (whichever is larger) of the baseline's, measured
+// as the median of the rounds' paired differences (the first round, which fills the caches,
+// is not timed), with a tenth of the requests allowed as noise's outliers, each named in the
+// report. Then the functional suite (tests/functional: OpenAI's own client against a real
+// `gufo serve`) against each build: the quick profile runs the profiles that cover sampling,
+// errors, tool calls and structured output, the full profile all of them.
+#include <algorithm>
+#include <cstdio>
 #include <regex>
 #include <sstream>
 
+#include "qualify/json_access.h"
 #include "qualify/stages.h"
 
 namespace gufo::qualify {
@@ -12,9 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> profiles(bool quick) {
-  if (quick) return {"sampling", "errors", "tools", "structured"};
-  return {"sampling", "cache",     "concurrency", "long_context", "errors",    "tools",      "reasoning", "lifecycle",
+std::vector<std::string> profiles(const Options& options) {
+  if (!options.functional_profiles.empty()) return options.functional_profiles;
+  if (options.quick) return {"sampling", "errors", "tools", "structured"};
+  return {"sampling",  "cache",     "concurrency", "long_context", "errors",     "tools",      "reasoning", "lifecycle",
           "anthropic", "responses", "models",      "chat_page",    "embeddings", "structured", "agent"};
 }
 
@@ -55,6 +66,129 @@ Check suite_check(Context& context, StageResult& stage, const Build& build, cons
   return check;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+std::vector<double> numbers_of(const nlohmann::json& array) {
+  std::vector<double> out;
+  if (!array.is_array()) return out;
+  for (const nlohmann::json& v : array) {
+    if (v.is_number()) out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+struct RequestTiming {
+  std::string name;
+  double baseline_ms = 0;  // median of the timed rounds
+  double candidate_ms = 0;
+  double paired_ms = 0;   // median of candidate - baseline, round by round
+  double allowed_ms = 0;  // max(5% of the baseline's median, 3 ms)
+  bool over() const { return paired_ms > allowed_ms; }
+};
+
+RequestTiming time_request(const std::string& name, const nlohmann::json& latency) {
+  std::vector<double> base = numbers_of(member(latency, "baseline"));
+  std::vector<double> cand = numbers_of(member(latency, "candidate"));
+  const size_t n = std::min(base.size(), cand.size());
+  std::vector<double> paired;
+  for (size_t i = 1; i < n; ++i) paired.push_back(cand[i] - base[i]);  // round 0 warms up
+  RequestTiming t;
+  t.name = name;
+  t.baseline_ms = median(std::vector<double>(base.begin() + (n > 1 ? 1 : 0), base.begin() + static_cast<long>(n)));
+  t.candidate_ms = median(std::vector<double>(cand.begin() + (n > 1 ? 1 : 0), cand.begin() + static_cast<long>(n)));
+  t.paired_ms = median(paired);
+  t.allowed_ms = std::max(0.05 * t.baseline_ms, 3.0);
+  return t;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+Check latency_check(const std::vector<RequestTiming>& timings, StageResult& stage) {
+  std::vector<std::string> over;
+  std::ostringstream table;
+  table << "| request | baseline ms | candidate ms | paired difference ms | allowed ms | verdict |\n"
+        << "|---|---:|---:|---:|---:|---|\n";
+  for (const RequestTiming& t : timings) {
+    char row[256];
+    std::snprintf(row, sizeof row, "| %s | %.2f | %.2f | %+.2f | %.2f | %s |\n", t.name.c_str(), t.baseline_ms,
+                  t.candidate_ms, t.paired_ms, t.allowed_ms, t.over() ? "over" : "within");
+    table << row;
+    if (t.over()) over.push_back(t.name);
+    stage.data["requests"][t.name]["latency"] = {{"baseline_ms", t.baseline_ms},
+                                                 {"candidate_ms", t.candidate_ms},
+                                                 {"paired_ms", t.paired_ms},
+                                                 {"allowed_ms", t.allowed_ms}};
+  }
+  // NOTE(qualify): noise on a shared machine moves a request now and then; a tenth of the
+  // requests may lie over the bound, and the report names them.
+  const size_t outliers_allowed = timings.size() / 10;
+  stage.markdown += "Replayed requests, medians of the timed rounds:\n\n" + table.str() + "\n";
+  Check check{"per-request latency within 5% or 3 ms", Verdict::Pass, ""};
+  check.detail = std::to_string(timings.size() - over.size()) + " of " + std::to_string(timings.size()) +
+                 " requests within their bound";
+  if (!over.empty())
+    check.detail += "; over: " + join(over) + " (" + std::to_string(outliers_allowed) + " allowed as noise)";
+  if (over.size() > outliers_allowed) check.verdict = Verdict::Fail;
+  if (timings.empty()) check = {check.name, Verdict::Fail, "the replay timed no request"};
+  return check;
+}
+
+void replay_checks(Context& context, StageResult& stage) {
+  const fs::path out = context.work / "replay.json";
+  const int rounds = context.options.quick ? 8 : 20;
+  std::vector<std::string> argv = {"node",        context.source("tests/functional/replay.mjs").string(),
+                                   "--baseline",  fs::absolute(context.baseline.gufo).string(),
+                                   "--candidate", fs::absolute(context.candidate.gufo).string(),
+                                   "--model",     fs::absolute(context.source("models/gufo-tiny-q8_0.gguf")).string(),
+                                   "--rounds",    std::to_string(rounds),
+                                   "--out",       out.string()};
+  auto run = context.run("replay", argv, 1200);
+  auto printed = run && run->succeeded() ? read_text(out.string()) : Result<std::string>(Error{""});
+  const nlohmann::json replay = printed ? nlohmann::json::parse(*printed, nullptr, false) : nlohmann::json();
+  if (!member(replay, "requests").is_array()) {
+    stage.checks.push_back({"replay", Verdict::Fail, run ? run->why() : run.error().message});
+    return;
+  }
+  std::vector<std::string> unstable, differ;
+  std::vector<RequestTiming> timings;
+  for (const nlohmann::json& r : replay["requests"]) {
+    if (!r.is_object()) continue;
+    const std::string name = string_of(member(r, "name"), "?");
+    const nlohmann::json& stable = member(r, "stable");
+    if (member(stable, "baseline") != true || member(stable, "candidate") != true) unstable.push_back(name);
+    const bool same = member(r, "same") == true;
+    if (!same) differ.push_back(name);
+    stage.data["requests"][name]["same"] = same;
+    timings.push_back(time_request(name, member(r, "latency_ms")));
+  }
+  stage.data["replay_rounds"] = rounds;
+  const std::string count = std::to_string(timings.size()) + " requests, " + std::to_string(rounds) + " rounds";
+  stage.checks.push_back({"each build answers the same every round", unstable.empty() ? Verdict::Pass : Verdict::Fail,
+                          unstable.empty() ? count : "answers changed between rounds: " + join(unstable)});
+  Check same{"the same answers on both builds", Verdict::Pass, ""};
+  if (!context.logits_identical) {
+    same.verdict = Verdict::Skip;
+    same.detail = "the numerics stage did not find the logits bit-identical, so answers may differ (" +
+                  std::to_string(differ.size()) + " of " + std::to_string(timings.size()) + " did" +
+                  (differ.empty() ? "" : ": " + join(differ)) + ")";
+  } else {
+    same.verdict = differ.empty() ? Verdict::Pass : Verdict::Fail;
+    same.detail = differ.empty() ? "all " + std::to_string(timings.size()) + " answers equal (logits bit-identical)"
+                                 : "the logits are bit-identical, yet these answers differ: " + join(differ);
+  }
+  stage.checks.push_back(same);
+  stage.checks.push_back(latency_check(timings, stage));
+}
+
 }  // namespace
 
 StageResult run_serving_stage(Context& context) {
@@ -68,16 +202,13 @@ StageResult run_serving_stage(Context& context) {
     stage.conclude();
     return stage;
   }
-  const std::vector<std::string> names = profiles(context.options.quick);
-  std::string list;
-  for (const std::string& p : names) list += (list.empty() ? "" : ", ") + p;
+  replay_checks(context, stage);
+  const std::vector<std::string> names = profiles(context.options);
   stage.data["profiles"] = names;
-  for (const bool candidate : {false, true}) stage.checks.push_back(suite_check(context, stage, context.build(candidate), names));
-  stage.markdown += "Functional profiles: " + list + ".\n\n";
-  stage.checks.push_back({"the same answers on both builds", Verdict::Skip,
-                          "not compared yet: the requests are not replayed side by side"});
-  stage.checks.push_back({"per-request latency within 5% or 3 ms", Verdict::Skip,
-                          "not measured yet: the requests are not replayed side by side"});
+  for (const bool candidate : {false, true}) {
+    stage.checks.push_back(suite_check(context, stage, context.build(candidate), names));
+  }
+  stage.markdown += "Functional profiles: " + join(names) + ".\n\n";
   stage.conclude();
   return stage;
 }

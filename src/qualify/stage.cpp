@@ -29,8 +29,8 @@ void StageResult::conclude() {
   }
   if (failed > 0) {
     verdict = Verdict::Fail;
-    reason = std::to_string(failed) + " of " + std::to_string(checks.size()) + " checks failed; first: " +
-             first_failure->name + ": " + first_failure->detail;
+    reason = std::to_string(failed) + " of " + std::to_string(checks.size()) +
+             " checks failed; first: " + first_failure->name + ": " + first_failure->detail;
   } else if (passed > 0) {
     verdict = Verdict::Pass;
     reason = std::to_string(passed) + " checks passed";

@@ -23,15 +23,15 @@ struct Check {
 };
 
 struct StageResult {
-  int number = 0;     // 1-6, the order
-  std::string name;   // "operators", "numerics", ...
+  int number = 0;    // 1-6, the order
+  std::string name;  // "operators", "numerics", ...
   Verdict verdict = Verdict::Skip;
   std::string reason;  // one line: why this verdict
   double seconds = 0;
   std::vector<Check> checks;
   nlohmann::json data = nlohmann::json::object();  // measurements, for report.json
-  std::vector<std::string> plots;  // PNG files beside the report
-  std::string markdown;            // extra Markdown (tables) for report.md
+  std::vector<std::string> plots;                  // PNG files beside the report
+  std::string markdown;                            // extra Markdown (tables) for report.md
 
   // The stage's verdict from its checks: fail if any failed, pass if any passed and none
   // failed, skip if nothing ran; the reason names the first failure.

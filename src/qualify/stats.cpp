@@ -24,10 +24,9 @@ Summary summarize(const std::vector<double>& samples) {
 double student_t_975(double dof) {
   // NOTE(stats): the table of any statistics text; between rows the smaller degree of
   // freedom's (larger) quantile is used, which widens the interval a little, never narrows it.
-  static constexpr std::array<double, 30> kSmall = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                                    2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                                                    2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                                                    2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  static constexpr std::array<double, 30> kSmall = {
+      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+      2.120,  2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
   if (!(dof >= 1)) return kSmall[0];
   if (dof < 31) return kSmall[static_cast<size_t>(std::floor(dof)) - 1];
   if (dof < 40) return 2.042;

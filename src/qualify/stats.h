@@ -26,8 +26,8 @@ enum class Change { None, Faster, Slower };
 struct Comparison {
   Summary baseline;
   Summary candidate;
-  double relative = 0;       // candidate mean / baseline mean - 1
-  double relative_low = 0;   // 95% interval of `relative`
+  double relative = 0;      // candidate mean / baseline mean - 1
+  double relative_low = 0;  // 95% interval of `relative`
   double relative_high = 0;
   Change change = Change::None;  // None when the interval holds 0
 

@@ -72,11 +72,12 @@ export class Server {
 
 // Spawns `gufo serve -m <model> --port 0 <args>` without waiting for anything: the child,
 // its stderr so far (log()), when it exits ({ code, signal }), and the port once it listens.
-export function launchServer(args = [], { env = {}, modelPath = model, port = 0 } = {}) {
-  if (!existsSync(binary)) throw new Error(`no gufo binary at ${binary} (set GUFO_BINARY)`);
+// `binaryPath` (default GUFO_BINARY's) serves another build: the qualifier's replay runs two.
+export function launchServer(args = [], { env = {}, modelPath = model, port = 0, binaryPath = binary } = {}) {
+  if (!existsSync(binaryPath)) throw new Error(`no gufo binary at ${binaryPath} (set GUFO_BINARY)`);
   // modelPath null: no -m (the args name the models, e.g. --models-dir).
   const modelArgs = modelPath === null ? [] : ['-m', modelPath];
-  const child = spawn(binary, ['serve', ...modelArgs, '--port', String(port), '-t', '2', ...args], {
+  const child = spawn(binaryPath, ['serve', ...modelArgs, '--port', String(port), '-t', '2', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -103,11 +104,11 @@ export function launchServer(args = [], { env = {}, modelPath = model, port = 0 
 }
 
 // Starts `gufo serve -m <model> --port 0 <args>` and waits until /ready says so.
-export async function startServer(args = [], { env = {}, modelPath = model } = {}) {
+export async function startServer(args = [], { env = {}, modelPath = model, binaryPath = binary } = {}) {
   if (modelPath !== null && !existsSync(modelPath)) throw new Error(`no model at ${modelPath} (set GUFO_MODEL)`);
   // The suite compares answers across batches, cache hits and servers: the default server
   // promises them equal bit for bit (README, "Serving").
-  const launched = launchServer(args, { env, modelPath });
+  const launched = launchServer(args, { env, modelPath, binaryPath });
   const port = await launched.listening;
   const server = new Server(launched.child, port, launched.exited);
   server.log = launched.log;

@@ -54,9 +54,9 @@ TEST(QualifyKernelResources, ParsesEveryKernelOfEveryArchitecture) {
 }
 
 TEST(QualifyKernelResources, WarpsPerSmFollowRegisterAllocation) {
-  EXPECT_EQ(warps_per_sm_by_registers(32), 64);   // 1,024 registers a warp: the 64-warp cap
-  EXPECT_EQ(warps_per_sm_by_registers(40), 51);   // 1,280 a warp
-  EXPECT_EQ(warps_per_sm_by_registers(41), 42);   // rounds up to 1,536 a warp
+  EXPECT_EQ(warps_per_sm_by_registers(32), 64);  // 1,024 registers a warp: the 64-warp cap
+  EXPECT_EQ(warps_per_sm_by_registers(40), 51);  // 1,280 a warp
+  EXPECT_EQ(warps_per_sm_by_registers(41), 42);  // rounds up to 1,536 a warp
   EXPECT_EQ(warps_per_sm_by_registers(128), 16);
   EXPECT_EQ(warps_per_sm_by_registers(255), 8);
 }
@@ -86,12 +86,34 @@ TEST(QualifyKernelResources, AnOccupancyDropFailsAndARegisterWithinTheStepDoesNo
   EXPECT_FALSE(diff_resources({kernel("a", 64, 0, 0, 16)}, {kernel("a", 56)}).failed());  // fewer is better
 }
 
-TEST(QualifyKernelResources, KernelsOfOneSideAreListed) {
+TEST(QualifyKernelResources, KernelsOfOneSideAreListedAndMustNotSpill) {
   const ResourceDiff d = diff_resources({kernel("gone", 32)}, {kernel("new", 32)});
   ASSERT_EQ(d.only_baseline.size(), 1u);
   ASSERT_EQ(d.only_candidate.size(), 1u);
   EXPECT_EQ(d.only_baseline[0].name, "gone");
   EXPECT_FALSE(d.failed());
+  const ResourceDiff spilling = diff_resources({kernel("gone", 32)}, {kernel("new", 255, 0, 0, 40)});
+  ASSERT_EQ(spilling.unmatched_spilling.size(), 1u);
+  EXPECT_TRUE(spilling.failed());
+}
+
+TEST(QualifyKernelResources, OtherStaticSharedMemoryFails) {
+  const ResourceDiff d = diff_resources({kernel("a", 64, 0, 16384)}, {kernel("a", 64, 0, 20480)});
+  EXPECT_TRUE(d.failed());
+  EXPECT_NE(d.changed[0].failures[0].find("static shared memory 16384 -> 20480"), std::string::npos);
+}
+
+TEST(QualifyKernelResources, AnonymousNamespaceHashesDoNotKeepTwinsApart) {
+  // nvcc 13's name for `namespace { __global__ void kern(float*) }` in anon.cu; the hex digits
+  // may differ between two builds of one file.
+  const std::string a = "_ZN39_GLOBAL__N__28af0092_7_anon_cu_d589cb604kernEPf";
+  const std::string b = "_ZN39_GLOBAL__N__91c2d3e4_7_anon_cu_0badf00d4kernEPf";
+  EXPECT_EQ(stable_kernel_name(a), "_ZN39_GLOBAL__N__00000000_7_anon_cu_000000004kernEPf");
+  EXPECT_EQ(stable_kernel_name(a), stable_kernel_name(b));
+  EXPECT_EQ(stable_kernel_name("_Z9attentionv"), "_Z9attentionv");
+  const ResourceDiff d = diff_resources({kernel(a, 40)}, {kernel(b, 40, 0, 0, 8)});
+  ASSERT_EQ(d.changed.size(), 1u);  // matched as twins, so the spill is found as a change
+  EXPECT_TRUE(d.failed());
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // run_process (src/qualify/process.h): exit codes, output, environment, the time limit.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "qualify/process.h"
 
@@ -54,6 +57,30 @@ TEST_F(QualifyProcess, KillsAProcessGroupPastItsTimeLimit) {
   EXPECT_TRUE(run->timed_out);
   EXPECT_LT(run->seconds, 10);
   EXPECT_EQ(run->describe(0.3), "timed out after 0.3 s");
+}
+
+// Whether a process is gone (or a zombie, which runs nothing), waiting up to a second.
+bool gone(pid_t pid) {
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, name, state;
+    if (!(stat >> pid_field >> name >> state) || state == "Z") return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST_F(QualifyProcess, WhatAProgramLeftRunningGoesWithIt) {
+  // A server started in the background and not stopped: killed with its group, after a
+  // normal exit and after a timeout alike.
+  for (const double timeout_s : {30.0, 0.3}) {
+    const std::string wait = timeout_s < 1 ? "wait" : "true";
+    auto run = run_process(shell("sleep 30 & echo $! > " + (dir_ / "pid").string() + "; " + wait, timeout_s));
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->timed_out, timeout_s < 1);
+    const pid_t pid = std::stoi(*read_text((dir_ / "pid").string()));
+    EXPECT_TRUE(gone(pid)) << "sleep " << pid << " still runs (timeout " << timeout_s << " s)";
+  }
 }
 
 TEST_F(QualifyProcess, AMissingProgramIsAnError) {
