@@ -32,9 +32,10 @@ scripts/check-format.sh
 cmake --workflow --preset default
 cmake --workflow --preset clang
 node tests/toolchain/compare_builds.mjs build/default/bin/gufo g++-12 build/clang/bin/gufo clang++-16
-# NOTE(ci): a 10% performance tolerance, not the default 5%: the 2-core CI machine shares its host.
+# NOTE(ci): wider timing bounds than the defaults (5%, and 5% or 3 ms a request): the 2-core CI
+# machine shares its host, and its neighbours' load moves a 20 ms request by more than 3 ms.
 build/default/bin/gufo qualify --baseline build/default --candidate build/clang --quick --perf-tolerance 0.1 \
-  --out build/qualification
+  --latency-tolerance 0.25 --latency-floor-ms 10 --out build/qualification
 scripts/check-tidy.sh build/clang
 cmake --workflow --preset asan
 tests/fuzz/run_fuzz.sh "${GUFO_FUZZ_SECONDS:-40}" build/asan

@@ -17,12 +17,15 @@ Command register_qualify(CLI::App& root) {
   auto o = std::make_shared<qualify::Options>();
   app->add_option("--baseline", o->baseline, "the baseline build directory (e.g. build/default)")->required();
   app->add_option("--candidate", o->candidate, "the candidate build directory (e.g. build/clang)")->required();
-  app->add_flag("--quick", o->quick, "the quick profile: stages 1, 2, 3 and 5, short benchmarks (CI)");
+  app->add_flag("--quick", o->quick, "the quick profile: every stage but 4 (soak), short benchmarks (CI)");
   app->add_option("--out", o->out, "where report.md, report.json, plots and logs go");
   app->add_option("--source", o->source, "Gufo's source tree (models/, tests/functional/)");
   app->add_option("--device", o->device, "where the models run: cpu or cuda");
   app->add_option("--perf-tolerance", o->perf_tolerance,
                   "a benchmark fails when confidently slower than this fraction");
+  app->add_option("--latency-tolerance", o->latency_tolerance,
+                  "stage 3: a request may be this fraction slower on the candidate (or --latency-floor-ms)");
+  app->add_option("--latency-floor-ms", o->latency_floor_ms, "stage 3: ... or this many milliseconds, if larger");
   app->add_option("--perf-rounds", o->perf_rounds, "alternated benchmark rounds (0: 5 quick, 8 full)");
   app->add_option("--bench-model", o->bench_model, "the model stage 5 measures (default: the shipped gufo-tiny)");
   app->add_option("--functional-profiles", o->functional_profiles,

@@ -9,7 +9,8 @@
 //                  functional suite against each
 //   4 soak         memory pressure and a long soak (not in the quick profile)
 //   5 performance  `gufo bench` alternated between the builds, noise-aware verdicts
-//   6 distribution install and package the qualified build (not in the quick profile)
+//   6 distribution cmake --install and a Debian package of the candidate, with the notices of
+//                  what it links
 // The overall verdict is pass only when every stage the profile requires passed; a stage that
 // did not run says why and never counts as passed (so --stages that leaves out a stage of the
 // profile never gives an overall pass), and a pass names the checks that did not run.
@@ -32,8 +33,10 @@ struct Options {
   std::filesystem::path out = "qualification-out";
   std::filesystem::path source = ".";            // the source tree: models/, tests/functional/
   std::string device = "cpu";                    // cpu or cuda: where the builds' models run
-  bool quick = false;                            // the quick profile (CI): stages 1, 2, 3, 5
+  bool quick = false;                            // the quick profile (CI): every stage but 4
   double perf_tolerance = 0.05;                  // stage 5 fails a test confidently slower than this
+  double latency_tolerance = 0.05;               // stage 3: a request's latency may grow by this fraction
+  double latency_floor_ms = 3;                   // ... or by this many milliseconds, whichever is larger
   int perf_rounds = 0;                           // 0: 5 quick, 8 full
   std::string bench_model;                       // empty: the profile's (qualify.cpp)
   int threads = 0;                               // -t for every gufo run (0: all cores)

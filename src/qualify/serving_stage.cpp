@@ -91,7 +91,7 @@ struct RequestTiming {
   bool over() const { return paired_ms > allowed_ms; }
 };
 
-RequestTiming time_request(const std::string& name, const nlohmann::json& latency) {
+RequestTiming time_request(const std::string& name, const nlohmann::json& latency, const Options& options) {
   std::vector<double> base = numbers_of(member(latency, "baseline"));
   std::vector<double> cand = numbers_of(member(latency, "candidate"));
   const size_t n = std::min(base.size(), cand.size());
@@ -102,7 +102,7 @@ RequestTiming time_request(const std::string& name, const nlohmann::json& latenc
   t.baseline_ms = median(std::vector<double>(base.begin() + (n > 1 ? 1 : 0), base.begin() + static_cast<long>(n)));
   t.candidate_ms = median(std::vector<double>(cand.begin() + (n > 1 ? 1 : 0), cand.begin() + static_cast<long>(n)));
   t.paired_ms = median(paired);
-  t.allowed_ms = std::max(0.05 * t.baseline_ms, 3.0);
+  t.allowed_ms = std::max(options.latency_tolerance * t.baseline_ms, options.latency_floor_ms);
   return t;
 }
 
@@ -112,7 +112,7 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-Check latency_check(const std::vector<RequestTiming>& timings, StageResult& stage) {
+Check latency_check(const std::vector<RequestTiming>& timings, const Options& options, StageResult& stage) {
   std::vector<std::string> over;
   std::ostringstream table;
   table << "| request | baseline ms | candidate ms | paired difference ms | allowed ms | verdict |\n"
@@ -132,7 +132,10 @@ Check latency_check(const std::vector<RequestTiming>& timings, StageResult& stag
   // requests may lie over the bound, and the report names them.
   const size_t outliers_allowed = timings.size() / 10;
   stage.markdown += "Replayed requests, medians of the timed rounds:\n\n" + table.str() + "\n";
-  Check check{"per-request latency within 5% or 3 ms", Verdict::Pass, ""};
+  char bound[96];
+  std::snprintf(bound, sizeof bound, "per-request latency within %g%% or %g ms", 100 * options.latency_tolerance,
+                options.latency_floor_ms);
+  Check check{bound, Verdict::Pass, ""};
   check.detail = std::to_string(timings.size() - over.size()) + " of " + std::to_string(timings.size()) +
                  " requests within their bound";
   if (!over.empty())
@@ -168,7 +171,7 @@ void replay_checks(Context& context, StageResult& stage) {
     const bool same = member(r, "same") == true;
     if (!same) differ.push_back(name);
     stage.data["requests"][name]["same"] = same;
-    timings.push_back(time_request(name, member(r, "latency_ms")));
+    timings.push_back(time_request(name, member(r, "latency_ms"), context.options));
   }
   stage.data["replay_rounds"] = rounds;
   const std::string count = std::to_string(timings.size()) + " requests, " + std::to_string(rounds) + " rounds";
@@ -186,7 +189,7 @@ void replay_checks(Context& context, StageResult& stage) {
                                  : "the logits are bit-identical, yet these answers differ: " + join(differ);
   }
   stage.checks.push_back(same);
-  stage.checks.push_back(latency_check(timings, stage));
+  stage.checks.push_back(latency_check(timings, context.options, stage));
 }
 
 }  // namespace

@@ -146,11 +146,10 @@ TEST_F(QualifyMutants, ServingCatchesACandidateServerThatIsTwentyMillisecondsSlo
   EXPECT_EQ(serving["verdict"], "fail");
   const nlohmann::json& checks = serving["checks"];
   ASSERT_GE(checks.size(), 3u);
-  EXPECT_EQ(checks[0]["verdict"], "pass") << checks[0]["detail"];  // each build stable
-  EXPECT_EQ(checks[1]["verdict"], "pass") << checks[1]["detail"];  // the same answers
-  EXPECT_EQ(checks[2]["name"], "per-request latency within 5% or 3 ms");
+  EXPECT_EQ(checks[0]["verdict"], "pass") << checks[0]["detail"];         // each build stable
+  EXPECT_EQ(checks[1]["verdict"], "pass") << checks[1]["detail"];         // the same answers
+  EXPECT_EQ(checks[2]["name"], "per-request latency within 5% or 3 ms");  // the defaults
   EXPECT_EQ(checks[2]["verdict"], "fail") << checks[2]["detail"];
-  EXPECT_GT(serving["data"]["requests"]["chat_greedy"]["latency"]["paired_ms"].get<double>(), 15);
 }
 
 TEST_F(QualifyMutants, ServingCatchesACandidateWhoseAnswersChanged) {
@@ -204,6 +203,21 @@ TEST_F(QualifyMutants, AMissingOracleSuiteFailsWithItsName) {
   ASSERT_TRUE(run.report.is_object()) << run.err;
   EXPECT_EQ(stage(run, 1)["verdict"], "fail");
   EXPECT_NE(stage(run, 1)["reason"].get<std::string>().find("no tests/unit/backend/cpu_ops_test"), std::string::npos);
+}
+
+TEST_F(QualifyMutants, DistributionNamesWhatACandidateBuildLacks) {
+  // A directory with a gufo but no CMake install rules or package configuration: stage 6 says
+  // which, and the README line it cannot write yet is listed as not run.
+  const QualifyRun run = qualify(wrapper_build("baseline"), wrapper_build("candidate"), {"--stages", "6"});
+  ASSERT_TRUE(run.report.is_object()) << run.err;
+  const nlohmann::json& distribution = stage(run, 6);
+  EXPECT_EQ(distribution["verdict"], "fail");
+  ASSERT_EQ(distribution["checks"].size(), 3u);
+  EXPECT_EQ(distribution["checks"][0]["name"], "cmake --install");
+  EXPECT_EQ(distribution["checks"][0]["verdict"], "fail");
+  EXPECT_EQ(distribution["checks"][1]["verdict"], "fail");
+  EXPECT_NE(distribution["checks"][1]["detail"].get<std::string>().find("no CPackConfig.cmake"), std::string::npos);
+  EXPECT_EQ(distribution["checks"][2]["verdict"], "skip");
 }
 
 TEST_F(QualifyMutants, TwoRevisionsAreRefused) {
