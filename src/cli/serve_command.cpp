@@ -122,6 +122,11 @@ int run_serve(ServeOptions options) {
     auto faults = server::parse_faults(spec);
     if (!faults.ok()) return report_error(faults.error());
     options.http.injected_delay = faults->request_delay;
+    // A leftover test variable must not slow a server unnoticed.
+    if (faults->request_delay.count() > 0) {
+      std::fprintf(stderr, "gufo serve: GUFO_FAULTS: every request waits %lld ms first (a test fault)\n",
+                   static_cast<long long>(faults->request_delay.count()));
+    }
   }
   if (options.model_paths.empty() && options.models_dir.empty()) {
     auto model_path = model_or_default("");

@@ -73,34 +73,41 @@ double median(std::vector<double> v) {
   return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
-std::vector<double> numbers_of(const nlohmann::json& array) {
-  std::vector<double> out;
-  if (!array.is_array()) return out;
-  for (const nlohmann::json& v : array) {
-    if (v.is_number()) out.push_back(v.get<double>());
-  }
-  return out;
-}
-
 struct RequestTiming {
   std::string name;
+  bool timed = false;      // at least one timed round on each side, aligned
+  bool same = false;       // the builds' answers equal: the same work, so times compare
   double baseline_ms = 0;  // median of the timed rounds
   double candidate_ms = 0;
   double paired_ms = 0;   // median of candidate - baseline, round by round
-  double allowed_ms = 0;  // max(5% of the baseline's median, 3 ms)
+  double allowed_ms = 0;  // max(5% of the baseline's median, 3 ms) by default
   bool over() const { return paired_ms > allowed_ms; }
+  // NOTE(qualify): an outlier is noise only when it is near the bound; a request several
+  // times over it is a slowdown of that request, whatever the others do.
+  bool far_over() const { return paired_ms > 2 * allowed_ms; }
 };
 
-RequestTiming time_request(const std::string& name, const nlohmann::json& latency, const Options& options) {
-  std::vector<double> base = numbers_of(member(latency, "baseline"));
-  std::vector<double> cand = numbers_of(member(latency, "candidate"));
-  const size_t n = std::min(base.size(), cand.size());
-  std::vector<double> paired;
-  for (size_t i = 1; i < n; ++i) paired.push_back(cand[i] - base[i]);  // round 0 warms up
+// Rounds 1.. of both sides, paired (round 0 fills the caches and is not timed); a request
+// whose samples are missing or not numbers is not `timed`.
+RequestTiming time_request(const std::string& name, bool same, const nlohmann::json& latency, const Options& options) {
   RequestTiming t;
   t.name = name;
-  t.baseline_ms = median(std::vector<double>(base.begin() + (n > 1 ? 1 : 0), base.begin() + static_cast<long>(n)));
-  t.candidate_ms = median(std::vector<double>(cand.begin() + (n > 1 ? 1 : 0), cand.begin() + static_cast<long>(n)));
+  t.same = same;
+  const nlohmann::json& base = member(latency, "baseline");
+  const nlohmann::json& cand = member(latency, "candidate");
+  if (!base.is_array() || !cand.is_array() || base.size() != cand.size() || base.size() < 2) return t;
+  std::vector<double> b, c, paired;
+  for (size_t i = 1; i < base.size(); ++i) {
+    const std::optional<double> x = finite(base[i]);
+    const std::optional<double> y = finite(cand[i]);
+    if (!x || !y) return t;
+    b.push_back(*x);
+    c.push_back(*y);
+    paired.push_back(*y - *x);
+  }
+  t.timed = true;
+  t.baseline_ms = median(b);
+  t.candidate_ms = median(c);
   t.paired_ms = median(paired);
   t.allowed_ms = std::max(options.latency_tolerance * t.baseline_ms, options.latency_floor_ms);
   return t;
@@ -113,34 +120,53 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 Check latency_check(const std::vector<RequestTiming>& timings, const Options& options, StageResult& stage) {
-  std::vector<std::string> over;
+  std::vector<std::string> over, untimed;
+  bool far = false;
+  size_t compared = 0;
   std::ostringstream table;
   table << "| request | baseline ms | candidate ms | paired difference ms | allowed ms | verdict |\n"
         << "|---|---:|---:|---:|---:|---|\n";
   for (const RequestTiming& t : timings) {
-    char row[256];
+    // Different answers are different work (other lengths): their times do not compare.
+    const char* verdict = !t.timed   ? "no samples"
+                          : !t.same  ? "not compared: answers differ"
+                          : t.over() ? "over"
+                                     : "within";
+    char row[320];
     std::snprintf(row, sizeof row, "| %s | %.2f | %.2f | %+.2f | %.2f | %s |\n", t.name.c_str(), t.baseline_ms,
-                  t.candidate_ms, t.paired_ms, t.allowed_ms, t.over() ? "over" : "within");
+                  t.candidate_ms, t.paired_ms, t.allowed_ms, verdict);
     table << row;
-    if (t.over()) over.push_back(t.name);
+    if (!t.timed) untimed.push_back(t.name);
+    if (t.timed && t.same) {
+      ++compared;
+      if (t.over()) over.push_back(t.name);
+      far = far || t.far_over();
+    }
     stage.data["requests"][t.name]["latency"] = {{"baseline_ms", t.baseline_ms},
                                                  {"candidate_ms", t.candidate_ms},
                                                  {"paired_ms", t.paired_ms},
-                                                 {"allowed_ms", t.allowed_ms}};
+                                                 {"allowed_ms", t.allowed_ms},
+                                                 {"verdict", verdict}};
   }
   // NOTE(qualify): noise on a shared machine moves a request now and then; a tenth of the
-  // requests may lie over the bound, and the report names them.
-  const size_t outliers_allowed = timings.size() / 10;
+  // compared requests may lie over the bound (not twice over it), and the report names them.
+  const size_t outliers_allowed = compared / 10;
   stage.markdown += "Replayed requests, medians of the timed rounds:\n\n" + table.str() + "\n";
   char bound[96];
   std::snprintf(bound, sizeof bound, "per-request latency within %g%% or %g ms", 100 * options.latency_tolerance,
                 options.latency_floor_ms);
   Check check{bound, Verdict::Pass, ""};
-  check.detail = std::to_string(timings.size() - over.size()) + " of " + std::to_string(timings.size()) +
-                 " requests within their bound";
-  if (!over.empty())
-    check.detail += "; over: " + join(over) + " (" + std::to_string(outliers_allowed) + " allowed as noise)";
-  if (over.size() > outliers_allowed) check.verdict = Verdict::Fail;
+  check.detail = std::to_string(compared - over.size()) + " of " + std::to_string(compared) +
+                 " compared requests within their bound";
+  if (!over.empty()) {
+    check.detail += "; over: " + join(over) + " (" + std::to_string(outliers_allowed) + " allowed as noise" +
+                    (far ? "; twice over the bound is not noise" : "") + ")";
+  }
+  if (over.size() > outliers_allowed || far) check.verdict = Verdict::Fail;
+  if (!untimed.empty()) check = {check.name, Verdict::Fail, "no aligned latency samples for " + join(untimed)};
+  if (compared == 0 && untimed.empty()) {
+    check = {check.name, Verdict::Skip, "no request gave the same answer on both builds, so none compares"};
+  }
   if (timings.empty()) check = {check.name, Verdict::Fail, "the replay timed no request"};
   return check;
 }
@@ -157,8 +183,11 @@ void replay_checks(Context& context, StageResult& stage) {
   auto run = context.run("replay", argv, 1200);
   auto printed = run && run->succeeded() ? read_text(out.string()) : Result<std::string>(Error{""});
   const nlohmann::json replay = printed ? nlohmann::json::parse(*printed, nullptr, false) : nlohmann::json();
-  if (!member(replay, "requests").is_array()) {
-    stage.checks.push_back({"replay", Verdict::Fail, run ? run->why() : run.error().message});
+  if (!member(replay, "requests").is_array() || member(replay, "requests").empty()) {
+    const std::string why = !run                ? run.error().message
+                            : !run->succeeded() ? run->why()
+                                                : "work/replay.json is missing, malformed or lists no request";
+    stage.checks.push_back({"replay", Verdict::Fail, why});
     return;
   }
   std::vector<std::string> unstable, differ;
@@ -171,7 +200,7 @@ void replay_checks(Context& context, StageResult& stage) {
     const bool same = member(r, "same") == true;
     if (!same) differ.push_back(name);
     stage.data["requests"][name]["same"] = same;
-    timings.push_back(time_request(name, member(r, "latency_ms"), context.options));
+    timings.push_back(time_request(name, same, member(r, "latency_ms"), context.options));
   }
   stage.data["replay_rounds"] = rounds;
   const std::string count = std::to_string(timings.size()) + " requests, " + std::to_string(rounds) + " rounds";

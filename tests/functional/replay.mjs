@@ -91,7 +91,14 @@ function answerOf(response) {
     text: c.message?.content ?? c.text ?? null,
     reasoning: c.message?.reasoning_content ?? null,
     tool_calls: (c.message?.tool_calls ?? []).map((t) => ({ name: t.function.name, arguments: t.function.arguments })),
-    logprobs: c.logprobs?.content?.map((l) => ({ token: l.token, top: l.top_logprobs.map((t) => t.token) })) ?? null,
+    // The values too: with bit-identical logits they are equal, and a changed value with the
+    // same argmax is a changed build.
+    logprobs:
+      c.logprobs?.content?.map((l) => ({
+        token: l.token,
+        logprob: l.logprob,
+        top: l.top_logprobs.map((t) => [t.token, t.logprob]),
+      })) ?? null,
   }));
 }
 
@@ -109,7 +116,13 @@ try {
       for (const side of order) {
         const client = servers[side].client();
         const start = performance.now();
-        const answer = JSON.stringify(answerOf(await send(client)));
+        let response;
+        try {
+          response = await send(client);
+        } catch (e) {
+          throw new Error(`${name} on the ${side} (${opt[side]}), round ${round}: ${e.message}`);
+        }
+        const answer = JSON.stringify(answerOf(response));
         results[name].latency_ms[side].push(performance.now() - start);
         if (results[name].answers[side] === undefined) results[name].answers[side] = answer;
         if (results[name].answers[side] !== answer) results[name].stable[side] = false;
@@ -126,5 +139,11 @@ try {
   writeFileSync(opt.out, `${JSON.stringify({ rounds, model: opt.model, requests: out }, null, 2)}\n`);
   console.log(`replay: ${out.length} requests, ${rounds} rounds, ${out.filter((r) => r.same).length} answers the same`);
 } finally {
-  for (const server of Object.values(servers)) await server.stop();
+  for (const [side, server] of Object.entries(servers)) {
+    const code = await server.stop();
+    if (code !== 0) {
+      console.error(`replay: the ${side}'s server exited ${code} on SIGTERM`);
+      process.exitCode = 1;
+    }
+  }
 }

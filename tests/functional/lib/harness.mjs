@@ -62,10 +62,13 @@ export class Server {
     return out;
   }
 
-  // SIGTERM; resolves with the exit code (a clean shutdown is 0).
+  // SIGTERM; resolves with the exit code (a clean shutdown is 0). A server still running 30 s
+  // later is killed (its code is then null, which no test takes for a clean exit).
   async stop() {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
     const { code } = await this.exited;
+    clearTimeout(timer);
     return code;
   }
 }
@@ -109,7 +112,13 @@ export async function startServer(args = [], { env = {}, modelPath = model, bina
   // The suite compares answers across batches, cache hits and servers: the default server
   // promises them equal bit for bit (README, "Serving").
   const launched = launchServer(args, { env, modelPath, binaryPath });
-  const port = await launched.listening;
+  let port;
+  try {
+    port = await launched.listening;
+  } catch (e) {
+    launched.child.kill('SIGKILL');  // a server that never listened must not stay behind
+    throw e;
+  }
   const server = new Server(launched.child, port, launched.exited);
   server.log = launched.log;
   for (let i = 0; i < 600; ++i) {
