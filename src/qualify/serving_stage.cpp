@@ -15,6 +15,7 @@
 
 #include "qualify/json_access.h"
 #include "qualify/stages.h"
+#include "qualify/stats.h"
 
 namespace gufo::qualify {
 
@@ -64,13 +65,6 @@ Check suite_check(Context& context, StageResult& stage, const Build& build, cons
     check.detail += "; " + run->why();
   }
   return check;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
 struct RequestTiming {

@@ -21,6 +21,13 @@ Summary summarize(const std::vector<double>& samples) {
   return s;
 }
 
+double median(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const size_t mid = samples.size() / 2;
+  return samples.size() % 2 == 1 ? samples[mid] : (samples[mid - 1] + samples[mid]) / 2;
+}
+
 double student_t_975(double dof) {
   // NOTE(stats): the table of any statistics text; between rows the smaller degree of
   // freedom's (larger) quantile is used, which widens the interval a little, never narrows it.

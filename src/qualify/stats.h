@@ -18,6 +18,9 @@ struct Summary {
 
 Summary summarize(const std::vector<double>& samples);
 
+// The middle value (the mean of the two middle ones for an even count); 0 for none.
+double median(std::vector<double> samples);
+
 // 97.5% quantile of Student's t with `dof` degrees of freedom (two-sided 95%).
 double student_t_975(double dof);
 

@@ -62,7 +62,8 @@ class QualifyMutants : public ::testing::Test {
     auto run = run_process(spec);
     if (!run.ok()) return result;
     result.exit_code = run->exit_code;
-    result.err = read_text(spec.stderr_path).ok() ? *read_text(spec.stderr_path) : "";
+    auto err = read_text(spec.stderr_path);
+    result.err = err.ok() ? *err : "";
     auto text = read_text((dir_ / "out" / "report.json").string());
     if (text.ok()) result.report = nlohmann::json::parse(*text, nullptr, false);
     return result;
