@@ -1,12 +1,14 @@
-// `gufo qualify --baseline B --candidate C [--quick] [--out DIR]`: two builds of one revision
-// compared stage by stage (src/qualify/qualify.h); writes DIR/report.md and DIR/report.json and
-// prints the stages' verdicts. Exit 0 only for an overall pass, 1 otherwise.
+// `gufo qualify --baseline B --candidate C [--quick] [--out DIR] [--record]`: two builds of one
+// revision compared stage by stage (src/qualify/qualify.h); writes DIR/report.md and
+// DIR/report.json and prints the stages' verdicts; --record keeps a passing report in the
+// source tree (qualify/record.h). Exit 0 only for an overall pass, 1 otherwise.
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
 #include "qualify/process.h"
 #include "qualify/qualify.h"
+#include "qualify/record.h"
 #include "qualify/report.h"
 
 namespace gufo::cli {
@@ -15,6 +17,7 @@ Command register_qualify(CLI::App& root) {
   CLI::App* app =
       root.add_subcommand("qualify", "Two builds of one revision compared stage by stage: one gated report");
   auto o = std::make_shared<qualify::Options>();
+  auto record = std::make_shared<bool>(false);
   app->add_option("--baseline", o->baseline, "the baseline build directory (e.g. build/default)")->required();
   app->add_option("--candidate", o->candidate, "the candidate build directory (e.g. build/clang)")->required();
   app->add_flag("--quick", o->quick, "the quick profile: every stage but 4 (soak), short benchmarks (CI)");
@@ -35,7 +38,9 @@ Command register_qualify(CLI::App& root) {
                   "run only these stages (e.g. 1,2): no overall pass without every stage of the profile")
       ->delimiter(',');
   app->add_option("-t,--threads", o->threads, "CPU threads for every gufo run (0: all)");
-  return {app, [o]() {
+  app->add_flag("--record", *record,
+                "after a pass, keep the report in SOURCE/qualification/ and rewrite README's qualified-toolchain line");
+  return {app, [o, record]() {
             qualify::interrupt_on_signals();  // Ctrl-C stops the servers and suites it started
             auto report = qualify::qualify(*o);
             if (!report) return report_error(report.error());
@@ -46,7 +51,14 @@ Command register_qualify(CLI::App& root) {
             }
             std::printf("qualify: %s: %s (%s)\n", std::string(qualify::to_string(report->verdict)).c_str(),
                         report->reason.c_str(), (o->out / "report.md").c_str());
-            return report->verdict == qualify::Verdict::Pass ? 0 : 1;
+            if (report->verdict != qualify::Verdict::Pass) return 1;
+            if (*record) {
+              auto kept = qualify::record_report(o->out, o->source);
+              if (!kept) return report_error(kept.error());
+              std::printf("qualify: recorded in %s; README.md's qualified-toolchain line names it\n",
+                          (o->source / *kept).c_str());
+            }
+            return 0;
           }};
 }
 

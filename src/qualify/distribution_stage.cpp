@@ -2,11 +2,13 @@
 // work/install (stripped) must give a gufo that runs the shipped model and a
 // THIRD_PARTY_NOTICES (scripts/third-party-notices.sh: what the build links and compiles in);
 // `cpack` must give a Debian package holding both, whose dependencies (from dpkg-shlibdeps,
-// the libraries gufo really loads) each have their notice in the package's own copy.
+// the libraries gufo really loads) each have their notice in the package's own copy; and
+// README.md's qualified-toolchain line must be the newest passing report's (record.h).
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "qualify/record.h"
 #include "qualify/stages.h"
 
 namespace gufo::qualify {
@@ -166,7 +168,7 @@ StageResult run_distribution_stage(Context& context) {
   stage.checks.push_back(install_check(context, prefix));
   if (stage.checks.back().verdict == Verdict::Pass) stage.checks.push_back(installed_runs_check(context, prefix));
   stage.checks.push_back(package_check(context, stage));
-  stage.checks.push_back({"README's qualified-toolchain line", Verdict::Skip, "not written from the report yet"});
+  stage.checks.push_back(readme_line_check(context.options.source));
   stage.conclude();
   return stage;
 }

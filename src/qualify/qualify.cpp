@@ -96,6 +96,7 @@ Result<Report> qualify(const Options& options) {
 
   Report report;
   report.profile = options.quick ? "quick" : "full";
+  report.device = options.device;
   report.revision = context.baseline.revision;
   report.started = utc_now();
   report.baseline = {{"dir", options.baseline.string()}, {"diagnose", context.baseline.diagnose}};

@@ -48,6 +48,7 @@ struct Report {
   Verdict verdict = Verdict::Fail;
   std::string reason;
   std::string profile;  // "quick" or "full"
+  std::string device;   // cpu or cuda
   std::string revision;
   std::string started;  // UTC, ISO 8601
   double seconds = 0;

@@ -53,18 +53,6 @@ void builds_table(std::ostringstream& md, const Report& r) {
   md << "\nBoth builds' `gufo diagnose --json` are in report.json.\n\n";
 }
 
-Result<bool> write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path temp = path.string() + ".partial";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!(out << text) || !out.flush()) return Error{temp.string() + ": cannot write"};
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) return Error{path.string() + ": cannot write (" + ec.message() + ")"};
-  return true;
-}
-
 }  // namespace
 
 nlohmann::json report_json(const Report& r) {
@@ -82,9 +70,9 @@ nlohmann::json report_json(const Report& r) {
                       {"data", s.data},
                       {"plots", s.plots}});
   }
-  return {{"verdict", to_string(r.verdict)}, {"reason", r.reason},       {"profile", r.profile},
-          {"revision", r.revision},          {"started", r.started},     {"seconds", r.seconds},
-          {"baseline", r.baseline},          {"candidate", r.candidate}, {"stages", stages}};
+  return {{"verdict", to_string(r.verdict)}, {"reason", r.reason},   {"profile", r.profile}, {"device", r.device},
+          {"revision", r.revision},          {"started", r.started}, {"seconds", r.seconds}, {"baseline", r.baseline},
+          {"candidate", r.candidate},        {"stages", stages}};
 }
 
 std::string report_markdown(const Report& r) {
@@ -115,6 +103,18 @@ std::string report_markdown(const Report& r) {
   }
   md << "\nLogs of every program run: logs/ beside this report.\n";
   return md.str();
+}
+
+Result<bool> write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path temp = path.string() + ".partial";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!(out << text) || !out.flush()) return Error{temp.string() + ": cannot write"};
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) return Error{path.string() + ": cannot write (" + ec.message() + ")"};
+  return true;
 }
 
 Result<bool> write_report(const Report& report, const fs::path& out) {
