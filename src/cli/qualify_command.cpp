@@ -17,7 +17,6 @@ Command register_qualify(CLI::App& root) {
   CLI::App* app =
       root.add_subcommand("qualify", "Two builds of one revision compared stage by stage: one gated report");
   auto o = std::make_shared<qualify::Options>();
-  auto record = std::make_shared<bool>(false);
   app->add_option("--baseline", o->baseline, "the baseline build directory (e.g. build/default)")->required();
   app->add_option("--candidate", o->candidate, "the candidate build directory (e.g. build/clang)")->required();
   app->add_flag("--quick", o->quick, "the quick profile: every stage but 4 (soak), short benchmarks (CI)");
@@ -38,9 +37,9 @@ Command register_qualify(CLI::App& root) {
                   "run only these stages (e.g. 1,2): no overall pass without every stage of the profile")
       ->delimiter(',');
   app->add_option("-t,--threads", o->threads, "CPU threads for every gufo run (0: all)");
-  app->add_flag("--record", *record,
+  app->add_flag("--record", o->record,
                 "after a pass, keep the report in SOURCE/qualification/ and rewrite README's qualified-toolchain line");
-  return {app, [o, record]() {
+  return {app, [o]() {
             qualify::interrupt_on_signals();  // Ctrl-C stops the servers and suites it started
             auto report = qualify::qualify(*o);
             if (!report) return report_error(report.error());
@@ -52,7 +51,7 @@ Command register_qualify(CLI::App& root) {
             std::printf("qualify: %s: %s (%s)\n", std::string(qualify::to_string(report->verdict)).c_str(),
                         report->reason.c_str(), (o->out / "report.md").c_str());
             if (report->verdict != qualify::Verdict::Pass) return 1;
-            if (*record) {
+            if (o->record) {
               auto kept = qualify::record_report(o->out, o->source);
               if (!kept) return report_error(kept.error());
               std::printf("qualify: recorded in %s; README.md's qualified-toolchain line names it\n",

@@ -46,15 +46,15 @@ std::string record_name(const nlohmann::json& report) {
   const std::string started = text_at(report, {"started"});
   std::string revision = text_at(report, {"revision"});
   revision = revision.substr(0, 12);
-  return started.substr(0, 10) + "-" + (revision.empty() ? "unknown" : revision) + "-" +
-         text_at(report, {"device"}) + "-" + text_at(report, {"profile"});
+  return started.substr(0, 10) + "-" + (revision.empty() ? "unknown" : revision) + "-" + text_at(report, {"device"}) +
+         "-" + text_at(report, {"profile"});
 }
 
 std::string qualified_line(const nlohmann::json& report, const std::string& link) {
   return "Qualified toolchain: " + toolchain(report["candidate"]) + " against " + toolchain(report["baseline"]) +
          ", on " + text_at(report, {"device"}) + " (" + text_at(report, {"profile"}) + " profile), passed " +
-         text_at(report, {"started"}).substr(0, 10) + " at " + text_at(report, {"revision"}).substr(0, 12) + ": [report](" +
-         link + ").";
+         text_at(report, {"started"}).substr(0, 10) + " at " + text_at(report, {"revision"}).substr(0, 12) +
+         ": [report](" + link + ").";
 }
 
 Result<std::string> qualified_line_of(const std::string& readme) {
@@ -62,8 +62,8 @@ Result<std::string> qualified_line_of(const std::string& readme) {
   const size_t end = readme.find(kEnd);
   if (begin == std::string::npos || end == std::string::npos || end < begin + kBegin.size() ||
       readme.find(kBegin, begin + 1) != std::string::npos || readme.find(kEnd, end + 1) != std::string::npos) {
-    return Error{"README.md: no single pair of markers " + std::string(kBegin.substr(0, kBegin.size() - 1)) +
-                 " ... " + std::string(kEnd)};
+    return Error{"README.md: no single pair of markers " + std::string(kBegin.substr(0, kBegin.size() - 1)) + " ... " +
+                 std::string(kEnd)};
   }
   std::string line = readme.substr(begin + kBegin.size(), end - begin - kBegin.size());
   while (!line.empty() && line.back() == '\n') line.pop_back();
