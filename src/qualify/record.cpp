@@ -102,6 +102,11 @@ Result<fs::path> record_report(const fs::path& out, const fs::path& source) {
   const nlohmann::json report = nlohmann::json::parse(*text, nullptr, false);
   if (report.is_discarded()) return Error{(out / "report.json").string() + ": not JSON"};
   if (text_at(report, {"verdict"}) != "pass") return Error{"not recorded: the qualification did not pass"};
+  const std::string revision = text_at(report, {"revision"});
+  if (revision.empty() || revision.ends_with("-dirty")) {
+    return Error{"not recorded: the builds are of " + (revision.empty() ? "an unknown revision" : revision) +
+                 " (commit first: a recorded report names a commit)"};
+  }
   const fs::path readme_path = source / "README.md";
   auto readme = read_text(readme_path.string());
   if (!readme) return readme.error();

@@ -37,7 +37,7 @@ Result<std::filesystem::path> newest_passing_report(const std::filesystem::path&
 
 // Copies a passing report from `out` into source/qualification/NAME and rewrites
 // source/README.md; returns qualification/NAME. An existing NAME is an error (nothing the
-// user had is overwritten), as is a report that did not pass.
+// user had is overwritten), as is a report that did not pass or of a modified tree.
 Result<std::filesystem::path> record_report(const std::filesystem::path& out, const std::filesystem::path& source);
 
 // Stage 6's check: README.md's line is the one the newest passing report gives.

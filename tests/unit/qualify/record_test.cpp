@@ -14,12 +14,19 @@ namespace fs = std::filesystem;
 
 nlohmann::json report(const std::string& verdict, const std::string& started) {
   const auto build = [](const std::string& banner) {
-    return nlohmann::json{{"dir", "build/x"},
-                          {"diagnose", {{"build", {{"cxx_compiler", {{"banner", banner}}}, {"cuda", {{"enabled", false}}}}}}}};
+    return nlohmann::json{
+        {"dir", "build/x"},
+        {"diagnose", {{"build", {{"cxx_compiler", {{"banner", banner}}}, {"cuda", {{"enabled", false}}}}}}}};
   };
-  return {{"verdict", verdict},    {"reason", "r"},       {"profile", "quick"},
-          {"device", "cpu"},       {"revision", "41b3055c3850aa"}, {"started", started},
-          {"baseline", build("g++-12 12.2.0")}, {"candidate", build("clang 16.0.6")}, {"stages", nlohmann::json::array()}};
+  return {{"verdict", verdict},
+          {"reason", "r"},
+          {"profile", "quick"},
+          {"device", "cpu"},
+          {"revision", "41b3055c3850aa"},
+          {"started", started},
+          {"baseline", build("g++-12 12.2.0")},
+          {"candidate", build("clang 16.0.6")},
+          {"stages", nlohmann::json::array()}};
 }
 
 void write(const fs::path& path, const std::string& text) {
@@ -130,6 +137,12 @@ TEST_F(QualifyRecord, NothingIsOverwrittenAndAFailIsNotRecorded) {
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.error().message.find("did not pass"), std::string::npos);
   EXPECT_FALSE(fs::exists(source / "qualification/2026-12-07-41b3055c3850-cpu-quick"));
+  nlohmann::json dirty = report("pass", "2026-12-08T00:00:00Z");
+  dirty["revision"] = "41b3055c3850-dirty";
+  auto modified = record_report(out_with(dirty), source);
+  ASSERT_FALSE(modified.ok());
+  EXPECT_NE(modified.error().message.find("commit first"), std::string::npos) << modified.error().message;
+  EXPECT_EQ(read(source / "README.md"), readme);
 }
 
 }  // namespace
