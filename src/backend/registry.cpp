@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/fault_injection.h"
 #if defined(GUFO_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -35,7 +36,9 @@ bool built_with_cuda() {
 #endif
 }
 
-Result<CreatedBackend> create_backend(const BackendOptions& options) {
+namespace {
+
+Result<CreatedBackend> create_chosen(const BackendOptions& options) {
   CreatedBackend created;
   const auto make_cpu = [&] { created.backend = std::make_unique<cpu::CpuBackend>(options.threads); };
   switch (options.device.kind) {
@@ -64,6 +67,14 @@ Result<CreatedBackend> create_backend(const BackendOptions& options) {
     }
   }
   return Error{"unknown device kind"};
+}
+
+}  // namespace
+
+Result<CreatedBackend> create_backend(const BackendOptions& options) {
+  GUFO_ASSIGN_OR_RETURN(CreatedBackend created, create_chosen(options));
+  created.backend = with_injected_faults(std::move(created.backend), options.faults);
+  return created;
 }
 
 }  // namespace gufo::backend

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "backend/backend.h"
+#include "core/faults.h"
 #include "core/result.h"
 
 namespace gufo::backend {
@@ -25,6 +26,7 @@ Result<DeviceChoice> parse_device(std::string_view text);
 struct BackendOptions {
   DeviceChoice device;
   int threads = 0;  // CPU threads (0: all); also the host threads a device backend may use
+  Faults faults;    // GUFO_FAULTS' forward faults wrap the backend (fault_injection.h)
 };
 
 struct CreatedBackend {

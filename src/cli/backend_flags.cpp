@@ -25,8 +25,15 @@ Result<ChosenBackend> make_backend(const BackendFlags& flags, const char* comman
   ChosenBackend chosen;
   GUFO_ASSIGN_OR_RETURN(chosen.cache_type, parse_cache_type(flags.cache_type));
   GUFO_ASSIGN_OR_RETURN(const backend::DeviceChoice device, backend::parse_device(flags.device));
+  GUFO_ASSIGN_OR_RETURN(chosen.faults, faults_from_environment());
   GUFO_ASSIGN_OR_RETURN(backend::CreatedBackend created,
-                        backend::create_backend({.device = device, .threads = flags.threads}));
+                        backend::create_backend({.device = device, .threads = flags.threads, .faults = chosen.faults}));
+  // A leftover test variable must not break a run unnoticed (serve says its request delay).
+  Faults forward_faults = chosen.faults;
+  forward_faults.request_delay = {};
+  if (const std::string injected = forward_faults.describe(); !injected.empty()) {
+    std::fprintf(stderr, "gufo %s: GUFO_FAULTS: %s (a test fault)\n", command, injected.c_str());
+  }
   if (!created.notice.empty()) std::fprintf(stderr, "gufo %s: %s\n", command, created.notice.c_str());
   chosen.backend = std::move(created.backend);
   chosen.automatic = device.kind == backend::DeviceChoice::Kind::Auto;
@@ -44,7 +51,8 @@ Result<std::unique_ptr<engine::Model>> load_model(ChosenBackend& chosen, const s
   if (!fall_back) return loaded;
   std::fprintf(stderr, "gufo %s: using the CPU: %s\n", chosen.command.c_str(), loaded.error().message.c_str());
   const backend::BackendOptions cpu{.device = {.kind = backend::DeviceChoice::Kind::Cpu, .index = 0},
-                                    .threads = chosen.threads};
+                                    .threads = chosen.threads,
+                                    .faults = chosen.faults};
   GUFO_ASSIGN_OR_RETURN(backend::CreatedBackend created, backend::create_backend(cpu));
   chosen.backend = std::move(created.backend);  // the GPU's memory goes with the old backend
   return engine::Model::load(path, *chosen.backend);

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "core/dtype.h"
+#include "core/faults.h"
 #include "core/result.h"
 #include "engine/model.h"
 
@@ -34,6 +35,7 @@ struct ChosenBackend {
   bool automatic = false;  // --device auto: load_model may still fall back to the CPU
   int threads = 0;
   std::string command;  // prefixes the notices
+  Faults faults;        // GUFO_FAULTS (core/faults.h), kept for a fallback backend
 };
 
 // Parses the flags and creates the backend; `command` prefixes the fallback notice.

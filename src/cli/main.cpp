@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,14 @@ int main(int argc, char** argv) {
   // NOTE(cli): the edge of the program: anything thrown below becomes one line and exit 1.
   try {
     return gufo::cli::run_main(argc, argv);
+  } catch (const std::bad_array_new_length& e) {  // a size gone wrong, not a full memory
+    std::fprintf(stderr, "gufo: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // NOTE(cli): the host ran out of memory (or of address space under a ulimit): say so in
+    // words; "std::bad_alloc" tells a user nothing.
+    std::fprintf(stderr, "gufo: error: out of host memory\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gufo: error: %s\n", e.what());
     return 1;

@@ -37,6 +37,8 @@ Command register_qualify(CLI::App& root) {
                   "run only these stages (e.g. 1,2): no overall pass without every stage of the profile")
       ->delimiter(',');
   app->add_option("-t,--threads", o->threads, "CPU threads for every gufo run (0: all)");
+  app->add_option("--soak-minutes", o->soak_minutes, "stage 4: how long the soak of agent conversations runs")
+      ->check(CLI::Range(0.2, 10000.0));
   app->add_flag("--record", o->record,
                 "after a pass, keep the report in SOURCE/qualification/ and rewrite README's qualified-toolchain line");
   return {app, [o]() {

@@ -27,9 +27,9 @@
 #include "cli/generation_flags.h"
 #include "cli/serve_models.h"
 #include "cli/stop_signals.h"
+#include "core/faults.h"
 #include "engine/scheduler.h"
 #include "model/hparams.h"
-#include "server/faults.h"
 #include "server/http_server.h"
 #include "server/reasoning.h"
 
@@ -118,15 +118,15 @@ int run_serve(ServeOptions options) {
   if (auto cache_type = parse_cache_type(options.backend.cache_type); !cache_type.ok()) {
     return report_error(cache_type.error());
   }
-  if (const char* spec = std::getenv("GUFO_FAULTS"); spec != nullptr) {
-    auto faults = server::parse_faults(spec);
-    if (!faults.ok()) return report_error(faults.error());
-    options.http.injected_delay = faults->request_delay;
-    // A leftover test variable must not slow a server unnoticed.
-    if (faults->request_delay.count() > 0) {
-      std::fprintf(stderr, "gufo serve: GUFO_FAULTS: every request waits %lld ms first (a test fault)\n",
-                   static_cast<long long>(faults->request_delay.count()));
-    }
+  // GUFO_FAULTS (core/faults.h): the request delay is the server's; make_backend reads the
+  // forward faults and says what is injected.
+  auto faults = faults_from_environment();
+  if (!faults.ok()) return report_error(faults.error());
+  options.http.injected_delay = faults->request_delay;
+  // A leftover test variable must not slow a server unnoticed.
+  if (faults->request_delay.count() > 0) {
+    std::fprintf(stderr, "gufo serve: GUFO_FAULTS: every request waits %lld ms first (a test fault)\n",
+                 static_cast<long long>(faults->request_delay.count()));
   }
   if (options.model_paths.empty() && options.models_dir.empty()) {
     auto model_path = model_or_default("");

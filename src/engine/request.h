@@ -103,6 +103,17 @@ class RequestChannel {
     events_.pop_front();
     return event;
   }
+  // Waits up to `timeout` for the first event. If it is an Error, takes it and returns its
+  // message; any other event, or none in time, stays for next(). A server calls this before
+  // it commits to a status, so that a request failing at once gets a 500, not a 200.
+  std::optional<std::string> take_early_error(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [this] { return !events_.empty(); })) return std::nullopt;
+    if (events_.front().kind != RequestEvent::Kind::Error) return std::nullopt;
+    std::string message = std::move(events_.front().error);
+    events_.pop_front();
+    return message;
+  }
   // Asks the engine to stop this request and free its cache blocks at the next step.
   void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }

@@ -413,6 +413,11 @@ void Scheduler::preempt_newest() {
   waiting_.push_front(std::move(seq));
 }
 
+std::string Scheduler::device_failure() const {
+  std::lock_guard lock(mutex_);
+  return device_failure_;
+}
+
 void Scheduler::fail_after_device_loss(const std::string& message) {
   {
     // From here submit() refuses; what was submitted before is failed with the rest.

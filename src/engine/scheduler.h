@@ -97,6 +97,8 @@ class Scheduler {
 
   const SchedulerOptions& options() const { return options_; }
   EngineStats stats() const;
+  // Why the backend's device was lost ("" while it works): then every request fails.
+  std::string device_failure() const;
 
  private:
   struct Sequence;

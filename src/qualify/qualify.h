@@ -7,7 +7,9 @@
 //   3 serving      the same requests replayed against both builds' servers (the same answers
 //                  where the logits are bit-identical; latency within 5% or 3 ms), and the
 //                  functional suite against each
-//   4 soak         memory pressure and a long soak (not in the quick profile)
+//   4 soak         the KV pool past its limit, injected faults (a failed allocation, a lost
+//                  device), memory limits, and a soak of agent conversations with drift
+//                  bounds (not in the quick profile)
 //   5 performance  `gufo bench` alternated between the builds, noise-aware verdicts
 //   6 distribution cmake --install and a Debian package of the candidate, with the notices of
 //                  what it links
@@ -42,6 +44,7 @@ struct Options {
   int threads = 0;                               // -t for every gufo run (0: all cores)
   std::vector<int> stages;                       // empty: every stage of the profile; else only these
   std::vector<std::string> functional_profiles;  // empty: the profile's (serving_stage.cpp)
+  double soak_minutes = 10;                      // stage 4's soak of agent conversations
   bool record = false;  // a pass is kept in source/qualification/ with README's line (record.h)
 };
 

@@ -151,6 +151,15 @@ void HttpServer::stop() {
   if (in_flight_.load() > 0) shut_connections(port_, /*writes_too=*/true);
 }
 
+std::string HttpServer::lost_device() const {
+  if (!ready_.load(std::memory_order_acquire)) return "";
+  for (const auto& model : models_->loaded_models()) {
+    std::string lost = model->served().scheduler->device_failure();
+    if (!lost.empty()) return lost;
+  }
+  return "";
+}
+
 void HttpServer::reply(httplib::Response& res, const std::string& route, int status, const std::string& body,
                        const char* content_type) {
   res.status = status;
@@ -280,9 +289,19 @@ void HttpServer::page_and_status_routes() {
   http_->Get("/", chat_page_route);
   http_->Get(R"(/index\.html)", chat_page_route);
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    // A model whose device was lost can serve nothing more: the process is unhealthy, so
+    // that whatever supervises it restarts it.
+    if (const std::string lost = lost_device(); !lost.empty()) {
+      reply(res, "/health", 503, nlohmann::json{{"status", "error"}, {"error", lost}}.dump());
+      return;
+    }
     reply(res, "/health", 200, R"({"status":"ok"})");
   });
   http_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+    if (const std::string lost = lost_device(); !lost.empty()) {
+      reply(res, "/ready", 503, nlohmann::json{{"status", "error"}, {"error", lost}}.dump());
+      return;
+    }
     const bool ready = ready_.load(std::memory_order_acquire) && !stopping_.load();
     const char* status = ready              ? R"({"status":"ready"})"
                          : stopping_.load() ? R"({"status":"stopping"})"

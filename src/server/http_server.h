@@ -43,7 +43,7 @@ struct ServerOptions {
   int http_threads = 64;                        // connections served at once (streams hold one each)
   bool separate_reasoning = true;               // chat: <think> blocks go to reasoning_content (server/reasoning.h)
   bool access_log = true;                       // a line per request on stderr (server/access_log.h)
-  std::chrono::milliseconds injected_delay{0};  // GUFO_FAULTS request_delay_ms (server/faults.h)
+  std::chrono::milliseconds injected_delay{0};  // GUFO_FAULTS request_delay_ms (core/faults.h)
 };
 
 class HttpServer {
@@ -105,6 +105,8 @@ class HttpServer {
                   ErrorShape shape = ErrorShape::OpenAI);
   void reply_error(httplib::Response& res, const std::string& route, const ApiError& error,
                    ErrorShape shape = ErrorShape::OpenAI);
+  // Why a loaded model's device was lost ("" while every device works).
+  std::string lost_device() const;
   void reply(httplib::Response& res, const std::string& route, int status, const std::string& body,
              const char* content_type = "application/json");
 

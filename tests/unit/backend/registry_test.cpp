@@ -21,19 +21,19 @@ TEST(Registry, ParsesDevices) {
 }
 
 TEST(Registry, CreatesTheCpuBackendAndFallsBackFromAuto) {
-  auto cpu = create_backend({.device = {.kind = DeviceChoice::Kind::Cpu, .index = 0}, .threads = 1});
+  auto cpu = create_backend({.device = {.kind = DeviceChoice::Kind::Cpu, .index = 0}, .threads = 1, .faults = {}});
   ASSERT_TRUE(cpu.ok());
   EXPECT_EQ(cpu->backend->name(), "cpu");
   EXPECT_EQ(cpu->backend->capabilities().backend, "CPU");
   EXPECT_EQ(cpu->backend->capabilities().threads, 1);
   EXPECT_TRUE(cpu->backend->capabilities().batch_invariant);
   EXPECT_FALSE(cpu->backend->capabilities().device_memory);
-  auto any = create_backend({.device = {.kind = DeviceChoice::Kind::Auto, .index = 0}, .threads = 1});
+  auto any = create_backend({.device = {.kind = DeviceChoice::Kind::Auto, .index = 0}, .threads = 1, .faults = {}});
   ASSERT_TRUE(any.ok());
   if (any->backend->name() == "cpu" && built_with_cuda()) {
     EXPECT_NE(any->notice.find("using the CPU"), std::string::npos);  // a CUDA build on a machine without a GPU
   }
-  auto cuda = create_backend({.device = {.kind = DeviceChoice::Kind::Cuda, .index = 0}, .threads = 1});
+  auto cuda = create_backend({.device = {.kind = DeviceChoice::Kind::Cuda, .index = 0}, .threads = 1, .faults = {}});
   if (!built_with_cuda()) {
     ASSERT_FALSE(cuda.ok());
     EXPECT_NE(cuda.error().message.find("built without CUDA"), std::string::npos);

@@ -49,11 +49,12 @@ class QualifyMutants : public ::testing::Test {
     return build;
   }
 
-  QualifyRun qualify(const fs::path& baseline, const fs::path& candidate, const std::vector<std::string>& extra) {
+  QualifyRun qualify(const fs::path& baseline, const fs::path& candidate, const std::vector<std::string>& extra,
+                     bool quick = true) {
     ProcessSpec spec;
     spec.argv = {GUFO_TEST_BINARY,   "qualify",  "--baseline",         baseline.string(), "--candidate",
-                 candidate.string(), "--source", GUFO_TEST_SOURCE_DIR, "--out",           (dir_ / "out").string(),
-                 "--quick"};
+                 candidate.string(), "--source", GUFO_TEST_SOURCE_DIR, "--out",           (dir_ / "out").string()};
+    if (quick) spec.argv.push_back("--quick");
     for (const std::string& e : extra) spec.argv.push_back(e);
     spec.stdout_path = (dir_ / "qualify.out").string();
     spec.stderr_path = (dir_ / "qualify.err").string();
@@ -137,7 +138,7 @@ TEST_F(QualifyMutants, PerformanceCatchesASlowerCandidate) {
 }
 
 TEST_F(QualifyMutants, ServingCatchesACandidateServerThatIsTwentyMillisecondsSlower) {
-  // GUFO_FAULTS (server/faults.h) puts a 20 ms sleep into every request of the candidate's
+  // GUFO_FAULTS (core/faults.h) puts a 20 ms sleep into every request of the candidate's
   // server; the answers stay the same.
   const QualifyRun run =
       qualify(wrapper_build("baseline"), wrapper_build("candidate", "export GUFO_FAULTS=request_delay_ms=20"),
@@ -214,7 +215,8 @@ TEST_F(QualifyMutants, AMissingOracleSuiteFailsWithItsName) {
 
 TEST_F(QualifyMutants, DistributionNamesWhatACandidateBuildLacks) {
   // A directory with a gufo but no CMake install rules or package configuration: stage 6 says
-  // which, and the README line it cannot write yet is listed as not run.
+  // which; README's qualified-toolchain line is the source tree's, checked against its newest
+  // recorded report (qualification/), whatever the builds.
   const QualifyRun run = qualify(wrapper_build("baseline"), wrapper_build("candidate"), {"--stages", "6"});
   ASSERT_TRUE(run.report.is_object()) << run.err;
   const nlohmann::json& distribution = stage(run, 6);
@@ -224,7 +226,52 @@ TEST_F(QualifyMutants, DistributionNamesWhatACandidateBuildLacks) {
   EXPECT_EQ(distribution["checks"][0]["verdict"], "fail");
   EXPECT_EQ(distribution["checks"][1]["verdict"], "fail");
   EXPECT_NE(distribution["checks"][1]["detail"].get<std::string>().find("no CPackConfig.cmake"), std::string::npos);
-  EXPECT_EQ(distribution["checks"][2]["verdict"], "skip");
+  EXPECT_EQ(distribution["checks"][2]["name"], "README's qualified-toolchain line");
+  EXPECT_EQ(distribution["checks"][2]["verdict"], "pass") << distribution["checks"][2]["detail"];
+}
+
+// The check of stage 4 named `name`.
+const nlohmann::json& check_named(const nlohmann::json& stage, const std::string& name) {
+  for (const nlohmann::json& c : stage["checks"]) {
+    if (c["name"].get<std::string>().rfind(name, 0) == 0) return c;
+  }
+  static const nlohmann::json none;
+  return none;
+}
+
+TEST_F(QualifyMutants, PressureCatchesACandidateThatCrashesWhenMemoryRunsOut) {
+  // Under an address-space limit this candidate's `gufo run` dies by a signal, where gufo says
+  // in one line that memory ran out.
+  const QualifyRun run = qualify(wrapper_build("baseline"),
+                                 wrapper_build("candidate",
+                                               "if [ \"$1\" = run ] && [ \"$(ulimit -v)\" != unlimited ]; then "
+                                               "kill -SEGV $$; fi"),
+                                 {"--stages", "4", "--soak-minutes", "0.2"}, /*quick=*/false);
+  ASSERT_TRUE(run.report.is_object()) << run.err;
+  const nlohmann::json& pressure = stage(run, 4);
+  EXPECT_EQ(pressure["verdict"], "fail");
+  const nlohmann::json& limit = check_named(pressure, "a model past the memory");
+  EXPECT_EQ(limit["verdict"], "fail");
+  EXPECT_NE(limit["detail"].get<std::string>().find("signal 11"), std::string::npos) << limit["detail"];
+  EXPECT_EQ(check_named(pressure, "KV pool past its limit")["verdict"], "pass");
+}
+
+TEST_F(QualifyMutants, SoakCatchesACandidateThatStopsAnsweringMidway) {
+  // This candidate's server loses its device after a few hundred forward calls when it runs
+  // the soak (soak.mjs serves with --ctx 1024): the functional profile and the memory limits
+  // pass, the soak's conversations fail.
+  const QualifyRun run = qualify(
+      wrapper_build("baseline"),
+      wrapper_build("candidate", "case \" $* \" in *\" --ctx 1024 \"*) export GUFO_FAULTS=device_lost_at=400 ;; esac"),
+      {"--stages", "4", "--soak-minutes", "0.25"}, /*quick=*/false);
+  ASSERT_TRUE(run.report.is_object()) << run.err;
+  const nlohmann::json& pressure = stage(run, 4);
+  EXPECT_EQ(pressure["verdict"], "fail");
+  const nlohmann::json& answered = check_named(pressure, "soak: every request answered");
+  EXPECT_EQ(answered["verdict"], "fail") << answered;
+  EXPECT_NE(answered["detail"].get<std::string>().find("device"), std::string::npos) << answered["detail"];
+  EXPECT_EQ(check_named(pressure, "KV pool past its limit")["verdict"], "pass");
+  EXPECT_EQ(check_named(pressure, "a model past the memory")["verdict"], "pass");
 }
 
 TEST_F(QualifyMutants, TwoRevisionsAreRefused) {
