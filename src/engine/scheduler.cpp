@@ -247,7 +247,7 @@ Submission Scheduler::enqueue(std::vector<std::unique_ptr<Sequence>> seqs, int64
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return {SubmitStatus::ShuttingDown, "the server is shutting down", nullptr};
-    if (!device_failure_.empty()) return {SubmitStatus::ShuttingDown, device_failure_, nullptr};
+    if (!device_failure_.empty()) return {SubmitStatus::DeviceLost, device_failure_, nullptr};
     if (queue_places_ + stats_.running + queue_places > options_.n_parallel + options_.max_queue) {
       return {SubmitStatus::QueueFull,
               "the server is busy: " + std::to_string(stats_.running) + " sequences running and " +

@@ -62,7 +62,8 @@ struct SchedulerOptions {
   uint64_t kv_memory_kept = 0;
 };
 
-enum class SubmitStatus { Accepted, QueueFull, TooLong, Invalid, ShuttingDown };
+// DeviceLost: the backend's device failed; nothing will run again in this process.
+enum class SubmitStatus { Accepted, QueueFull, TooLong, Invalid, ShuttingDown, DeviceLost };
 
 struct Submission {
   SubmitStatus status = SubmitStatus::Accepted;

@@ -149,6 +149,11 @@ std::variant<engine::RequestHandle, ApiError> accepted_or_error(engine::Submissi
       return bad_request(submission.message, param, "context_length_exceeded");
     case engine::SubmitStatus::Invalid:
       return bad_request(submission.message, param);
+    case engine::SubmitStatus::DeviceLost: {
+      ApiError lost = unavailable(submission.message);
+      lost.retry_after_seconds = 0;  // not a moment's pressure: this process will not serve again
+      return lost;
+    }
     case engine::SubmitStatus::ShuttingDown:
       break;
   }

@@ -16,7 +16,8 @@ const request = (i, maxTokens = 24) => ({
   ...greedy,
 });
 
-// Each request's fate, by plain fetch (no client retries or parsing): { status, body }.
+// Each request's fate, by plain fetch (no client retries or parsing): { status, body, text,
+// retryAfter }.
 async function send(server, body) {
   const res = await server.fetch('/v1/chat/completions', {
     method: 'POST',
@@ -30,7 +31,7 @@ async function send(server, body) {
   } catch {
     // left null: asserted on below
   }
-  return { status: res.status, body: json, text };
+  return { status: res.status, body: json, text, retryAfter: res.headers.get('retry-after') };
 }
 
 const completed = (r) => r.status === 200 && r.body?.choices?.[0]?.message !== undefined && !r.body.error;
@@ -88,6 +89,7 @@ test('a lost device fails every request with a 5xx, never a hang; /health says s
     const after = await send(server, request(5));
     assert.equal(after.status, 503, after.text);
     assert.match(after.body.error.message, /the device failed/);
+    assert.equal(after.retryAfter, null, 'a lost device is no reason to retry here');
     const health = await server.fetch('/health');
     assert.equal(health.status, 503);
     assert.match((await health.json()).error, /injected device loss/);

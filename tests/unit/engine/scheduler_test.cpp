@@ -493,7 +493,7 @@ TEST(SchedulerFailures, ALostDeviceFailsEveryRequestAndRefusesNewOnes) {
   EXPECT_NE(collect(running.handle).error.find("the device failed: injected failure"), std::string::npos);
   EXPECT_NE(collect(waiting.handle).error.find("the device failed"), std::string::npos);
   const Submission after = (*s)->submit(prompt_of(5, 3), {greedy(4)});
-  EXPECT_EQ(after.status, SubmitStatus::ShuttingDown);
+  EXPECT_EQ(after.status, SubmitStatus::DeviceLost);
   EXPECT_NE(after.message.find("the device failed"), std::string::npos) << after.message;
 }
 
