@@ -144,7 +144,7 @@ std::string fixed(double v, int digits) {
 }
 
 void soak_checks(Context& context, StageResult& stage) {
-  const double minutes = context.options.soak_minutes;
+  const double minutes = context.options.soak_minutes > 0 ? context.options.soak_minutes : 10;
   const fs::path out = context.work / "soak.json";
   const int window = minutes >= 5 ? 10 : std::max(1, static_cast<int>(minutes * 60 / 12));
   std::vector<std::string> argv = {"node",      context.source("tests/functional/soak.mjs").string(),

@@ -45,6 +45,8 @@ Result<bool> check_options(const Options& o) {
   for (int stage : o.stages) {
     if (stage < 1 || stage > 6) return Error{"--stages: " + std::to_string(stage) + " is not a stage (1 to 6)"};
   }
+  if (o.quick && o.soak_minutes > 0) return Error{"--soak-minutes: the quick profile has no soak (stage 4)"};
+  if (o.soak_minutes < 0) return Error{"--soak-minutes: must not be negative"};
   if (!fs::exists(o.source / "models" / "limits.json", ec)) {
     return Error{"--source " + o.source.string() +
                  ": no models/limits.json (run from Gufo's source tree or pass --source)"};

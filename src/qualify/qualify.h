@@ -44,7 +44,7 @@ struct Options {
   int threads = 0;                               // -t for every gufo run (0: all cores)
   std::vector<int> stages;                       // empty: every stage of the profile; else only these
   std::vector<std::string> functional_profiles;  // empty: the profile's (serving_stage.cpp)
-  double soak_minutes = 10;                      // stage 4's soak of agent conversations
+  double soak_minutes = 0;                       // stage 4's soak of agent conversations (0: 10)
   bool record = false;  // a pass is kept in source/qualification/ with README's line (record.h)
 };
 

@@ -274,6 +274,13 @@ TEST_F(QualifyMutants, SoakCatchesACandidateThatStopsAnsweringMidway) {
   EXPECT_EQ(check_named(pressure, "a model past the memory")["verdict"], "pass");
 }
 
+TEST_F(QualifyMutants, ASoakLengthWithTheQuickProfileIsRefused) {
+  const QualifyRun run = qualify(wrapper_build("baseline"), wrapper_build("candidate"), {"--soak-minutes", "1"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.err, "gufo: error: --soak-minutes: the quick profile has no soak (stage 4)\n");
+  EXPECT_TRUE(run.report.is_null());
+}
+
 TEST_F(QualifyMutants, TwoRevisionsAreRefused) {
   const std::string other_revision =
       "if [ \"$1\" = diagnose ]; then \"$real\" \"$@\" | sed 's/\"git_revision\": \"/\"git_revision\": \"0ther/'; "
