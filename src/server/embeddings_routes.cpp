@@ -87,6 +87,7 @@ void HttpServer::embeddings(const httplib::Request& req, httplib::Response& res)
   auto submitted = accepted_or_error(model->scheduler->submit_embeddings(inputs, model->pooling), "input");
   if (auto* error = std::get_if<ApiError>(&submitted)) return fail(*error);
   const engine::RequestHandle handle = std::get<engine::RequestHandle>(submitted);
+  if (std::optional<ApiError> failed = early_failure(handle)) return fail(*failed);
 
   current_access_record().prompt_tokens = prompt_tokens;
   counters_.count(route, 200);

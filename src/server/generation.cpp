@@ -168,14 +168,18 @@ std::variant<StartedGeneration, ApiError> start_generation(const ServedModel& mo
   auto submitted = submit_plan(model, *plan);
   if (auto* error = std::get_if<ApiError>(&submitted)) return std::move(*error);
   const engine::RequestHandle& handle = std::get<engine::RequestHandle>(submitted);
+  if (std::optional<ApiError> failed = early_failure(handle)) return std::move(*failed);
+  return StartedGeneration{.plan = std::move(plan), .handle = handle};
+}
+
+std::optional<ApiError> early_failure(const engine::RequestHandle& handle) {
   // NOTE(status): once the answer starts (heartbeats, or the first chunk) its status is 200
   // and a later failure can only be told in the body; a failure within the first heartbeat
   // (a failed allocation or a lost device at prefill) still gets its 500 here.
-  if (std::optional<std::string> failed = handle->take_early_error(kHeartbeat)) {
-    handle->cancel();
-    return generation_failed(*failed);
-  }
-  return StartedGeneration{.plan = std::move(plan), .handle = handle};
+  std::optional<std::string> failed = handle->take_early_error(kHeartbeat);
+  if (!failed) return std::nullopt;
+  handle->cancel();
+  return generation_failed(*failed);
 }
 
 std::optional<std::string> pump_events(const engine::RequestHandle& handle, int32_t n_choices,

@@ -101,6 +101,10 @@ inline ApiError generation_failed(const std::string& error) {
       .status = 500, .message = "generation failed: " + error, .type = "server_error", .param = "", .code = ""};
 }
 
+// The 500 of a request whose first event, within a heartbeat, is its failure; nothing when it
+// started well or is still running (then the answer may begin, with status 200).
+std::optional<ApiError> early_failure(const engine::RequestHandle& handle);
+
 // A one-choice generation read to its end: the text, and the final event (its stop reason
 // and token counts). `error` is the engine's message if it failed; nullopt: the client went.
 struct CollectedAnswer {

@@ -81,6 +81,32 @@ test('a failed allocation mid-batch fails only that step\'s requests; the rest c
   }
 });
 
+test('a request that fails before its first token gets a real 500, chat and embeddings alike', async () => {
+  for (const first of ['chat', 'embeddings']) {
+    const server = await startServer([], { env: { GUFO_FAULTS: 'forward_oom_at=1' } });
+    try {
+      const embeddings = () => server.fetch('/v1/embeddings', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ input: 'The GNU project' }),
+      });
+      if (first === 'chat') {
+        const r = await send(server, request(0));
+        assert.equal(r.status, 500, r.text);
+        assert.match(r.body.error.message, /injected out-of-memory/);
+        assert.equal((await embeddings()).status, 200);  // forward call 2 runs
+      } else {
+        const res = await embeddings();
+        assert.equal(res.status, 500);
+        assert.match((await res.json()).error.message, /injected out-of-memory/);
+        assert.ok(completed(await send(server, request(0))));
+      }
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  }
+});
+
 test('a lost device fails every request with a 5xx, never a hang; /health says so', async () => {
   const server = await startServer(['--parallel', '4'], { env: { GUFO_FAULTS: 'device_lost_at=4' } });
   try {
