@@ -38,6 +38,7 @@ Command register_qualify(CLI::App& root) {
       ->delimiter(',');
   app->add_option("-t,--threads", o->threads, "CPU threads for every gufo run (0: all)");
   app->add_option("--soak-minutes", o->soak_minutes, "stage 4: how long the soak of agent conversations runs")
+      ->default_str("10")
       ->check(CLI::Range(0.2, 10000.0));
   app->add_flag("--record", o->record,
                 "after a pass, keep the report in SOURCE/qualification/ and rewrite README's qualified-toolchain line");
