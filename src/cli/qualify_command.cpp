@@ -55,7 +55,7 @@ Command register_qualify(CLI::App& root) {
                         report->reason.c_str(), (o->out / "report.md").c_str());
             if (report->verdict != qualify::Verdict::Pass) return 1;
             if (o->record) {
-              auto kept = qualify::record_report(o->out, o->source);
+              auto kept = qualify::record_report(qualify::report_json(*report), o->out, o->source);
               if (!kept) return report_error(kept.error());
               std::printf("qualify: recorded in %s; README.md's qualified-toolchain line names it\n",
                           (o->source / *kept).c_str());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,13 @@ inline const nlohmann::json& member(const nlohmann::json& j, const char* key) {
   if (!j.is_object()) return kNull;
   const auto it = j.find(key);
   return it == j.end() ? kNull : *it;
+}
+
+// j[k0][k1]... along `path`, null where any step is missing.
+inline const nlohmann::json& member_at(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const nlohmann::json* at = &j;
+  for (const char* key : path) at = &member(*at, key);
+  return *at;
 }
 
 // A finite number, or nothing.

@@ -19,9 +19,9 @@
 
 #include "qualify/functional_suite.h"
 #include "qualify/json_access.h"
-#include "qualify/plot.h"
 #include "qualify/process.h"
 #include "qualify/stages.h"
+#include "qualify/stats.h"
 
 namespace gufo::qualify {
 
@@ -47,7 +47,8 @@ LimitOutcome classify(const Context::Run& run, const std::string& err) {
   // Its last line (notices such as GUFO_FAULTS' may come before) is gufo's own error.
   std::string text = err;
   while (!text.empty() && text.back() == '\n') text.pop_back();
-  const std::string last = text.substr(text.find_last_of('\n') == std::string::npos ? 0 : text.find_last_of('\n') + 1);
+  const size_t newline = text.find_last_of('\n');
+  const std::string last = newline == std::string::npos ? text : text.substr(newline + 1);
   static const std::regex clear(R"(^gufo( [a-z]+)?: (error: )?.*(memory|cannot map|cannot allocate).*$)",
                                 std::regex::icase);
   if (run.outcome.exit_code == 1 && std::regex_match(last, clear) && last.find("std::") == std::string::npos) {
@@ -112,13 +113,6 @@ Check memory_limit_check(Context& context, StageResult& stage) {
   return check;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The medians of `field` over the first and last thirds of the windows (the first window,
 // start-up, left out; so are windows that finished no request when `busy_only`, whose
 // latencies are no measurement). Nothing when a window lacks the number or too few remain.
@@ -132,8 +126,7 @@ std::optional<std::pair<double, double>> thirds(const nlohmann::json& windows, c
   }
   if (values.size() < 3) return std::nullopt;
   const auto third = static_cast<std::ptrdiff_t>(values.size() / 3);
-  return std::pair{median_of({values.begin(), values.begin() + third}),
-                   median_of({values.end() - third, values.end()})};
+  return std::pair{median({values.begin(), values.begin() + third}), median({values.end() - third, values.end()})};
 }
 
 std::string fixed(double v, int digits) {

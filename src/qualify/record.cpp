@@ -1,8 +1,5 @@
 #include "qualify/record.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "qualify/json_access.h"
 #include "qualify/process.h"
 #include "qualify/report.h"
@@ -18,12 +15,7 @@ constexpr std::string_view kEnd = "<!-- /qualified-toolchain -->";
 
 // The string at `path` in j, or "" where it is missing or not a string.
 std::string text_at(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const nlohmann::json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) return "";
-    at = &(*at)[key];
-  }
-  return at->is_string() ? at->get<std::string>() : "";
+  return string_of(member_at(j, path));
 }
 
 // A build as the line names it: the C++ compiler's banner, and nvcc's version and
@@ -76,31 +68,27 @@ Result<std::string> with_qualified_line(const std::string& readme, const std::st
   return readme.substr(0, from) + line + "\n" + readme.substr(readme.find(kEnd));
 }
 
-Result<fs::path> newest_passing_report(const fs::path& qualification_dir) {
+Result<PassingReport> newest_passing_report(const fs::path& qualification_dir) {
   std::error_code ec;
-  if (!fs::is_directory(qualification_dir, ec)) return fs::path();
-  fs::path newest;
-  std::string newest_started;
+  PassingReport newest;
+  if (!fs::is_directory(qualification_dir, ec)) return newest;
   for (const fs::directory_entry& entry : fs::directory_iterator(qualification_dir, ec)) {
     const fs::path json_path = entry.path() / "report.json";
     if (!fs::is_regular_file(json_path, ec)) continue;
     auto text = read_text(json_path.string());
     if (!text) return text.error();
-    const nlohmann::json report = nlohmann::json::parse(*text, nullptr, false);
+    nlohmann::json report = nlohmann::json::parse(*text, nullptr, false);
     if (report.is_discarded()) return Error{json_path.string() + ": not JSON"};
     if (text_at(report, {"verdict"}) != "pass") continue;
-    const std::string started = text_at(report, {"started"});
-    if (newest.empty() || started > newest_started) newest = json_path, newest_started = started;
+    if (newest.path.empty() || text_at(report, {"started"}) > text_at(newest.report, {"started"})) {
+      newest = {json_path, std::move(report)};
+    }
   }
   if (ec) return Error{qualification_dir.string() + ": cannot list (" + ec.message() + ")"};
   return newest;
 }
 
-Result<fs::path> record_report(const fs::path& out, const fs::path& source) {
-  auto text = read_text((out / "report.json").string());
-  if (!text) return text.error();
-  const nlohmann::json report = nlohmann::json::parse(*text, nullptr, false);
-  if (report.is_discarded()) return Error{(out / "report.json").string() + ": not JSON"};
+Result<fs::path> record_report(const nlohmann::json& report, const fs::path& out, const fs::path& source) {
   if (text_at(report, {"verdict"}) != "pass") return Error{"not recorded: the qualification did not pass"};
   const std::string revision = text_at(report, {"revision"});
   if (revision.empty() || revision.ends_with("-dirty")) {
@@ -135,15 +123,18 @@ Result<fs::path> record_report(const fs::path& out, const fs::path& source) {
 Check readme_line_check(const fs::path& source) {
   Check check{"README's qualified-toolchain line", Verdict::Fail, ""};
   auto newest = newest_passing_report(source / "qualification");
-  if (!newest) return check.detail = newest.error().message, check;
-  if (newest->empty()) return check.detail = "no passing report under qualification/ (gufo qualify --record)", check;
-  auto text = read_text(newest->string());
   auto readme = read_text((source / "README.md").string());
-  if (!text || !readme) return check.detail = (!text ? text.error() : readme.error()).message, check;
-  auto line = qualified_line_of(*readme);
-  if (!line) return check.detail = line.error().message, check;
-  const fs::path link = fs::relative(newest->parent_path(), source) / "report.md";
-  const std::string want = qualified_line(nlohmann::json::parse(*text, nullptr, false), link.generic_string());
+  auto line = readme ? qualified_line_of(*readme) : Result<std::string>(readme.error());
+  if (!newest || !line) {
+    check.detail = (!newest ? newest.error() : line.error()).message;
+    return check;
+  }
+  if (newest->path.empty()) {
+    check.detail = "no passing report under qualification/ (gufo qualify --record)";
+    return check;
+  }
+  const fs::path link = fs::relative(newest->path.parent_path(), source) / "report.md";
+  const std::string want = qualified_line(newest->report, link.generic_string());
   if (*line != want) {
     check.detail = "README.md says \"" + *line + "\"; the newest passing report (" + link.generic_string() +
                    ") gives \"" + want + "\"";

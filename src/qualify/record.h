@@ -31,14 +31,21 @@ Result<std::string> with_qualified_line(const std::string& readme, const std::st
 // The line between `readme`'s markers, or an error as with_qualified_line's.
 Result<std::string> qualified_line_of(const std::string& readme);
 
-// The newest (by "started") report.json with verdict "pass" in a directory of
-// qualification/*/; an empty path when there is none.
-Result<std::filesystem::path> newest_passing_report(const std::filesystem::path& qualification_dir);
+struct PassingReport {
+  std::filesystem::path path;  // its report.json; empty when there is none
+  nlohmann::json report;
+};
 
-// Copies a passing report from `out` into source/qualification/NAME and rewrites
+// The newest (by "started") report.json with verdict "pass" in a directory of
+// qualification/*/.
+Result<PassingReport> newest_passing_report(const std::filesystem::path& qualification_dir);
+
+// Records `report` (report_json of a qualification whose files are in `out`): copies its
+// report.md, report.json and plots into source/qualification/NAME and rewrites
 // source/README.md; returns qualification/NAME. An existing NAME is an error (nothing the
 // user had is overwritten), as is a report that did not pass or of a modified tree.
-Result<std::filesystem::path> record_report(const std::filesystem::path& out, const std::filesystem::path& source);
+Result<std::filesystem::path> record_report(const nlohmann::json& report, const std::filesystem::path& out,
+                                            const std::filesystem::path& source);
 
 // Stage 6's check: README.md's line is the one the newest passing report gives.
 Check readme_line_check(const std::filesystem::path& source);

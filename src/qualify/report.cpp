@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "qualify/json_access.h"
+
 namespace gufo::qualify {
 
 namespace {
@@ -25,13 +27,9 @@ std::string cell(std::string text) {
 }
 
 std::string field(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const nlohmann::json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) return "";
-    at = &(*at)[key];
-  }
-  if (at->is_string()) return at->get<std::string>();
-  return at->is_null() ? "" : at->dump();
+  const nlohmann::json& at = member_at(j, path);
+  if (at.is_string()) return at.get<std::string>();
+  return at.is_null() ? "" : at.dump();
 }
 
 void builds_table(std::ostringstream& md, const Report& r) {

@@ -62,6 +62,10 @@ class QualifyRecord : public ::testing::Test {
     write(out / "logs/a.out", "log");
     return out;
   }
+  // record_report of `r`, its files written to an --out directory first.
+  Result<fs::path> record(const nlohmann::json& r, const fs::path& source) {
+    return record_report(r, out_with(r), source);
+  }
   fs::path root_;
 };
 
@@ -93,8 +97,8 @@ TEST_F(QualifyRecord, TheNewestPassingReportWins) {
   write(dir / "c/report.json", report("fail", "2026-12-05T00:00:00Z").dump());
   auto newest = newest_passing_report(dir);
   ASSERT_TRUE(newest.ok()) << newest.error().message;
-  EXPECT_EQ(*newest, dir / "b/report.json");
-  EXPECT_TRUE(newest_passing_report(root_ / "nowhere")->empty());
+  EXPECT_EQ(newest->path, dir / "b/report.json");
+  EXPECT_TRUE(newest_passing_report(root_ / "nowhere")->path.empty());
   write(dir / "d/report.json", "{not json");
   EXPECT_FALSE(newest_passing_report(dir).ok());
 }
@@ -102,7 +106,7 @@ TEST_F(QualifyRecord, TheNewestPassingReportWins) {
 TEST_F(QualifyRecord, RecordsTheReportWithoutLogsAndRewritesTheReadme) {
   const fs::path source = root_ / "source";
   EXPECT_EQ(readme_line_check(source).verdict, Verdict::Fail);  // nothing recorded yet
-  auto kept = record_report(out_with(report("pass", "2026-12-06T21:00:00Z")), source);
+  auto kept = record(report("pass", "2026-12-06T21:00:00Z"), source);
   ASSERT_TRUE(kept.ok()) << kept.error().message;
   const fs::path dir = source / *kept;
   EXPECT_EQ(*kept, fs::path("qualification/2026-12-06-41b3055c3850-cpu-quick"));
@@ -118,7 +122,7 @@ TEST_F(QualifyRecord, RecordsTheReportWithoutLogsAndRewritesTheReadme) {
 
 TEST_F(QualifyRecord, AReadmeLineEditedByHandFailsTheCheck) {
   const fs::path source = root_ / "source";
-  ASSERT_TRUE(record_report(out_with(report("pass", "2026-12-06T21:00:00Z")), source).ok());
+  ASSERT_TRUE(record(report("pass", "2026-12-06T21:00:00Z"), source).ok());
   write(source / "README.md", *with_qualified_line(read(source / "README.md"), "Qualified toolchain: anything"));
   const Check check = readme_line_check(source);
   EXPECT_EQ(check.verdict, Verdict::Fail);
@@ -127,19 +131,19 @@ TEST_F(QualifyRecord, AReadmeLineEditedByHandFailsTheCheck) {
 
 TEST_F(QualifyRecord, NothingIsOverwrittenAndAFailIsNotRecorded) {
   const fs::path source = root_ / "source";
-  ASSERT_TRUE(record_report(out_with(report("pass", "2026-12-06T21:00:00Z")), source).ok());
+  ASSERT_TRUE(record(report("pass", "2026-12-06T21:00:00Z"), source).ok());
   const std::string readme = read(source / "README.md");
-  auto again = record_report(out_with(report("pass", "2026-12-06T22:00:00Z")), source);
+  auto again = record(report("pass", "2026-12-06T22:00:00Z"), source);
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.error().message.find("already recorded"), std::string::npos) << again.error().message;
   EXPECT_EQ(read(source / "README.md"), readme);
-  auto failed = record_report(out_with(report("fail", "2026-12-07T00:00:00Z")), source);
+  auto failed = record(report("fail", "2026-12-07T00:00:00Z"), source);
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.error().message.find("did not pass"), std::string::npos);
   EXPECT_FALSE(fs::exists(source / "qualification/2026-12-07-41b3055c3850-cpu-quick"));
   nlohmann::json dirty = report("pass", "2026-12-08T00:00:00Z");
   dirty["revision"] = "41b3055c3850-dirty";
-  auto modified = record_report(out_with(dirty), source);
+  auto modified = record(dirty, source);
   ASSERT_FALSE(modified.ok());
   EXPECT_NE(modified.error().message.find("commit first"), std::string::npos) << modified.error().message;
   EXPECT_EQ(read(source / "README.md"), readme);
