@@ -2,6 +2,9 @@
 #include "engine/constraint.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
@@ -40,18 +43,42 @@ Constraint::Constraint(std::shared_ptr<const grammar::Grammar> grammar, std::sha
              : thinking_open                                     ? Phase::Thinking
                                                                  : Phase::MayThink) {}
 
+namespace {
+
+constexpr float kNever = -std::numeric_limits<float>::infinity();
+constexpr std::array<float, 64> kNevers = [] {
+  std::array<float, 64> a{};
+  a.fill(kNever);
+  return a;
+}();
+
+}  // namespace
+
 bool Constraint::mask(std::span<float> logits) {
-  constexpr float kNever = -std::numeric_limits<float>::infinity();
   if (phase_ == Phase::Thinking) {
     for (int32_t id : trie_->end_tokens()) logits[static_cast<size_t>(id)] = kNever;
     return true;
   }
   if (dead_) return false;
   matcher_.allowed_tokens(allowed_);
-  if (phase_ == Phase::MayThink) allowed_[static_cast<size_t>(think_.open)] = true;
-  if (std::find(allowed_.begin(), allowed_.end(), true) == allowed_.end()) return false;
-  for (size_t id = 0; id < logits.size(); ++id) {
-    if (id >= allowed_.size() || !allowed_[id]) logits[id] = kNever;
+  if (phase_ == Phase::MayThink) grammar::set_bit(allowed_, think_.open);
+  if (std::all_of(allowed_.begin(), allowed_.end(), [](uint64_t w) { return w == 0; })) return false;
+  // A word of the mask at a time: one all allowed is skipped, one all refused is copied over,
+  // and in the rest only the refused ids are visited.
+  for (size_t begin = 0; begin < logits.size(); begin += 64) {
+    const size_t word = begin / 64;
+    const uint64_t bits = word < allowed_.size() ? allowed_[word] : 0;
+    if (bits == ~uint64_t{0}) continue;
+    const size_t end = std::min(logits.size(), begin + 64);
+    if (bits == 0) {  // NOTE(engine): a copy, in libc's vector stores; a fill loop is scalar at -O2
+      std::memcpy(&logits[begin], kNevers.data(), (end - begin) * sizeof(float));
+      continue;
+    }
+    for (uint64_t refused = ~bits; refused != 0; refused &= refused - 1) {
+      const size_t id = begin + static_cast<size_t>(std::countr_zero(refused));
+      if (id >= end) break;
+      logits[id] = kNever;
+    }
   }
   return true;
 }

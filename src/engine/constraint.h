@@ -16,6 +16,7 @@
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "grammar/token_matcher.h"
+#include "grammar/token_set.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -57,7 +58,7 @@ class Constraint {
   grammar::TokenMatcher matcher_;
   ThinkTokens think_;
   Phase phase_;
-  std::vector<bool> allowed_;
+  grammar::TokenBits allowed_;
   bool dead_ = false;
 };
 

@@ -5,11 +5,10 @@
 
 namespace gufo::grammar {
 
-void reference_walk(ByteStates& states, const TokenTrie& trie, uint32_t start, bool can_end,
-                    std::vector<bool>& allowed) {
-  allowed.assign(static_cast<size_t>(trie.n_vocab()), false);
+void reference_walk(ByteStates& states, const TokenTrie& trie, uint32_t start, bool can_end, TokenBits& allowed) {
+  allowed.assign((static_cast<size_t>(trie.n_vocab()) + 63) / 64, 0);
   if (can_end) {
-    for (int32_t id : trie.end_tokens()) allowed[static_cast<size_t>(id)] = true;
+    for (int32_t id : trie.end_tokens()) set_bit(allowed, id);
   }
   // Depth first over the trie; a subtree is skipped as soon as its byte is refused.
   const auto& nodes = trie.nodes();
@@ -23,7 +22,7 @@ void reference_walk(ByteStates& states, const TokenTrie& trie, uint32_t start, b
       const int32_t next = states.step(state, nodes[child].byte);
       if (next == ByteStates::kRefused) continue;
       for (uint32_t t = 0; t < nodes[child].n_tokens; ++t) {
-        allowed[static_cast<size_t>(tokens[nodes[child].first_token + t])] = true;
+        set_bit(allowed, tokens[nodes[child].first_token + t]);
       }
       if (nodes[child].n_children > 0) todo.emplace_back(child, static_cast<uint32_t>(next));
     }
@@ -45,7 +44,9 @@ ReferenceMasks::ReferenceMasks(std::shared_ptr<const Grammar> grammar, std::shar
 void ReferenceMasks::mask(const Matcher& state, std::vector<bool>& allowed) {
   std::lock_guard lock(mutex_);
   const uint32_t start = states_.intern(state);
-  reference_walk(states_, *trie_, start, state.can_end(), allowed);
+  TokenBits bits;
+  reference_walk(states_, *trie_, start, state.can_end(), bits);
+  bits_to_bools(bits, trie_->n_vocab(), allowed);
 }
 
 }  // namespace gufo::grammar

@@ -13,14 +13,14 @@
 #include "grammar/byte_states.h"
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
+#include "grammar/token_set.h"
 #include "grammar/token_trie.h"
 
 namespace gufo::grammar {
 
-// allowed[id] for every token of `trie` from `start` (a state of `states`), end tokens by
-// `can_end`.
-void reference_walk(ByteStates& states, const TokenTrie& trie, uint32_t start, bool can_end,
-                    std::vector<bool>& allowed);
+// Bit id set for every token of `trie` allowed from `start` (a state of `states`), end tokens
+// by `can_end`.
+void reference_walk(ByteStates& states, const TokenTrie& trie, uint32_t start, bool can_end, TokenBits& allowed);
 
 // Whether `token`'s bytes are read from `start`, by the same transitions as the walk.
 bool reference_accepts(ByteStates& states, const TokenTrie& trie, uint32_t start, int32_t token);

@@ -17,7 +17,7 @@ size_t MaskCache::n_states() {
   return states_.size();
 }
 
-void MaskCache::mask(const Matcher& current, std::vector<bool>& out) {
+void MaskCache::mask(const Matcher& current, TokenBits& out) {
   std::lock_guard lock(mutex_);
   if (states_.size() > kMaxStates) {
     states_.clear();
@@ -30,14 +30,14 @@ void MaskCache::mask(const Matcher& current, std::vector<bool>& out) {
     out = it->second;
     return;
   }
-  std::vector<bool> allowed;
+  TokenBits allowed;
   if (!from_tops(start, allowed)) reference_walk(states_, *trie_, start, current.can_end(), allowed);
   out = masks_.emplace(start, std::move(allowed)).first->second;
 }
 
-bool MaskCache::from_tops(uint32_t start, std::vector<bool>& allowed) {
+bool MaskCache::from_tops(uint32_t start, TokenBits& bits) {
   const Matcher state = states_.state(start);  // a copy: trying tokens may grow states_
-  TokenBits bits(trie_->token_bits().size(), 0);
+  bits.assign(trie_->token_bits().size(), 0);
   std::vector<int32_t> uncertain;
   // For the tokens no top reads past its sentinel, the whole state's step is at most the sum
   // of its stacks' (a stack's frames below its top multiply the frames its top's steps copy);
@@ -64,7 +64,6 @@ bool MaskCache::from_tops(uint32_t start, std::vector<bool>& allowed) {
   if (state.can_end()) {
     for (const int32_t id : trie_->end_tokens()) set_bit(bits, id);
   }
-  bits_to_bools(bits, trie_->n_vocab(), allowed);
   return true;
 }
 
@@ -79,7 +78,7 @@ bool TokenMatcher::is_end_token(int32_t token) const {
   return std::find(ends.begin(), ends.end(), token) != ends.end();
 }
 
-void TokenMatcher::allowed_tokens(std::vector<bool>& allowed) { masks_->mask(state_, allowed); }
+void TokenMatcher::allowed_tokens(TokenBits& allowed) { masks_->mask(state_, allowed); }
 
 bool TokenMatcher::accept_token(int32_t token) {
   if (token < 0 || token >= trie_->n_vocab()) return false;

@@ -1,9 +1,10 @@
 // The grammar at the level the sampler works at: which tokens of a vocabulary may come next
-// (a bitmask), and the state advanced by the chosen token, with the last tokens undoable
-// (speculative decoding rolls rejected drafts back). The vocabulary is a trie of the tokens'
-// bytes (token_trie.h), built once per model and shared by every request. A token with no
-// bytes (a control token) is never allowed, except the end tokens once the grammar is
-// complete. Tested by tests/unit/grammar/token_matcher_test.cpp and mask_oracle_test.cpp.
+// (a bitmask, 64 token ids a word: TokenBits), and the state advanced by the chosen token,
+// with the last tokens undoable (speculative decoding rolls rejected drafts back). The
+// vocabulary is a trie of the tokens' bytes (token_trie.h), built once per model and shared by
+// every request. A token with no bytes (a control token) is never allowed, except the end
+// tokens once the grammar is complete. Tested by tests/unit/grammar/token_matcher_test.cpp and
+// mask_oracle_test.cpp.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
 #include "grammar/stack_tokens.h"
+#include "grammar/token_set.h"
 #include "grammar/token_trie.h"
 
 namespace gufo::grammar {
@@ -33,8 +35,8 @@ namespace gufo::grammar {
 class MaskCache {
  public:
   MaskCache(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
-  // allowed[id] for every token id, in `state`.
-  void mask(const Matcher& state, std::vector<bool>& allowed);
+  // Bit id of `allowed` for every token id allowed in `state`.
+  void mask(const Matcher& state, TokenBits& allowed);
   size_t n_states();  // interned so far
 
  private:
@@ -43,13 +45,13 @@ class MaskCache {
   static constexpr size_t kMaxStates = 1u << 13;
   static constexpr size_t kMaxMasks = 256;
   // The mask from the stack tops' sets; false where the budget could be passed.
-  bool from_tops(uint32_t start, std::vector<bool>& allowed);
+  bool from_tops(uint32_t start, TokenBits& allowed);
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
   ByteStates states_;
   StackTokens tops_;
-  std::unordered_map<uint32_t, std::vector<bool>> masks_;
+  std::unordered_map<uint32_t, TokenBits> masks_;
   std::mutex mutex_;
 };
 
@@ -59,8 +61,8 @@ class TokenMatcher {
   TokenMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
                std::shared_ptr<MaskCache> masks = nullptr);
 
-  // allowed[id] for every token id of the vocabulary.
-  void allowed_tokens(std::vector<bool>& allowed);
+  // Bit id of `allowed` for every token id of the vocabulary allowed next.
+  void allowed_tokens(TokenBits& allowed);
   // Advances by `token`; false (and no change) if it is not allowed.
   bool accept_token(int32_t token);
   // Undoes the last `n` accepted tokens (at most kMaxRollback of them).

@@ -1,7 +1,7 @@
 // A set of token ids, stored in whichever form is smallest, as xgrammar's adaptive token mask
 // cache does: the ids in it, the trie tokens not in it, or a bitset; and the bitset over a
-// vocabulary that masks are assembled in (64 ids a word), turned into the vector<bool> that
-// TokenMatcher hands out in time proportional to the smaller side.
+// vocabulary that masks are assembled in and handed out (64 ids a word), which tests turn into
+// a vector<bool> in time proportional to the smaller side.
 // Tested by tests/unit/grammar/token_trie_test.cpp.
 #pragma once
 
@@ -18,6 +18,9 @@ using TokenBits = std::vector<uint64_t>;  // bit id % 64 of word id / 64
 inline void set_bit(TokenBits& bits, int32_t id) { bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); }
 inline void clear_bit(TokenBits& bits, int32_t id) {
   bits[static_cast<size_t>(id) >> 6] &= ~(uint64_t{1} << (id & 63));
+}
+inline bool has_bit(const TokenBits& bits, int32_t id) {
+  return ((bits[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1) != 0;
 }
 // The bits set in `w`. NOTE(grammar): not std::popcount, which is a library call where the
 // build does not assume the POPCNT instruction (x86-64 baseline).

@@ -24,6 +24,7 @@
 #include "grammar/json_gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/token_matcher.h"
+#include "grammar/token_set.h"
 #include "grammar/trigger.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,13 +44,13 @@ void BM_JsonMask(benchmark::State& state, std::string prefix) {
       return;
     }
   }
-  std::vector<bool> allowed;
+  gufo::grammar::TokenBits allowed;
   for (auto _ : state) {
     matcher.allowed_tokens(allowed);
     benchmark::DoNotOptimize(allowed);
   }
   size_t n_allowed = 0;
-  for (bool a : allowed) n_allowed += a ? 1 : 0;
+  for (const uint64_t w : allowed) n_allowed += static_cast<size_t>(gufo::grammar::count_bits(w));
   state.counters["allowed"] = static_cast<double>(n_allowed);
 }
 
@@ -58,13 +59,13 @@ void BM_JsonMask(benchmark::State& state, std::string prefix) {
 // cost of the first request); warm: one cache for all (the server shares it between requests
 // under the same grammar). Reported per token.
 void BM_JsonAnswer(benchmark::State& state, std::vector<int32_t> tokens, bool warm) {
-  std::vector<bool> allowed;
+  gufo::grammar::TokenBits allowed;
   const auto shared = std::make_shared<gufo::grammar::MaskCache>(g_json, g_trie);
   for (auto _ : state) {
     gufo::grammar::TokenMatcher matcher(g_json, g_trie, warm ? shared : nullptr);
     for (int32_t token : tokens) {
       matcher.allowed_tokens(allowed);
-      if (!allowed[static_cast<size_t>(token)] || !matcher.accept_token(token)) {
+      if (!gufo::grammar::has_bit(allowed, token) || !matcher.accept_token(token)) {
         state.SkipWithError("the answer does not match the grammar");
         return;
       }
@@ -80,7 +81,7 @@ void BM_JsonAnswer(benchmark::State& state, std::vector<int32_t> tokens, bool wa
 // 99th percentile per token, as counters. cold: a fresh mask cache per pass; warm: a shared one.
 void BM_AnswerPercentiles(benchmark::State& state, std::shared_ptr<const gufo::grammar::Grammar> grammar,
                           std::vector<int32_t> tokens, bool warm) {
-  std::vector<bool> allowed;
+  gufo::grammar::TokenBits allowed;
   std::vector<double> micros;
   const auto shared = std::make_shared<gufo::grammar::MaskCache>(grammar, g_trie);
   for (auto _ : state) {
@@ -89,7 +90,7 @@ void BM_AnswerPercentiles(benchmark::State& state, std::shared_ptr<const gufo::g
       const auto start = std::chrono::steady_clock::now();
       matcher.allowed_tokens(allowed);
       micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-      if (!allowed[static_cast<size_t>(token)] || !matcher.accept_token(token)) {
+      if (!gufo::grammar::has_bit(allowed, token) || !matcher.accept_token(token)) {
         state.SkipWithError("the answer does not match the grammar");
         return;
       }
@@ -149,6 +150,23 @@ void BM_CompileWideSchema(benchmark::State& state) {
   }
 }
 
+// What the sampler pays per token for a constrained generation once the mask is known (a
+// state met before): the masked copy of the logits that Constraint::sample draws from.
+void BM_ConstraintMask(benchmark::State& state, std::string prefix) {
+  gufo::engine::Constraint constraint(g_json, g_trie, {}, /*free_thinking=*/false, /*thinking_open=*/false);
+  for (const char c : prefix) constraint.accept(g_byte_token[static_cast<uint8_t>(c)]);
+  const std::vector<float> logits(static_cast<size_t>(g_trie->n_vocab()), 0.0f);
+  std::vector<float> scratch;
+  for (auto _ : state) {
+    scratch.assign(logits.begin(), logits.end());
+    if (!constraint.mask(scratch)) {
+      state.SkipWithError("no token is allowed");
+      return;
+    }
+    benchmark::DoNotOptimize(scratch.data());
+  }
+}
+
 void BM_CompileJsonGrammar(benchmark::State& state) {
   for (auto _ : state) {
     auto g = gufo::grammar::parse_gbnf(gufo::grammar::kJsonObjectGbnf);
@@ -182,6 +200,8 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("json_mask/after_key", BM_JsonMask, std::string(R"({"name": )"));
   benchmark::RegisterBenchmark("json_mask/in_string", BM_JsonMask, std::string(R"({"name": "Ada Love)"));
   benchmark::RegisterBenchmark("json_mask/in_number", BM_JsonMask, std::string(R"({"a": {"b": [1, 2.5)"));
+  benchmark::RegisterBenchmark("constraint_mask/after_key", BM_ConstraintMask, std::string(R"({"name": )"));
+  benchmark::RegisterBenchmark("constraint_mask/in_string", BM_ConstraintMask, std::string(R"({"name": "Ada Love)"));
   const std::string answer = R"({"name": "Ada Lovelace", "born": 1815, "fields": ["mathematics", "computing"], )"
                              R"("notes": {"first program": true, "machine": "Analytical Engine", "ratio": -2.5e-3}})";
   benchmark::RegisterBenchmark("json_answer/cold", BM_JsonAnswer, tokenizer->encode(answer, false), false);

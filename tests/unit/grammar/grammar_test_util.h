@@ -12,6 +12,8 @@
 #include "core/result.h"
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
+#include "grammar/token_matcher.h"
+#include "grammar/token_set.h"
 
 namespace gufo::grammar {
 
@@ -21,6 +23,15 @@ inline std::shared_ptr<const Grammar> shared_grammar(Result<Grammar> g, std::str
     return nullptr;
   }
   return std::make_shared<const Grammar>(std::move(g).value());
+}
+
+// The tokens `tokens` allows next, as allowed[id].
+inline std::vector<bool> allowed_bools(TokenMatcher& tokens, const TokenTrie& trie) {
+  TokenBits bits;
+  tokens.allowed_tokens(bits);
+  std::vector<bool> allowed;
+  bits_to_bools(bits, trie.n_vocab(), allowed);
+  return allowed;
 }
 
 // Whether the whole of `input` is a match.

@@ -54,8 +54,7 @@ TEST(TokenMatcher, MasksEqualTryingEveryTokenAlone) {
   // A generation, token by token, checking the mask before each.
   for (const std::string piece :
        {"{\"", "name", "\":", " \"", "\xC3", "\xA9t", "x\"", ", ", "\"x", "\":", "-3", ".5", "e+", "12", "}"}) {
-    std::vector<bool> mask;
-    tokens.allowed_tokens(mask);
+    std::vector<bool> mask = allowed_bools(tokens, *trie);
     ASSERT_EQ(mask, brute_force(bytes, vocab, end)) << "before " << piece;
     std::vector<bool> oracle;  // the reference the mask oracle test holds the fast mask to
     reference.mask(bytes, oracle);
@@ -65,8 +64,7 @@ TEST(TokenMatcher, MasksEqualTryingEveryTokenAlone) {
     ASSERT_TRUE(tokens.accept_token(id)) << piece;
     ASSERT_TRUE(bytes.accept(piece));
   }
-  std::vector<bool> mask;
-  tokens.allowed_tokens(mask);
+  std::vector<bool> mask = allowed_bools(tokens, *trie);
   EXPECT_TRUE(mask[static_cast<size_t>(end)]);       // {"name": "étx", "x": -3.5e+12} is whole
   EXPECT_FALSE(mask[static_cast<size_t>(end - 1)]);  // the control token never
   EXPECT_TRUE(tokens.accept_token(end));
@@ -88,8 +86,7 @@ TEST(TokenMatcher, SharedMasksAgreeWithTryingEveryTokenAcrossUtf8States) {
     TokenMatcher tokens(grammar, trie, cache);
     Matcher bytes(grammar);
     for (const char c : text) {
-      std::vector<bool> mask;
-      tokens.allowed_tokens(mask);
+      std::vector<bool> mask = allowed_bools(tokens, *trie);
       ASSERT_EQ(mask, brute_force(bytes, vocab, end)) << testing::PrintToString(text);
       ASSERT_TRUE(tokens.accept_token(static_cast<uint8_t>(c)));
       ASSERT_TRUE(bytes.accept_byte(static_cast<uint8_t>(c)));
@@ -102,26 +99,23 @@ TEST(TokenMatcher, RefusedTokensChangeNothingAndRollbackRestores) {
   const auto end = static_cast<int32_t>(vocab.size() - 1);
   const auto trie = std::make_shared<const TokenTrie>(vocab, std::vector<int32_t>{end});
   TokenMatcher m(parsed(R"(root ::= "abc" [0-9]+)"), trie);
-  std::vector<bool> at_start;
-  m.allowed_tokens(at_start);
+  std::vector<bool> at_start = allowed_bools(m, *trie);
   EXPECT_FALSE(m.accept_token(end));  // not complete yet
   EXPECT_FALSE(m.accept_token(id_of(vocab, "bc")));
   EXPECT_FALSE(m.accept_token(end - 1));
   EXPECT_FALSE(m.accept_token(static_cast<int32_t>(vocab.size())));
   EXPECT_TRUE(m.accept_token(id_of(vocab, "ab")));
-  std::vector<bool> after_ab;
-  m.allowed_tokens(after_ab);
+  std::vector<bool> after_ab = allowed_bools(m, *trie);
   EXPECT_TRUE(after_ab[static_cast<size_t>(id_of(vocab, "c"))]);
   EXPECT_FALSE(after_ab[static_cast<size_t>(id_of(vocab, "abc"))]);
   EXPECT_TRUE(m.accept_token(id_of(vocab, "c")));
   EXPECT_TRUE(m.accept_token(id_of(vocab, "12")));
   EXPECT_TRUE(m.can_end());
   m.rollback(2);
-  std::vector<bool> mask;
-  m.allowed_tokens(mask);
+  std::vector<bool> mask = allowed_bools(m, *trie);
   EXPECT_EQ(mask, after_ab);
   m.rollback(100);  // more than there are: back to the start
-  m.allowed_tokens(mask);
+  mask = allowed_bools(m, *trie);
   EXPECT_EQ(mask, at_start);
   EXPECT_TRUE(mask[static_cast<size_t>(id_of(vocab, "abc"))]);
   EXPECT_TRUE(mask[static_cast<size_t>(id_of(vocab, "a"))]);
