@@ -30,6 +30,7 @@ struct ChatCommandOptions {
   BackendFlags backend;
   std::vector<std::string> stop;
   SamplerFlags sampler;
+  engine::SpecOptions spec;
 };
 
 constexpr const char* kHelp =
@@ -57,6 +58,7 @@ int run_chat(const ChatCommandOptions& options) {
   chat_options.generate.n_predict = options.n_predict;
   chat_options.generate.stop = options.stop;
   chat_options.generate.sampler = resolve_sampler(options.sampler, "gufo chat");
+  chat_options.generate.spec = options.spec;
   auto chat = engine::Chat::create(*loaded->model, std::move(session).value(), *loaded->tokenizer, chat_options);
   if (!chat.ok()) return report_error(chat.error());
 
@@ -111,6 +113,7 @@ Command register_chat(CLI::App& root) {
   add_backend_flags(*app, o->backend);
   app->add_option("--stop", o->stop, "end an answer before this text (repeatable)");
   add_sampler_flags(*app, o->sampler);
+  add_spec_flags(*app, o->spec);
   return Command{app, [o] { return run_chat(*o); }};
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "cli/default_model.h"
 
@@ -23,6 +24,19 @@ void add_sampler_flags(CLI::App& app, SamplerFlags& flags) {
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("-s,--seed", flags.seed, "random seed (same seed, same output; default: a new one each run)");
   app.add_flag("-v,--verbose", flags.verbose, "print the seed and the backend on stderr");
+}
+
+void add_spec_flags(CLI::App& app, engine::SpecOptions& spec) {
+  app.add_option_function<std::string>(
+         "--spec",
+         [&spec](const std::string& mode) {
+           spec.mode = mode == "ngram" ? engine::SpecMode::Ngram : engine::SpecMode::None;
+         },
+         "speculative decoding: ngram (what followed the context's last tokens where they came before) or none "
+         "(default); the output is the same either way")
+      ->check(CLI::IsMember({"none", "ngram"}));
+  app.add_option("--draft-max", spec.draft_max, "tokens proposed at most per step with --spec")
+      ->check(CLI::Range(1, 64));
 }
 
 engine::SamplerParams resolve_sampler(const SamplerFlags& flags, const char* command) {

@@ -12,6 +12,7 @@
 #include "cli/backend_flags.h"
 #include "core/dtype.h"
 #include "core/result.h"
+#include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -33,6 +34,9 @@ void add_sampler_flags(CLI::App& app, SamplerFlags& flags);
 // The parameters with the seed settled: --seed, or a fresh random one (printed on stderr
 // as "<command>: seed N" with --verbose).
 engine::SamplerParams resolve_sampler(const SamplerFlags& flags, const char* command);
+
+// --spec none|ngram and --draft-max N (engine/generate.h, SpecOptions) into `spec`.
+void add_spec_flags(CLI::App& app, engine::SpecOptions& spec);
 
 // -c/--ctx checked against the model: beyond its training context is an error naming the
 // flag; unset: min(fallback, training context).

@@ -35,6 +35,7 @@ struct RunOptions {
   std::vector<std::string> stop;
   bool validate_prefill = false;
   SamplerFlags sampler;
+  engine::SpecOptions spec;
   std::string grammar_path;      // GBNF: only what it allows is generated
   std::string json_schema_path;  // or a JSON Schema: only JSON it accepts
 };
@@ -51,6 +52,11 @@ void print_timings(const engine::GenerateResult& result) {
                per_second(static_cast<double>(t.prompt_tokens), t.prompt_seconds), generated,
                t.generation_seconds * 1e3, per_second(static_cast<double>(generated), t.generation_seconds),
                std::string(engine::stop_reason_name(result.reason)).c_str());
+  if (result.drafted > 0) {
+    std::fprintf(stderr, "gufo run: speculative: %lld of %lld drafted tokens accepted (%.0f%%)\n",
+                 static_cast<long long>(result.accepted), static_cast<long long>(result.drafted),
+                 100.0 * static_cast<double>(result.accepted) / static_cast<double>(result.drafted));
+  }
 }
 
 // Prints the per-position report to stderr and whether it is within the tolerances.
@@ -121,6 +127,7 @@ int run_run(const RunOptions& options) {
   generate.n_predict = options.n_predict;
   generate.stop = options.stop;
   generate.sampler = resolve_sampler(options.sampler, "gufo run");
+  generate.spec = options.spec;
   if (!options.grammar_path.empty() || !options.json_schema_path.empty()) {
     Result<grammar::Grammar> constraint = load_constraint(options);
     if (!constraint.ok()) return report_error(constraint.error());
@@ -153,6 +160,7 @@ Command register_run(CLI::App& root) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   add_backend_flags(*app, o->backend);
   add_sampler_flags(*app, o->sampler);
+  add_spec_flags(*app, o->spec);
   app->add_option("--stop", o->stop, "stop before this text (repeatable)");
   CLI::Option* grammar = app->add_option("--grammar", o->grammar_path,
                                          "a GBNF grammar file (llama.cpp's syntax): generate only what it allows");

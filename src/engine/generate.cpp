@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "engine/constraint.h"
+#include "engine/ngram_draft.h"
 
 namespace gufo::engine {
 
@@ -66,11 +67,25 @@ size_t stop_safe_prefix(std::string_view text, std::span<const std::string> stop
   return safe;
 }
 
+namespace {
+
+// How many tokens to propose next: twice as many while every one is kept, one more than were
+// kept once one is not (a refused draft costs a wider batch for nothing).
+int32_t next_draft_length(int32_t current, size_t proposed, size_t kept, int32_t max) {
+  if (kept == proposed) return std::min(max, current * 2);
+  return std::max(1, static_cast<int32_t>(kept) + 1);
+}
+
+}  // namespace
+
 Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& tokenizer,
                                 std::span<const int32_t> prompt, const GenerateOptions& options,
                                 const std::function<void(std::string_view)>& on_text) {
   GUFO_RETURN_IF_ERROR(validate(options.sampler));
   if (prompt.empty()) return Error{"generate: the prompt has no tokens"};
+  if (options.spec.mode != SpecMode::None && options.spec.draft_max < 1) {
+    return Error{"generate: draft_max must be at least 1"};
+  }
   const std::vector<int32_t> eog = end_of_generation_tokens(tokenizer.vocab());
   Sampler sampler(options.sampler);
   for (int32_t token : prompt) sampler.accept(token);
@@ -90,17 +105,33 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   result.timings.prompt_seconds = std::chrono::duration<double>(prompt_done - started).count();
   const auto generation_seconds = [&] { return std::chrono::duration<double>(Clock::now() - prompt_done).count(); };
   const int64_t n_ctx = session.context_size();
+  const size_t n_vocab = logits.size();
+
+  // The last batch evaluated a token and then `drafts`; `logits` holds its rows, one a token,
+  // and `row` is the one the next token is drawn from. The drafts after `row` are in the KV
+  // cache but not (yet) kept; drop_unkept() takes them out.
+  std::vector<int32_t> history(prompt.begin(), prompt.end());  // what the drafter looks up
+  std::vector<int32_t> drafts;
+  size_t row = 0;
+  int32_t draft_length = options.spec.draft_max;
+  const auto drop_unkept = [&] {
+    session.rewind(session.n_past() - static_cast<int32_t>(drafts.size() - row));
+    drafts.resize(row);
+  };
   for (int32_t n = 0; options.n_predict < 0 || n < options.n_predict; ++n) {
     if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
       result.reason = StopReason::Cancelled;
       break;
     }
+    const std::span<const float> row_logits(logits.data() + row * n_vocab, n_vocab);
     const std::optional<int32_t> next =
-        constraint ? constraint->sample(sampler, logits, masked) : sampler.sample(logits);
+        constraint ? constraint->sample(sampler, row_logits, masked) : sampler.sample(row_logits);
     if (!next) break;  // nothing continues the grammar: Length
     const int32_t token = *next;
     sampler.accept(token);
     result.tokens.push_back(token);
+    history.push_back(token);
+    const bool kept = row < drafts.size() && drafts[row] == token;
     if (std::find(eog.begin(), eog.end(), token) != eog.end()) {
       result.reason = StopReason::EndOfGeneration;
       break;
@@ -112,17 +143,37 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     if (found != std::string::npos) {
       on_text(std::string_view(pending).substr(0, found));
       result.reason = StopReason::StopString;
+      drop_unkept();
       result.timings.generation_seconds = generation_seconds();
       return result;
     }
     on_text(std::string_view(pending).substr(0, safe));
     pending.erase(0, safe);
+    if (kept) {  // already evaluated, as the draft it was: its logits are the next row
+      ++result.accepted;
+      ++row;
+      continue;
+    }
+    drop_unkept();
     if (session.n_past() >= n_ctx) {
       result.reason = StopReason::ContextFull;
       break;
     }
-    GUFO_ASSIGN_OR_RETURN(logits, session.eval(std::span<const int32_t>(&token, 1), false));
+    if (!drafts.empty()) draft_length = next_draft_length(draft_length, drafts.size(), row, options.spec.draft_max);
+    drafts.clear();
+    row = 0;
+    if (options.spec.mode == SpecMode::Ngram) {
+      // Room for the drafts in the context, and no row past the last token to generate.
+      int64_t length = std::min<int64_t>(draft_length, n_ctx - session.n_past() - 1);
+      if (options.n_predict >= 0) length = std::min<int64_t>(length, options.n_predict - n - 2);
+      drafts = ngram_draft(history, static_cast<int32_t>(std::max<int64_t>(length, 0)));
+    }
+    std::vector<int32_t> batch = {token};
+    batch.insert(batch.end(), drafts.begin(), drafts.end());
+    result.drafted += static_cast<int64_t>(drafts.size());
+    GUFO_ASSIGN_OR_RETURN(logits, session.eval(batch, /*all_logits=*/!drafts.empty()));
   }
+  drop_unkept();
   pending += detokenizer.finish();
   on_text(pending);
   result.timings.generation_seconds = generation_seconds();

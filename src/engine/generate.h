@@ -1,6 +1,7 @@
 // Generation loop: prompt in, text streamed out through a callback, until n_predict tokens,
-// an end-of-generation token, a stop string, a full context or a cancel request. Text that could still become a stop
-// string is held back until it cannot. Tested by tests/unit/engine/generate_test.cpp.
+// an end-of-generation token, a stop string, a full context or a cancel request. Text that
+// could still become a stop string is held back until it cannot. Optionally speculative
+// (SpecOptions). Tested by tests/unit/engine/generate_test.cpp and speculative_test.cpp.
 #pragma once
 
 #include <atomic>
@@ -19,6 +20,17 @@
 
 namespace gufo::engine {
 
+// Speculative decoding: tokens proposed ahead are checked in one batch, each against the token
+// the sampler draws from the logits before it, and kept while they agree. With one sampler
+// draw per generated token, in the same order, and batch-invariant kernels, the output is the
+// same, token for token, as without (at any temperature, seed given); only the speed differs.
+enum class SpecMode { None, Ngram };
+
+struct SpecOptions {
+  SpecMode mode = SpecMode::None;
+  int32_t draft_max = 8;  // tokens proposed at most per step; fewer while few are accepted
+};
+
 struct GenerateOptions {
   int32_t n_predict = 128;  // < 0: until the context is full
   std::vector<std::string> stop;
@@ -29,6 +41,7 @@ struct GenerateOptions {
   // Only what this grammar allows (engine/constraint.h); null: no constraint. A grammar that
   // no token can continue ends the generation with StopReason::Length.
   std::shared_ptr<const grammar::Grammar> grammar;
+  SpecOptions spec;
 };
 
 enum class StopReason { Length, EndOfGeneration, StopString, ContextFull, Cancelled };
@@ -45,6 +58,8 @@ struct GenerateResult {
   std::vector<int32_t> tokens;  // generated (the end token included, if any)
   StopReason reason = StopReason::Length;
   GenerateTimings timings;
+  int64_t drafted = 0;   // tokens proposed by speculative decoding
+  int64_t accepted = 0;  // of them, kept (each saved a forward step)
 };
 
 // End-of-generation tokens of a vocabulary: EOS plus the control tokens chat models end a

@@ -4,9 +4,12 @@
 // decoding); the candidate no worse than the baseline by more than a tenth of the declared
 // mean-KL limit; and the candidate against the baseline's own logits within the same limits.
 // Whether the two builds' logits are bit-identical is recorded: then serving must give the same
-// answers token for token (stage 3).
+// answers token for token (stage 3). And the candidate's speculative decoding (`gufo run --spec
+// ngram`) must write what it writes without drafts, greedy and sampled.
 #include <cmath>
+#include <cstdio>
 #include <sstream>
+#include <utility>
 
 #include "qualify/json_access.h"
 #include "qualify/plot.h"
@@ -164,13 +167,86 @@ bool qualify_model(Context& context, StageResult& stage, const ModelFiles& m) {
   return identical;
 }
 
+// A prompt that repeats itself, so that prompt-lookup drafts are proposed and kept.
+constexpr const char* kRepetitivePrompt =
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n";
+
+// "A of D drafted tokens accepted" in `gufo run`'s stderr: A and D (0, 0 when absent).
+std::pair<int64_t, int64_t> drafts_kept(const std::string& err) {
+  const std::string mark = "speculative: ";
+  const size_t at = err.find(mark);
+  long long kept = 0;
+  long long drafted = 0;
+  if (at != std::string::npos && std::sscanf(err.c_str() + at + mark.size(), "%lld of %lld", &kept, &drafted) == 2) {
+    return {kept, drafted};
+  }
+  return {0, 0};
+}
+
+// The candidate's `gufo run` with and without --spec ngram on the shipped models, greedy and
+// sampled with a seed: the same text (batch-invariant kernels make drafting change only the
+// speed), with drafts kept (otherwise nothing was checked).
 Check speculative_check(const Context& context) {
-  Check check{"speculative decoding: acceptance and greedy faithfulness", Verdict::Skip, ""};
-  auto run = context.run("candidate-run-help", {context.candidate.gufo.string(), "run", "--help"}, 60);
-  auto help = run ? read_text(run->out.string()) : Result<std::string>(run.error());
-  const bool has_draft = help && help->find("draft") != std::string::npos;
-  check.detail = has_draft ? "the candidate has a draft-model option, which this qualifier does not check yet"
-                           : "this revision has no speculative decoding (`gufo run` has no draft-model option)";
+  Check check{"speculative decoding: acceptance and greedy faithfulness", Verdict::Fail, ""};
+  auto help_run = context.run("candidate-run-help", {context.candidate.gufo.string(), "run", "--help"}, 60);
+  auto help = help_run ? read_text(help_run->out.string()) : Result<std::string>(help_run.error());
+  if (!help || help->find("--spec") == std::string::npos) {
+    check.verdict = Verdict::Skip;
+    check.detail = "this revision has no speculative decoding (`gufo run` has no --spec)";
+    return check;
+  }
+  int64_t kept = 0;
+  int64_t drafted = 0;
+  int runs = 0;
+  for (const char* model : {"gufo-tiny-q8_0", "gufo-tiny-moe-q8_0"}) {
+    for (const char* temperature : {"0", "0.8"}) {
+      std::string text[2];
+      for (const bool spec : {false, true}) {
+        std::vector<std::string> argv = {context.candidate.gufo.string(),
+                                         "run",
+                                         "-m",
+                                         context.source(std::string("models/") + model + ".gguf").string(),
+                                         "-p",
+                                         kRepetitivePrompt,
+                                         "-n",
+                                         "96",
+                                         "--temp",
+                                         temperature,
+                                         "--seed",
+                                         "5",
+                                         "--spec",
+                                         spec ? "ngram" : "none"};
+        for (const std::string& flag : context.device_flags()) argv.push_back(flag);
+        const std::string name = std::string("spec-") + model + "-t" + temperature + (spec ? "-ngram" : "-none");
+        auto run = context.run(name, argv, 300);
+        if (!run || !run->succeeded()) {
+          check.detail = name + ": " + (run ? run->why() : run.error().message);
+          return check;
+        }
+        auto out = read_text(run->out.string());
+        auto err = read_text(run->err.string());
+        text[spec ? 1 : 0] = out ? *out : "";
+        if (spec && err) {
+          const auto [k, d] = drafts_kept(*err);
+          kept += k;
+          drafted += d;
+        }
+      }
+      ++runs;
+      if (text[0] != text[1]) {
+        check.detail = std::string(model) + " at temperature " + temperature +
+                       ": the text with --spec ngram differs from the text without (logs/spec-*)";
+        return check;
+      }
+    }
+  }
+  if (kept == 0) {
+    check.detail = "no draft was kept in " + std::to_string(runs) + " runs: nothing was checked";
+    return check;
+  }
+  check.verdict = Verdict::Pass;
+  check.detail = "the same text with and without --spec ngram in " + std::to_string(runs) + " runs; " +
+                 std::to_string(kept) + " of " + std::to_string(drafted) + " drafted tokens kept";
   return check;
 }
 

@@ -184,6 +184,9 @@ TEST_F(GenerationCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
                                                         {run + "--presence-penalty 3", "--presence-penalty"},
                                                         {run + "--repeat-last-n -2", "--repeat-last-n"},
                                                         {run + "--seed x", "--seed"},
+                                                        {run + "--draft-max 0", "--draft-max"},
+                                                        {run + "--spec draft", "--spec"},
+                                                        {chat + "--spec x", "--spec"},
                                                         {chat + "-n -7", "--n-predict"},
                                                         {chat + "-c 0", "--ctx"}}) {
     SCOPED_TRACE(args);
@@ -192,6 +195,20 @@ TEST_F(GenerationCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
     EXPECT_EQ(lines(result.err), 1) << result.err;
     EXPECT_NE(result.err.find(flag), std::string::npos) << result.err;
   }
+}
+
+TEST_F(GenerationCli, RunSpecNgramWritesTheSameTextAndSaysHowManyDraftsWereKept) {
+  const std::string args = "run -m " + std::string(GUFO_TEST_DATA_DIR) +
+                           "/../../models/gufo-tiny-q8_0.gguf -p 'The cat sat on the mat. The cat sat on the mat. "
+                           "The cat sat on the' -n 48 --temp 0";
+  const Output plain = gufo(args + " --spec none");
+  const Output spec = gufo(args + " --spec ngram --draft-max 4");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(spec.exit_code, 0) << spec.err;
+  EXPECT_EQ(spec.out, plain.out);
+  EXPECT_EQ(plain.err.find("speculative"), std::string::npos) << plain.err;
+  EXPECT_NE(spec.err.find("gufo run: speculative: "), std::string::npos) << spec.err;
+  EXPECT_NE(spec.err.find(" drafted tokens accepted ("), std::string::npos) << spec.err;
 }
 
 TEST_F(GenerationCli, RunDrawsASeedUnlessGivenOnePrintsItAndItRepeatsTheRun) {

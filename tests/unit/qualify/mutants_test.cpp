@@ -83,11 +83,15 @@ class QualifyMutants : public ::testing::Test {
 class QualifyTimedMutants : public QualifyMutants {};
 
 // Swaps the shipped q8_0 model for its q4_k_m sibling: the logits move as a miscompiled
-// kernel's would, within q4_k_m's own limits but far outside q8_0's.
-constexpr const char* kOtherLogits = R"(for a do shift
-  case "$a" in *gufo-tiny-q8_0.gguf) a="${a%gufo-tiny-q8_0.gguf}gufo-tiny-q4_k_m.gguf" ;; esac
+// kernel's would, within q4_k_m's own limits but far outside q8_0's. And, caught by another
+// check of the same stage (one run for both, to spare CI a minute), its speculative decoding
+// penalises other tokens than plain decoding (a repeat penalty with --spec ngram).
+constexpr const char* kOtherLogits = R"(spec=
+for a do shift
+  case "$a" in *gufo-tiny-q8_0.gguf) a="${a%gufo-tiny-q8_0.gguf}gufo-tiny-q4_k_m.gguf" ;; ngram) spec=1 ;; esac
   set -- "$@" "$a"
-done)";
+done
+if [ -n "$spec" ]; then set -- "$@" --repeat-penalty 1.3; fi)";
 
 // The scalar CPU kernels on one thread where the baseline has its SIMD kernels on two: a
 // build several times slower (robust to a busy machine), with the same answers.
@@ -117,6 +121,7 @@ TEST_F(QualifyMutants, NumericsCatchesACandidateWhoseLogitsMoved) {
   EXPECT_EQ(verdicts["gufo-tiny-q8_0: candidate within limits, prefill validated"], "pass");
   EXPECT_EQ(verdicts["gufo-tiny-q8_0: candidate no worse than baseline"], "fail");
   EXPECT_EQ(verdicts["gufo-tiny-q4_k_m: candidate no worse than baseline"], "pass");
+  EXPECT_EQ(verdicts["speculative decoding: acceptance and greedy faithfulness"], "fail");
 }
 
 TEST_F(QualifyMutants, NumericsPassesACandidateWithOtherCpuKernels) {
@@ -126,6 +131,14 @@ TEST_F(QualifyMutants, NumericsPassesACandidateWithOtherCpuKernels) {
                                  wrapper_build("candidate", "export GUFO_CPU_KERNELS=scalar"), {"--stages", "2"});
   ASSERT_TRUE(run.report.is_object()) << run.err;
   EXPECT_EQ(stage(run, 2)["verdict"], "pass") << stage(run, 2)["reason"];
+  bool speculative_checked = false;
+  for (const nlohmann::json& check : stage(run, 2)["checks"]) {
+    if (check["name"] == "speculative decoding: acceptance and greedy faithfulness") {
+      EXPECT_EQ(check["verdict"], "pass") << check["detail"];
+      speculative_checked = true;
+    }
+  }
+  EXPECT_TRUE(speculative_checked);
   EXPECT_EQ(run.report["verdict"], "fail");  // --stages never passes the whole qualification
   EXPECT_EQ(stage(run, 1)["verdict"], "skip");
   EXPECT_EQ(stage(run, 1)["reason"], "not selected (--stages)");

@@ -1,0 +1,205 @@
+// Speculative decoding: the n-gram drafter proposes what followed the context's latest earlier
+// occurrence of its last tokens; and generation with drafts gives the same tokens, text, stop
+// reason and KV cache length as without, greedy and sampled (seeded, with penalties), under a
+// grammar, with stop strings, a full context, a cancel and n_predict at every small value, on the
+// shipped dense and MoE models, while drafts are actually accepted.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/generate.h"
+#include "engine/model.h"
+#include "engine/ngram_draft.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_gbnf.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gufo::engine {
+namespace {
+
+using Tokens = std::vector<int32_t>;
+
+TEST(NgramDraft, ProposesWhatFollowedTheLatestEarlierOccurrence) {
+  EXPECT_EQ(ngram_draft(Tokens{1, 2, 3, 9, 8, 1, 2, 3}, 3), (Tokens{9, 8, 1}));
+  EXPECT_EQ(ngram_draft(Tokens{1, 2, 3, 9, 8, 1, 2, 3}, 1), (Tokens{9}));
+  // The latest of two occurrences, and no more tokens than follow it.
+  EXPECT_EQ(ngram_draft(Tokens{5, 6, 7, 5, 6, 8, 5, 6}, 8), (Tokens{8, 5, 6}));
+  // The longest suffix that occurred wins over a later, shorter one.
+  EXPECT_EQ(ngram_draft(Tokens{4, 5, 6, 1, 9, 5, 6, 2, 4, 5, 6}, 1), (Tokens{1}));
+  // A repeated token alone is not enough (ngram_min 2), unless asked for.
+  EXPECT_EQ(ngram_draft(Tokens{7, 1, 2, 7}, 2), Tokens{});
+  EXPECT_EQ(ngram_draft(Tokens{7, 1, 2, 7}, 2, {.ngram_max = 4, .ngram_min = 1}), (Tokens{1, 2}));
+  // Nothing seen before, nothing asked for, too little history.
+  EXPECT_EQ(ngram_draft(Tokens{1, 2, 3, 4}, 4), Tokens{});
+  EXPECT_EQ(ngram_draft(Tokens{1, 2, 1, 2}, 0), Tokens{});
+  EXPECT_EQ(ngram_draft(Tokens{1}, 4), Tokens{});
+  EXPECT_EQ(ngram_draft(Tokens{}, 4), Tokens{});
+  // A run of one token: its continuation overlaps the suffix itself.
+  EXPECT_EQ(ngram_draft(Tokens{3, 3, 3}, 4), (Tokens{3}));
+}
+
+struct Shipped {
+  explicit Shipped(const char* name) {
+    const std::string path = std::string(GUFO_TEST_DATA_DIR) + "/../../models/" + name;
+    auto loaded = Model::load(path, cpu);
+    if (!loaded.ok()) {
+      ADD_FAILURE() << path << ": " << loaded.error().message;
+      return;
+    }
+    model = std::move(loaded).value();
+    auto tok = tokenizer::Tokenizer::load(model->file());
+    if (!tok.ok()) {
+      ADD_FAILURE() << path << ": " << tok.error().message;
+      model.reset();
+      return;
+    }
+    tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok).value());
+  }
+  cpu::CpuBackend cpu{2};
+  std::unique_ptr<Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+};
+
+struct Outcome {
+  GenerateResult result;
+  std::string text;
+  int32_t n_past = 0;
+};
+
+// `cancel_after`: cancels once the callback has had that many pieces of text (0: never).
+Outcome run(Shipped& shipped, const std::string& prompt, GenerateOptions options, int64_t n_ctx, int cancel_after) {
+  Outcome out;
+  std::atomic<bool> cancel{false};
+  int pieces = 0;
+  options.cancel = &cancel;
+  auto session = Session::create(*shipped.model, shipped.cpu, n_ctx, DType::F16);
+  EXPECT_TRUE(session.ok()) << session.error().message;
+  if (!session.ok()) return out;
+  const Tokens tokens = shipped.tokenizer->encode(prompt, true);
+  auto result = generate(*session, *shipped.tokenizer, tokens, options, [&](std::string_view t) {
+    out.text += t;
+    if (++pieces == cancel_after) cancel = true;
+  });
+  EXPECT_TRUE(result.ok()) << result.error().message;
+  if (result.ok()) out.result = std::move(result).value();
+  out.n_past = session->n_past();
+  return out;
+}
+
+// Runs `options` without and with n-gram drafts; everything but the speed must be the same.
+// Returns the drafts accepted.
+int64_t expect_same_with_drafts(Shipped& shipped, const std::string& prompt, GenerateOptions options, int64_t n_ctx,
+                                const std::string& what, int cancel_after = 0) {
+  options.spec.mode = SpecMode::None;
+  const Outcome plain = run(shipped, prompt, options, n_ctx, cancel_after);
+  options.spec.mode = SpecMode::Ngram;
+  const Outcome spec = run(shipped, prompt, options, n_ctx, cancel_after);
+  EXPECT_EQ(spec.result.tokens, plain.result.tokens) << what;
+  EXPECT_EQ(spec.text, plain.text) << what;
+  EXPECT_EQ(spec.result.reason, plain.result.reason) << what;
+  EXPECT_EQ(spec.n_past, plain.n_past) << what << ": the KV cache must hold what it holds without drafts";
+  EXPECT_EQ(plain.result.drafted, 0) << what;
+  EXPECT_LE(spec.result.accepted, spec.result.drafted) << what;
+  return spec.result.accepted;
+}
+
+const char* const kRepetitive[] = {
+    "The cat sat on the mat. The cat sat on the mat. The cat sat on the",
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n",
+    "1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3,",
+    "Once upon a time",
+};
+
+TEST(Speculative, NgramDraftsChangeNothingButSpeedOnTheShippedModels) {
+  for (const char* name : {"gufo-tiny-q8_0.gguf", "gufo-tiny-moe-q8_0.gguf"}) {
+    Shipped shipped(name);
+    ASSERT_NE(shipped.model, nullptr);
+    int64_t accepted = 0;
+    for (const char* prompt : kRepetitive) {
+      for (const float temperature : {0.0f, 0.8f}) {
+        GenerateOptions options;
+        options.n_predict = 96;
+        options.sampler.temperature = temperature;
+        options.sampler.seed = 11;
+        options.sampler.repeat_penalty = temperature > 0 ? 1.1f : 1.0f;
+        const std::string what = std::string(name) + " temp " + std::to_string(temperature) + ": " + prompt;
+        accepted += expect_same_with_drafts(shipped, prompt, options, 512, what);
+      }
+    }
+    EXPECT_GT(accepted, 20) << name << ": drafts were never kept, so nothing was checked";
+  }
+}
+
+TEST(Speculative, EveryWayOfEndingIsTheSame) {
+  Shipped shipped("gufo-tiny-q8_0.gguf");
+  ASSERT_NE(shipped.model, nullptr);
+  const std::string prompt = kRepetitive[0];
+  int64_t accepted = 0;
+  // n_predict at every small value: the last token is never a kept draft.
+  for (int32_t n = 1; n <= 12; ++n) {
+    GenerateOptions options;
+    options.n_predict = n;
+    options.sampler.temperature = 0;
+    accepted += expect_same_with_drafts(shipped, prompt, options, 512, "n_predict " + std::to_string(n));
+  }
+  // A full context, at every room left after the prompt.
+  const auto n_prompt = static_cast<int64_t>(shipped.tokenizer->encode(prompt, true).size());
+  for (int64_t room = 1; room <= 10; ++room) {
+    GenerateOptions options;
+    options.n_predict = -1;
+    options.sampler.temperature = 0;
+    accepted +=
+        expect_same_with_drafts(shipped, prompt, options, n_prompt + room, "context room " + std::to_string(room));
+  }
+  // Cancelled after every number of tokens, inside runs of kept drafts or not.
+  for (int pieces = 1; pieces <= 24; ++pieces) {
+    GenerateOptions options;
+    options.n_predict = 96;
+    options.sampler.temperature = 0;
+    accepted +=
+        expect_same_with_drafts(shipped, prompt, options, 512, "cancelled after " + std::to_string(pieces), pieces);
+  }
+  // A stop string inside a run of kept drafts, and a draft length of one.
+  for (const int32_t draft_max : {1, 3, 8}) {
+    GenerateOptions options;
+    options.n_predict = 96;
+    options.sampler.temperature = 0;
+    options.spec.draft_max = draft_max;
+    options.stop = {"cat sat on the mat. The cat"};
+    accepted += expect_same_with_drafts(shipped, prompt + " mat. The cat sat on the", options, 512,
+                                        "a stop string, draft_max " + std::to_string(draft_max));
+  }
+  EXPECT_GT(accepted, 10);
+}
+
+TEST(Speculative, UnderAGrammarTheDraftsAreDrawnThroughTheMask) {
+  Shipped shipped("gufo-tiny-q8_0.gguf");
+  ASSERT_NE(shipped.model, nullptr);
+  auto grammar = grammar::parse_gbnf(grammar::kJsonObjectGbnf);
+  ASSERT_TRUE(grammar.ok()) << grammar.error().message;
+  GenerateOptions options;
+  options.n_predict = 64;
+  options.sampler.temperature = 0;
+  options.grammar = std::make_shared<const grammar::Grammar>(std::move(grammar).value());
+  expect_same_with_drafts(shipped, R"({"a": "b", "c": "d", "e": "f", )", options, 512, "JSON object grammar");
+}
+
+TEST(Speculative, ADraftLengthBelowOneIsAnError) {
+  Shipped shipped("gufo-tiny-q8_0.gguf");
+  ASSERT_NE(shipped.model, nullptr);
+  auto session = Session::create(*shipped.model, shipped.cpu, 64, DType::F16);
+  ASSERT_TRUE(session.ok());
+  GenerateOptions options;
+  options.spec = {.mode = SpecMode::Ngram, .draft_max = 0};
+  const Tokens prompt = {1, 2, 3};
+  auto result = generate(*session, *shipped.tokenizer, prompt, options, [](std::string_view) {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().message, "generate: draft_max must be at least 1");
+}
+
+}  // namespace
+}  // namespace gufo::engine
