@@ -58,6 +58,7 @@ Result<ChatTurn> Chat::reply(std::string_view user_text, const std::function<voi
 
   GenerateOptions generate = options_.generate;
   generate.cancel = cancel;
+  generate.spec.earlier = std::span<const int32_t>(*prompt).first(common);  // earlier turns, for drafts
   ChatTurn turn;
   auto result = engine::generate(session_, *tokenizer_, std::span<const int32_t>(*prompt).subspan(common), generate,
                                  [&](std::string_view text) {

@@ -67,17 +67,6 @@ size_t stop_safe_prefix(std::string_view text, std::span<const std::string> stop
   return safe;
 }
 
-namespace {
-
-// How many tokens to propose next: twice as many while every one is kept, one more than were
-// kept once one is not (a refused draft costs a wider batch for nothing).
-int32_t next_draft_length(int32_t current, size_t proposed, size_t kept, int32_t max) {
-  if (kept == proposed) return std::min(max, current * 2);
-  return std::max(1, static_cast<int32_t>(kept) + 1);
-}
-
-}  // namespace
-
 Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& tokenizer,
                                 std::span<const int32_t> prompt, const GenerateOptions& options,
                                 const std::function<void(std::string_view)>& on_text) {
@@ -110,7 +99,8 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   // The last batch evaluated a token and then `drafts`; `logits` holds its rows, one a token,
   // and `row` is the one the next token is drawn from. The drafts after `row` are in the KV
   // cache but not (yet) kept; drop_unkept() takes them out.
-  std::vector<int32_t> history(prompt.begin(), prompt.end());  // what the drafter looks up
+  std::vector<int32_t> history(options.spec.earlier.begin(), options.spec.earlier.end());  // what drafts come from
+  history.insert(history.end(), prompt.begin(), prompt.end());
   std::vector<int32_t> drafts;
   size_t row = 0;
   int32_t draft_length = options.spec.draft_max;
@@ -154,12 +144,13 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       ++row;
       continue;
     }
+    const size_t proposed = drafts.size();  // `row` of them kept
     drop_unkept();
     if (session.n_past() >= n_ctx) {
       result.reason = StopReason::ContextFull;
       break;
     }
-    if (!drafts.empty()) draft_length = next_draft_length(draft_length, drafts.size(), row, options.spec.draft_max);
+    if (proposed > 0) draft_length = next_draft_length(draft_length, proposed, row, options.spec.draft_max);
     drafts.clear();
     row = 0;
     if (options.spec.mode == SpecMode::Ngram) {

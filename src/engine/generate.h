@@ -29,6 +29,9 @@ enum class SpecMode { None, Ngram };
 struct SpecOptions {
   SpecMode mode = SpecMode::None;
   int32_t draft_max = 8;  // tokens proposed at most per step; fewer while few are accepted
+  // Tokens before the prompt (already in the KV cache) that drafts may also be looked up in:
+  // gufo chat's earlier turns. Must outlive the generate() call.
+  std::span<const int32_t> earlier;
 };
 
 struct GenerateOptions {

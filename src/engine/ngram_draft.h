@@ -5,6 +5,7 @@
 // tests/unit/engine/speculative_test.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -20,5 +21,10 @@ struct NgramDraftParams {
 // of `history` (ngram_max down to ngram_min tokens) seen before; empty when none was.
 std::vector<int32_t> ngram_draft(std::span<const int32_t> history, int32_t max_tokens,
                                  const NgramDraftParams& params = {});
+
+// How many tokens to propose next, after `kept` of `proposed` were kept: twice `current` while
+// every one is (at most `max`), one more than were kept once one is not (a refused draft costs
+// a wider batch for nothing).
+int32_t next_draft_length(int32_t current, size_t proposed, size_t kept, int32_t max);
 
 }  // namespace gufo::engine

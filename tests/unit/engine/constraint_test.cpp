@@ -94,6 +94,28 @@ TEST(Constraint, ADeadEndIsReported) {
   EXPECT_EQ(allowed(c), (std::vector<int32_t>{-1}));
 }
 
+TEST(Constraint, AMaskWiderThanAWordAndPaddedLogits) {
+  // 200 tokens in 64-id words: all allowed (0..63), one refused (70), all refused (128..191),
+  // a last partial word (192..199, 199 refused); then the end token, and logits padded to 256
+  // as a model's embedding rows may be: ids past the vocabulary are never drawn.
+  std::vector<std::string> vocab;
+  for (int id = 0; id < 200; ++id) {
+    const bool refused = id == 70 || (id >= 128 && id < 192) || id == 199;
+    vocab.push_back((refused ? "!" : "t") + std::to_string(id));
+  }
+  vocab.emplace_back("");  // the end token, id 200
+  auto g = grammar::parse_gbnf("root ::= [a-z0-9]+");
+  ASSERT_TRUE(g.ok());
+  Constraint c(std::make_shared<const grammar::Grammar>(std::move(g).value()),
+               std::make_shared<const grammar::TokenTrie>(vocab, std::vector<int32_t>{200}), {}, false, false);
+  std::vector<float> logits(256, 1.0f);
+  ASSERT_TRUE(c.mask(logits));
+  for (size_t id = 0; id < logits.size(); ++id) {
+    const bool allowed = id < 200 && vocab[id][0] == 't';
+    EXPECT_EQ(std::isinf(logits[id]), !allowed) << id;
+  }
+}
+
 // A lazy grammar (grammar/trigger.h): free text until "<tool_call>", then only "{}".
 namespace lazy {
 constexpr int32_t kHi = 0, kSpace = 1, kCall = 2, kLt = 3, kRestOfCall = 4, kBraces = 5, kCallX = 6, kCallBraces = 7,

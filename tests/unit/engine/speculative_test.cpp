@@ -42,6 +42,15 @@ TEST(NgramDraft, ProposesWhatFollowedTheLatestEarlierOccurrence) {
   EXPECT_EQ(ngram_draft(Tokens{3, 3, 3}, 4), (Tokens{3}));
 }
 
+TEST(NgramDraft, TheDraftLengthGrowsWhileAllAreKeptAndFallsAfterAMiss) {
+  EXPECT_EQ(next_draft_length(2, 2, 2, 8), 4);
+  EXPECT_EQ(next_draft_length(1, 1, 1, 8), 2);
+  EXPECT_EQ(next_draft_length(8, 8, 8, 8), 8);  // at most draft_max
+  EXPECT_EQ(next_draft_length(8, 3, 3, 8), 8);  // fewer proposed (the lookup ran out), all kept
+  EXPECT_EQ(next_draft_length(8, 8, 3, 8), 4);
+  EXPECT_EQ(next_draft_length(8, 5, 0, 8), 1);
+}
+
 struct Shipped {
   explicit Shipped(const char* name) {
     const std::string path = std::string(GUFO_TEST_DATA_DIR) + "/../../models/" + name;
@@ -194,7 +203,8 @@ TEST(Speculative, ADraftLengthBelowOneIsAnError) {
   auto session = Session::create(*shipped.model, shipped.cpu, 64, DType::F16);
   ASSERT_TRUE(session.ok());
   GenerateOptions options;
-  options.spec = {.mode = SpecMode::Ngram, .draft_max = 0};
+  options.spec.mode = SpecMode::Ngram;
+  options.spec.draft_max = 0;
   const Tokens prompt = {1, 2, 3};
   auto result = generate(*session, *shipped.tokenizer, prompt, options, [](std::string_view) {});
   ASSERT_FALSE(result.ok());
