@@ -119,7 +119,6 @@ int64_t expect_same_with_drafts(Shipped& shipped, const std::string& prompt, Gen
 const char* const kRepetitive[] = {
     "The cat sat on the mat. The cat sat on the mat. The cat sat on the",
     "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n",
-    "1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3,",
     "Once upon a time",
 };
 
@@ -131,7 +130,7 @@ TEST(Speculative, NgramDraftsChangeNothingButSpeedOnTheShippedModels) {
     for (const char* prompt : kRepetitive) {
       for (const float temperature : {0.0f, 0.8f}) {
         GenerateOptions options;
-        options.n_predict = 96;
+        options.n_predict = 64;
         options.sampler.temperature = temperature;
         options.sampler.seed = 11;
         options.sampler.repeat_penalty = temperature > 0 ? 1.1f : 1.0f;
@@ -149,7 +148,7 @@ TEST(Speculative, EveryWayOfEndingIsTheSame) {
   const std::string prompt = kRepetitive[0];
   int64_t accepted = 0;
   // n_predict at every small value: the last token is never a kept draft.
-  for (int32_t n = 1; n <= 12; ++n) {
+  for (int32_t n = 1; n <= 8; ++n) {
     GenerateOptions options;
     options.n_predict = n;
     options.sampler.temperature = 0;
@@ -157,7 +156,7 @@ TEST(Speculative, EveryWayOfEndingIsTheSame) {
   }
   // A full context, at every room left after the prompt.
   const auto n_prompt = static_cast<int64_t>(shipped.tokenizer->encode(prompt, true).size());
-  for (int64_t room = 1; room <= 10; ++room) {
+  for (int64_t room = 1; room <= 6; ++room) {
     GenerateOptions options;
     options.n_predict = -1;
     options.sampler.temperature = 0;
@@ -165,17 +164,17 @@ TEST(Speculative, EveryWayOfEndingIsTheSame) {
         expect_same_with_drafts(shipped, prompt, options, n_prompt + room, "context room " + std::to_string(room));
   }
   // Cancelled after every number of tokens, inside runs of kept drafts or not.
-  for (int pieces = 1; pieces <= 24; ++pieces) {
+  for (int pieces = 1; pieces <= 30; ++pieces) {
     GenerateOptions options;
-    options.n_predict = 96;
+    options.n_predict = 32;
     options.sampler.temperature = 0;
     accepted +=
         expect_same_with_drafts(shipped, prompt, options, 512, "cancelled after " + std::to_string(pieces), pieces);
   }
   // A stop string inside a run of kept drafts, and a draft length of one.
-  for (const int32_t draft_max : {1, 3, 8}) {
+  for (const int32_t draft_max : {1, 8}) {
     GenerateOptions options;
-    options.n_predict = 96;
+    options.n_predict = 48;
     options.sampler.temperature = 0;
     options.spec.draft_max = draft_max;
     options.stop = {"cat sat on the mat. The cat"};
