@@ -99,8 +99,12 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   // The last batch evaluated a token and then `drafts`; `logits` holds its rows, one a token,
   // and `row` is the one the next token is drawn from. The drafts after `row` are in the KV
   // cache but not (yet) kept; drop_unkept() takes them out.
-  std::vector<int32_t> history(options.spec.earlier.begin(), options.spec.earlier.end());  // what drafts come from
-  history.insert(history.end(), prompt.begin(), prompt.end());
+  const bool drafting = options.spec.mode == SpecMode::Ngram;
+  std::vector<int32_t> history;  // what drafts are looked up in (only kept when drafting)
+  if (drafting) {
+    history.assign(options.spec.earlier.begin(), options.spec.earlier.end());
+    history.insert(history.end(), prompt.begin(), prompt.end());
+  }
   std::vector<int32_t> drafts;
   size_t row = 0;
   int32_t draft_length = options.spec.draft_max;
@@ -120,7 +124,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     const int32_t token = *next;
     sampler.accept(token);
     result.tokens.push_back(token);
-    history.push_back(token);
+    if (drafting) history.push_back(token);
     const bool kept = row < drafts.size() && drafts[row] == token;
     if (std::find(eog.begin(), eog.end(), token) != eog.end()) {
       result.reason = StopReason::EndOfGeneration;
@@ -153,7 +157,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     if (proposed > 0) draft_length = next_draft_length(draft_length, proposed, row, options.spec.draft_max);
     drafts.clear();
     row = 0;
-    if (options.spec.mode == SpecMode::Ngram) {
+    if (drafting) {
       // Room for the drafts in the context, and no row past the last token to generate.
       int64_t length = std::min<int64_t>(draft_length, n_ctx - session.n_past() - 1);
       if (options.n_predict >= 0) length = std::min<int64_t>(length, options.n_predict - n - 2);

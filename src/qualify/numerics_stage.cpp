@@ -206,10 +206,12 @@ Result<std::string> spec_run(const Context& context, const std::string& model, c
   auto run = context.run(name, argv, 300);
   if (!run) return Error{name + ": " + run.error().message};
   if (!run->succeeded()) return Error{name + ": " + run->why()};
-  if (auto err = read_text(run->err.string()); err && drafts) {
-    const auto [k, d] = drafts_kept(*err);
-    kept += k;
-    drafted += d;
+  if (drafts) {
+    if (auto err = read_text(run->err.string())) {
+      const auto [k, d] = drafts_kept(*err);
+      kept += k;
+      drafted += d;
+    }
   }
   return read_text(run->out.string());
 }

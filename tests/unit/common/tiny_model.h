@@ -1,6 +1,7 @@
-// Test helper: a tiny model of tests/data/models converted to GGUF by the real binary once
-// per test process (the file name carries the pid, so parallel ctest runs don't clash),
-// loaded on the CPU backend with its tokenizer.
+// Test helpers: a GGUF model loaded on the CPU backend with its tokenizer (LoadedModel: the
+// shipped models/), and a tiny model of tests/data/models converted to GGUF by the real binary
+// once per test process (the file name carries the pid, so parallel ctest runs don't clash)
+// and loaded so (TinyModel).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -30,20 +31,26 @@ inline std::string convert_tiny_model(const std::string& name, const std::string
   return gguf.string();
 }
 
-struct TinyModel {
+// `model` (and `tokenizer`) null when loading failed, which is a test failure naming the file.
+struct LoadedModel {
   cpu::CpuBackend cpu{2};
   std::unique_ptr<engine::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 
-  explicit TinyModel(const std::string& name, const std::string& outtype = "f32") {
-    auto loaded = engine::Model::load(convert_tiny_model(name, outtype), cpu);
-    EXPECT_TRUE(loaded.ok()) << loaded.error().message;
+  explicit LoadedModel(const std::string& path) {
+    auto loaded = engine::Model::load(path, cpu);
+    EXPECT_TRUE(loaded.ok()) << path << ": " << loaded.error().message;
     if (!loaded.ok()) return;
     model = std::move(loaded).value();
     auto tok = tokenizer::Tokenizer::load(model->file());
-    EXPECT_TRUE(tok.ok()) << tok.error().message;
+    EXPECT_TRUE(tok.ok()) << path << ": " << tok.error().message;
     if (tok.ok()) tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok).value());
   }
+};
+
+struct TinyModel : LoadedModel {
+  explicit TinyModel(const std::string& name, const std::string& outtype = "f32")
+      : LoadedModel(convert_tiny_model(name, outtype)) {}
 };
 
 }  // namespace gufo::testing

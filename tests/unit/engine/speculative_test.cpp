@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/ngram_draft.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_gbnf.h"
+#include "tests/unit/common/tiny_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -51,26 +51,9 @@ TEST(NgramDraft, TheDraftLengthGrowsWhileAllAreKeptAndFallsAfterAMiss) {
   EXPECT_EQ(next_draft_length(8, 5, 0, 8), 1);
 }
 
-struct Shipped {
-  explicit Shipped(const char* name) {
-    const std::string path = std::string(GUFO_TEST_DATA_DIR) + "/../../models/" + name;
-    auto loaded = Model::load(path, cpu);
-    if (!loaded.ok()) {
-      ADD_FAILURE() << path << ": " << loaded.error().message;
-      return;
-    }
-    model = std::move(loaded).value();
-    auto tok = tokenizer::Tokenizer::load(model->file());
-    if (!tok.ok()) {
-      ADD_FAILURE() << path << ": " << tok.error().message;
-      model.reset();
-      return;
-    }
-    tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok).value());
-  }
-  cpu::CpuBackend cpu{2};
-  std::unique_ptr<Model> model;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+// A shipped model (models/NAME) with its tokenizer, on the CPU.
+struct Shipped : testing::LoadedModel {
+  explicit Shipped(const char* name) : LoadedModel(std::string(GUFO_TEST_DATA_DIR) + "/../../models/" + name) {}
 };
 
 struct Outcome {
