@@ -37,6 +37,16 @@ void add_spec_flags(CLI::App& app, engine::SpecOptions& spec) {
       ->check(CLI::IsMember({"none", "ngram"}));
   app.add_option("--draft-max", spec.draft_max, "tokens proposed at most per step with --spec")
       ->check(CLI::Range(1, 64));
+  app.add_option("--draft-min", spec.draft_min,
+                 "tokens proposed at least per step with --spec where the lookup finds them (default 0: decode "
+                 "plainly while verifying drafts costs more than it saves)")
+      ->check(CLI::Range(0, 64));
+  app.parse_complete_callback([&app, &spec] {
+    if (spec.draft_min > spec.draft_max && app.count("--draft-min") > 0) {
+      throw CLI::ValidationError("--draft-min", std::to_string(spec.draft_min) + " is more than --draft-max (" +
+                                                    std::to_string(spec.draft_max) + ")");
+    }
+  });
 }
 
 engine::SamplerParams resolve_sampler(const SamplerFlags& flags, const char* command) {

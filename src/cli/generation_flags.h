@@ -35,7 +35,8 @@ void add_sampler_flags(CLI::App& app, SamplerFlags& flags);
 // as "<command>: seed N" with --verbose).
 engine::SamplerParams resolve_sampler(const SamplerFlags& flags, const char* command);
 
-// --spec none|ngram and --draft-max N (engine/generate.h, SpecOptions) into `spec`.
+// --spec none|ngram, --draft-max N and --draft-min N (engine/generate.h, SpecOptions) into
+// `spec`; a --draft-min above --draft-max is refused when the command line is parsed.
 void add_spec_flags(CLI::App& app, engine::SpecOptions& spec);
 
 // -c/--ctx checked against the model: beyond its training context is an error naming the

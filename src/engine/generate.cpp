@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "engine/constraint.h"
+#include "engine/draft_policy.h"
 #include "engine/ngram_draft.h"
 
 namespace gufo::engine {
@@ -75,6 +76,10 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   if (options.spec.mode != SpecMode::None && options.spec.draft_max < 1) {
     return Error{"generate: draft_max must be at least 1"};
   }
+  if (options.spec.mode != SpecMode::None &&
+      (options.spec.draft_min < 0 || options.spec.draft_min > options.spec.draft_max)) {
+    return Error{"generate: draft_min must be from 0 to draft_max"};
+  }
   const std::vector<int32_t> eog = end_of_generation_tokens(tokenizer.vocab());
   Sampler sampler(options.sampler);
   for (int32_t token : prompt) sampler.accept(token);
@@ -107,7 +112,9 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   }
   std::vector<int32_t> drafts;
   size_t row = 0;
-  int32_t draft_length = options.spec.draft_max;
+  DraftPolicy policy(options.spec.draft_min, options.spec.draft_max);
+  std::optional<Clock::time_point> step_started;  // of the last step (none: the prompt's evaluation)
+  int32_t shadow = -1;                            // what a plain step's lookup would have drafted (-1: nothing)
   const auto drop_unkept = [&] {
     session.rewind(session.n_past() - static_cast<int32_t>(drafts.size() - row));
     drafts.resize(row);
@@ -125,6 +132,10 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     sampler.accept(token);
     result.tokens.push_back(token);
     if (drafting) history.push_back(token);
+    if (shadow >= 0) {
+      policy.record_shadow(token == shadow);
+      shadow = -1;
+    }
     const bool kept = row < drafts.size() && drafts[row] == token;
     if (std::find(eog.begin(), eog.end(), token) != eog.end()) {
       result.reason = StopReason::EndOfGeneration;
@@ -154,18 +165,28 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       result.reason = StopReason::ContextFull;
       break;
     }
-    if (proposed > 0) draft_length = next_draft_length(draft_length, proposed, row, options.spec.draft_max);
+    if (drafting && step_started) {
+      // The whole step: its evaluation, and the sampling and decoding of the rows it gave.
+      const double step_seconds = std::chrono::duration<double>(Clock::now() - *step_started).count();
+      policy.record(static_cast<int32_t>(proposed), static_cast<int32_t>(row), step_seconds);
+    }
     drafts.clear();
     row = 0;
     if (drafting) {
       // Room for the drafts in the context, and no row past the last token to generate.
-      int64_t length = std::min<int64_t>(draft_length, n_ctx - session.n_past() - 1);
+      const int32_t wanted = policy.next_length();
+      int64_t length = std::min<int64_t>(wanted, n_ctx - session.n_past() - 1);
       if (options.n_predict >= 0) length = std::min<int64_t>(length, options.n_predict - n - 2);
       drafts = ngram_draft(history, static_cast<int32_t>(std::max<int64_t>(length, 0)));
+      if (wanted == 0) {  // plain, but what would have been drafted still says how often drafts are kept
+        const std::vector<int32_t> guess = ngram_draft(history, 1);
+        if (!guess.empty()) shadow = guess[0];
+      }
     }
     std::vector<int32_t> batch = {token};
     batch.insert(batch.end(), drafts.begin(), drafts.end());
     result.drafted += static_cast<int64_t>(drafts.size());
+    step_started = Clock::now();
     GUFO_ASSIGN_OR_RETURN(logits, session.eval(batch, /*all_logits=*/!drafts.empty()));
   }
   drop_unkept();

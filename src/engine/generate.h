@@ -29,6 +29,9 @@ enum class SpecMode { None, Ngram };
 struct SpecOptions {
   SpecMode mode = SpecMode::None;
   int32_t draft_max = 8;  // tokens proposed at most per step; fewer while few are accepted
+  // Tokens proposed at least per step where the lookup finds them. 0: the engine decodes
+  // plainly while verifying drafts costs more than it saves (engine/draft_policy.h).
+  int32_t draft_min = 0;
   // Tokens before the prompt (already in the KV cache) that drafts may also be looked up in:
   // gufo chat's earlier turns. Must outlive the generate() call.
   std::span<const int32_t> earlier;

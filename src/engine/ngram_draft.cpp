@@ -21,9 +21,4 @@ std::vector<int32_t> ngram_draft(std::span<const int32_t> history, int32_t max_t
   return {};
 }
 
-int32_t next_draft_length(int32_t current, size_t proposed, size_t kept, int32_t max) {
-  if (kept >= proposed) return std::min(max, current * 2);
-  return std::max(1, static_cast<int32_t>(kept) + 1);
-}
-
 }  // namespace gufo::engine

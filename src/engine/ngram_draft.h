@@ -22,9 +22,4 @@ struct NgramDraftParams {
 std::vector<int32_t> ngram_draft(std::span<const int32_t> history, int32_t max_tokens,
                                  const NgramDraftParams& params = {});
 
-// How many tokens to propose next, after `kept` of `proposed` were kept: twice `current` while
-// every one is (at most `max`), one more than were kept once one is not (a refused draft costs
-// a wider batch for nothing).
-int32_t next_draft_length(int32_t current, size_t proposed, size_t kept, int32_t max);
-
 }  // namespace gufo::engine

@@ -2,14 +2,17 @@
 // occurrence of its last tokens; and generation with drafts gives the same tokens, text, stop
 // reason and KV cache length as without, greedy and sampled (seeded, with penalties), under a
 // grammar, with stop strings, a full context, a cancel and n_predict at every small value, on the
-// shipped dense and MoE models, while drafts are actually accepted.
+// shipped dense and MoE models, while drafts are actually accepted; and the draft policy drafts
+// where a wider batch is cheap and backs off where it is not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/draft_policy.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/ngram_draft.h"
@@ -42,13 +45,83 @@ TEST(NgramDraft, ProposesWhatFollowedTheLatestEarlierOccurrence) {
   EXPECT_EQ(ngram_draft(Tokens{3, 3, 3}, 4), (Tokens{3}));
 }
 
-TEST(NgramDraft, TheDraftLengthGrowsWhileAllAreKeptAndFallsAfterAMiss) {
-  EXPECT_EQ(next_draft_length(2, 2, 2, 8), 4);
-  EXPECT_EQ(next_draft_length(1, 1, 1, 8), 2);
-  EXPECT_EQ(next_draft_length(8, 8, 8, 8), 8);  // at most draft_max
-  EXPECT_EQ(next_draft_length(8, 3, 3, 8), 8);  // fewer proposed (the lookup ran out), all kept
-  EXPECT_EQ(next_draft_length(8, 8, 3, 8), 4);
-  EXPECT_EQ(next_draft_length(8, 5, 0, 8), 1);
+// Runs `steps` steps of a policy on a machine where an evaluation of 1 + L rows takes `plain` +
+// L x `row` seconds and the drafts are kept up to the `kept`-th; returns the lengths chosen.
+std::vector<int32_t> steps(DraftPolicy& policy, int steps, double plain, double row, int32_t kept) {
+  std::vector<int32_t> lengths;
+  for (int i = 0; i < steps; ++i) {
+    const int32_t length = policy.next_length();
+    lengths.push_back(length);
+    policy.record(length, std::min(length, kept), plain + row * length);
+  }
+  return lengths;
+}
+
+int32_t count_of(const std::vector<int32_t>& lengths, int32_t length) {
+  return static_cast<int32_t>(std::count(lengths.begin(), lengths.end(), length));
+}
+
+TEST(DraftPolicy, DraftsTheMostWhereAWiderBatchCostsLittle) {
+  // A GPU's decode: a drafted row adds a thousandth of a step.
+  DraftPolicy policy(0, 8);
+  const auto lengths = steps(policy, 40, 1e-3, 1e-6, 5);
+  EXPECT_TRUE(policy.costs_known());
+  EXPECT_LE(count_of(lengths, 0), 2) << "plain steps only to time one";
+  EXPECT_EQ(lengths.back(), 8);
+}
+
+TEST(DraftPolicy, BacksOffWhereARowCostsAsMuchAsAStep) {
+  // A small model on a few CPU cores: each row costs a whole step, so no draft can pay.
+  DraftPolicy policy(0, 8);
+  const auto lengths = steps(policy, 300, 1e-3, 1e-3, 8);
+  const std::vector<int32_t> late(lengths.begin() + 20, lengths.end());
+  EXPECT_EQ(count_of(late, 0), static_cast<int32_t>(late.size()));
+}
+
+TEST(DraftPolicy, WeighsWhatIsKeptAgainstWhatARowCosts) {
+  // A row at a third of a step pays where nearly every draft is kept, not where few are.
+  DraftPolicy kept_most(0, 8);
+  EXPECT_GT(steps(kept_most, 40, 1e-3, 3e-4, 64).back(), 2);
+  EXPECT_GT(kept_most.acceptance(), 0.9);
+  DraftPolicy kept_few(0, 8);
+  EXPECT_EQ(steps(kept_few, 40, 1e-3, 3e-4, 0).back(), 0);
+  EXPECT_LT(kept_few.acceptance(), 0.25);  // few trials once it backs off: the prior fades slowly
+  // The expected tokens of a step: 1 + p + ... + p^L.
+  EXPECT_DOUBLE_EQ(kept_few.expected_tokens(0), 1.0);
+  const double p = kept_most.acceptance();
+  EXPECT_NEAR(kept_most.expected_tokens(2), 1 + p + p * p, 1e-12);
+}
+
+TEST(DraftPolicy, FollowsTheTextWhenItTurnsRepetitive) {
+  DraftPolicy policy(0, 8);
+  EXPECT_EQ(steps(policy, 100, 1e-3, 3e-4, 0).back(), 0);  // free prose: nothing kept, no drafting
+  // The text turns repetitive: the plain steps' shadow drafts are kept, and drafting resumes.
+  for (int i = 0; i < 30; ++i) policy.record_shadow(true);
+  EXPECT_GT(policy.acceptance(), 0.9);
+  EXPECT_EQ(steps(policy, 20, 1e-3, 3e-4, 64).back(), 8);
+}
+
+TEST(DraftPolicy, TriesLongerDraftsWhereRowsGetCheaperAsTheBatchWidens) {
+  // A row costs half a step at one draft, an eighth of one at eight, and nearly every draft is
+  // kept: the hopeful guess for lengths not yet timed lets the long ones be tried, and their own
+  // timings keep them.
+  DraftPolicy policy(0, 8);
+  for (int i = 0; i < 30; ++i) policy.record_shadow(true);
+  policy.record(0, 0, 1e-3);
+  policy.record(1, 1, 1.5e-3);
+  for (int i = 0; i < 30; ++i) {
+    const int32_t length = policy.next_length();
+    policy.record(length, length, length == 0 ? 1e-3 : length < 8 ? 1e-3 + 0.5e-3 * length : 2e-3);
+  }
+  EXPECT_EQ(policy.next_length(), 8);
+}
+
+TEST(DraftPolicy, NeverProposesFewerThanDraftMin) {
+  DraftPolicy policy(3, 8);
+  policy.record(0, 0, 1e-3);  // a step whose lookup found nothing times a plain step
+  const auto lengths = steps(policy, 100, 1e-3, 1e-3, 0);
+  EXPECT_EQ(*std::min_element(lengths.begin(), lengths.end()), 3);
+  EXPECT_GE(count_of(lengths, 3), 95);
 }
 
 // A shipped model (models/NAME) with its tokenizer, on the CPU.
@@ -89,6 +162,8 @@ int64_t expect_same_with_drafts(Shipped& shipped, const std::string& prompt, Gen
   options.spec.mode = SpecMode::None;
   const Outcome plain = run(shipped, prompt, options, n_ctx, cancel_after);
   options.spec.mode = SpecMode::Ngram;
+  // Every draft the lookup finds, whatever verifying it costs here (the same drafts each run).
+  options.spec.draft_min = options.spec.draft_max;
   const Outcome spec = run(shipped, prompt, options, n_ctx, cancel_after);
   EXPECT_EQ(spec.result.tokens, plain.result.tokens) << what;
   EXPECT_EQ(spec.text, plain.text) << what;
@@ -179,7 +254,7 @@ TEST(Speculative, UnderAGrammarTheDraftsAreDrawnThroughTheMask) {
   expect_same_with_drafts(shipped, R"({"a": "b", "c": "d", "e": "f", )", options, 512, "JSON object grammar");
 }
 
-TEST(Speculative, ADraftLengthBelowOneIsAnError) {
+TEST(Speculative, DraftLengthsOutOfRangeAreErrors) {
   Shipped shipped("gufo-tiny-q8_0.gguf");
   ASSERT_NE(shipped.model, nullptr);
   auto session = Session::create(*shipped.model, shipped.cpu, 64, DType::F16);
@@ -191,6 +266,11 @@ TEST(Speculative, ADraftLengthBelowOneIsAnError) {
   auto result = generate(*session, *shipped.tokenizer, prompt, options, [](std::string_view) {});
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().message, "generate: draft_max must be at least 1");
+  options.spec.draft_max = 4;
+  options.spec.draft_min = 5;
+  result = generate(*session, *shipped.tokenizer, prompt, options, [](std::string_view) {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().message, "generate: draft_min must be from 0 to draft_max");
 }
 
 }  // namespace

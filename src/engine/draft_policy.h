@@ -1,0 +1,68 @@
+// How many drafted tokens to verify next (speculative decoding, engine/generate.cpp): the
+// length that makes the most tokens per second, from what steps of each length have cost and
+// how much of the drafts was kept. Drafting is only worth it where a step of 1 + L rows costs
+// less than the tokens it is expected to yield would cost one at a time: nearly always on a
+// GPU (decode is bound by reading the weights, which a wider batch reads once), not on a small
+// model on a few CPU cores, where a row can cost nearly as much as a step. So the policy times
+// both and decodes plainly where drafts do not pay; meanwhile it keeps estimating acceptance
+// from "shadow" drafts (what the lookup would have proposed, against the token then sampled),
+// which cost nothing to check, so it drafts again as soon as the text turns repetitive.
+// Tested by tests/unit/engine/speculative_test.cpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace gufo::engine {
+
+class DraftPolicy {
+ public:
+  // Lengths from draft_min (0: plain decoding allowed) to draft_max (>= 1, >= draft_min).
+  DraftPolicy(int32_t draft_min, int32_t draft_max);
+
+  // The most tokens to propose next (the lookup may find fewer); 0: decode one token plainly.
+  int32_t next_length();
+
+  // After a step of 1 + `proposed` rows that took `seconds` (its evaluation and the sampling of
+  // the rows it gave), of whose drafts the first `kept` were kept.
+  void record(int32_t proposed, int32_t kept, double seconds);
+  // After a plain step whose lookup would have proposed a token: whether it was the one sampled.
+  void record_shadow(bool kept);
+
+  // The estimates the choice is made from (for tests and diagnostics).
+  double acceptance() const;                     // chance that a draft token is kept, once the ones before it were
+  double expected_tokens(int32_t length) const;  // tokens a step with `length` drafts yields
+  bool costs_known() const;                      // a plain and a drafting step have been timed
+
+ private:
+  // The latest few timings of steps of one length. The first steps run cold (caches, the
+  // allocator) and a step now and then is slowed by the machine, so no one timing may steer
+  // the choice: a length's cost is the median of its latest, a plain step's the least (which
+  // makes drafting look dearer: where in doubt, drafting loses).
+  class RecentTimings {
+   public:
+    void add(double seconds);
+    bool empty() const { return count_ == 0; }
+    double least() const;
+    double median() const;
+
+   private:
+    std::array<double, 5> seconds_{};
+    int count_ = 0;
+    int next_ = 0;
+  };
+
+  double plain_seconds() const;
+  double step_seconds(int32_t length, double cheapest_row) const;  // estimated, > 0
+  int32_t best_length() const;
+
+  int32_t draft_min_;
+  int32_t draft_max_;
+  double kept_ = 1.0;                 // decayed counts of kept draft tokens and of trials (kept + refusals),
+  double trials_ = 2.0;               // starting from a prior of one in two
+  std::vector<RecentTimings> steps_;  // [proposed rows]: 0 plain, up to draft_max_
+  int32_t steps_since_plain_ = 0;     // drafting steps since a plain step was last timed
+};
+
+}  // namespace gufo::engine
