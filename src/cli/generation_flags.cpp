@@ -41,8 +41,9 @@ void add_spec_flags(CLI::App& app, engine::SpecOptions& spec) {
                  "tokens proposed at least per step with --spec where the lookup finds them (default 0: decode "
                  "plainly while verifying drafts costs more than it saves)")
       ->check(CLI::Range(0, 64));
-  app.parse_complete_callback([&app, &spec] {
-    if (spec.draft_min > spec.draft_max && app.count("--draft-min") > 0) {
+  // NOTE(cli): an App holds one parse-complete callback; run and chat set no other.
+  app.parse_complete_callback([&spec] {
+    if (spec.draft_min > spec.draft_max) {
       throw CLI::ValidationError("--draft-min", std::to_string(spec.draft_min) + " is more than --draft-max (" +
                                                     std::to_string(spec.draft_max) + ")");
     }

@@ -8,33 +8,39 @@
 namespace gufo::engine {
 namespace {
 
-// Each trial weighs the acceptance seen before it by this much: the estimate follows the text
-// as it changes (a quoted block, then free prose) within a few dozen tokens.
-constexpr double kAcceptanceDecay = 0.9;
+// Each draft token tried (kept or refused) weighs the acceptance seen before it by this much:
+// the estimate follows the text as it changes (a quoted block, then free prose) within a few
+// dozen tokens, and is not swayed by a lucky run of a few.
+constexpr double kAcceptanceDecay = 0.95;
 // Drafting must promise this many times plain decoding's tokens per second to be chosen.
 constexpr double kDraftingMargin = 1.03;
 // A plain step is timed again after this many drafting steps (a step's cost grows with the
-// context), and first after this many.
+// context).
 constexpr int32_t kRetimePlainAfter = 32;
-constexpr int32_t kFirstPlainAfter = 2;
+// After this many plain steps in a row chosen because drafts did not pay, the drafting
+// timings are forgotten where acceptance is at least kRetryAcceptance (a slow step may have
+// made them look dear, or the machine has changed): the next step drafts and times again.
+// Its cost is bounded by one drafted row in kRetryAfter steps.
+constexpr int32_t kRetryAfter = 64;
+constexpr double kRetryAcceptance = 0.5;
 
 }  // namespace
 
 void DraftPolicy::RecentTimings::add(double seconds) {
+  if (!warm_) {
+    warm_ = true;
+    return;
+  }
   seconds_[static_cast<size_t>(next_)] = seconds;
   next_ = (next_ + 1) % static_cast<int>(seconds_.size());
   count_ = std::min(count_ + 1, static_cast<int>(seconds_.size()));
 }
 
-double DraftPolicy::RecentTimings::least() const {
-  return *std::min_element(seconds_.begin(), seconds_.begin() + count_);
-}
-
-double DraftPolicy::RecentTimings::median() const {
+double DraftPolicy::RecentTimings::lower_median() const {
   std::array<double, std::tuple_size_v<decltype(seconds_)>> sorted = seconds_;
   std::fill(sorted.begin() + count_, sorted.end(), std::numeric_limits<double>::infinity());
   std::sort(sorted.begin(), sorted.end());
-  return sorted[static_cast<size_t>(count_ / 2)];
+  return sorted[static_cast<size_t>((count_ - 1) / 2)];
 }
 
 DraftPolicy::DraftPolicy(int32_t draft_min, int32_t draft_max)
@@ -55,36 +61,37 @@ double DraftPolicy::expected_tokens(int32_t length) const {
   return tokens;
 }
 
-bool DraftPolicy::costs_known() const {
-  return !steps_[0].empty() && std::any_of(steps_.begin() + 1, steps_.end(), [](const auto& t) { return !t.empty(); });
+bool DraftPolicy::drafting_timed() const {
+  return std::any_of(steps_.begin() + 1, steps_.end(), [](const RecentTimings& t) { return !t.empty(); });
 }
 
-double DraftPolicy::plain_seconds() const { return steps_[0].least(); }
+bool DraftPolicy::costs_known() const { return !steps_[0].empty() && drafting_timed(); }
 
-// A length timed lately costs what it cost; one not timed, a plain step plus its rows at the
-// cheapest row seen (rows get cheaper as a batch widens, so this is the hopeful guess that lets
-// a longer draft be tried; once tried, its own timings decide).
-double DraftPolicy::step_seconds(int32_t length, double cheapest_row) const {
+// A length timed lately costs what it cost. One not timed: a plain step plus its rows at the
+// cheapest row seen (rows get cheaper as a batch widens, so this hopeful guess lets a longer
+// draft be tried; once tried, its own timings decide); with no plain step timed (draft_min > 0),
+// the shortest timed length's cost a row, for every row (no guess that a row gets cheaper).
+double DraftPolicy::step_seconds(int32_t length) const {
   const RecentTimings& timed = steps_[static_cast<size_t>(length)];
-  const double seconds = timed.empty() ? plain_seconds() + cheapest_row * length : timed.median();
-  return std::max(seconds, 1e-12);
+  if (!timed.empty()) return std::max(timed.lower_median(), 1e-12);
+  const bool plain_timed = !steps_[0].empty();
+  const double plain = plain_timed ? steps_[0].lower_median() : 0.0;
+  double cheapest_row = std::numeric_limits<double>::infinity();
+  for (int32_t other = 1; other <= draft_max_; ++other) {
+    const RecentTimings& t = steps_[static_cast<size_t>(other)];
+    if (t.empty()) continue;
+    const double row = plain_timed ? std::max(0.0, (t.lower_median() - plain) / other) : t.lower_median() / (other + 1);
+    cheapest_row = std::min(cheapest_row, row);
+    if (!plain_timed) break;  // the shortest timed length
+  }
+  return std::max(plain_timed ? plain + cheapest_row * length : cheapest_row * (length + 1), 1e-12);
 }
 
 int32_t DraftPolicy::best_length() const {
-  const double plain = plain_seconds();
-  double cheapest_row = 0.0;
-  bool any = false;
-  for (int32_t length = 1; length <= draft_max_; ++length) {
-    const RecentTimings& timed = steps_[static_cast<size_t>(length)];
-    if (timed.empty()) continue;
-    const double row = std::max(0.0, (timed.median() - plain) / length);
-    cheapest_row = any ? std::min(cheapest_row, row) : row;
-    any = true;
-  }
   int32_t best = draft_min_;
   double best_rate = 0.0;
   for (int32_t length = draft_min_; length <= draft_max_; ++length) {
-    const double rate = expected_tokens(length) / step_seconds(length, cheapest_row);
+    const double rate = expected_tokens(length) / step_seconds(length);
     // A longer draft must be worth more, not the same; and drafting at all clearly more than
     // plain decoding (timings are noisy, and a wrong guess to draft costs more than one not to).
     const double margin = best == 0 ? kDraftingMargin : 1.0001;
@@ -98,13 +105,31 @@ int32_t DraftPolicy::best_length() const {
 
 int32_t DraftPolicy::next_length() {
   const bool may_go_plain = draft_min_ == 0;
-  if (!costs_known()) {
-    // Hopeful until both kinds of step are timed; one plain step early on times the first.
-    const bool time_plain = steps_[0].empty() && steps_since_plain_ >= kFirstPlainAfter;
-    return may_go_plain && time_plain ? 0 : draft_max_;
+  // Plain steps first, to time them (never a loss), then the shortest draft: a request that
+  // ends early has paid little for what the policy learnt.
+  if (may_go_plain && (steps_[0].empty() || steps_since_plain_ >= kRetimePlainAfter)) return 0;
+  if (!drafting_timed()) return std::max(draft_min_, 1);
+  const int32_t length = best_length();
+  if (length > 0) {
+    plain_run_ = 0;
+    return length;
   }
-  if (may_go_plain && steps_since_plain_ >= kRetimePlainAfter) return 0;
-  return best_length();
+  if (++plain_run_ >= kRetryAfter && acceptance() >= kRetryAcceptance) {
+    plain_run_ = 0;
+    for (size_t i = 1; i < steps_.size(); ++i) steps_[i].clear();
+  }
+  return 0;
+}
+
+void DraftPolicy::add_trials(int32_t kept, bool refused) {
+  for (int32_t i = 0; i < kept; ++i) {
+    kept_ = kept_ * kAcceptanceDecay + 1.0;
+    trials_ = trials_ * kAcceptanceDecay + 1.0;
+  }
+  if (refused) {
+    kept_ *= kAcceptanceDecay;
+    trials_ = trials_ * kAcceptanceDecay + 1.0;
+  }
 }
 
 void DraftPolicy::record(int32_t proposed, int32_t kept, double seconds) {
@@ -115,13 +140,9 @@ void DraftPolicy::record(int32_t proposed, int32_t kept, double seconds) {
     return;
   }
   ++steps_since_plain_;
-  kept_ = kept_ * kAcceptanceDecay + kept;
-  trials_ = trials_ * kAcceptanceDecay + kept + (kept < proposed ? 1 : 0);
+  add_trials(kept, kept < proposed);
 }
 
-void DraftPolicy::record_shadow(bool kept) {
-  kept_ = kept_ * kAcceptanceDecay + (kept ? 1 : 0);
-  trials_ = trials_ * kAcceptanceDecay + 1;
-}
+void DraftPolicy::record_shadow(bool kept) { add_trials(kept ? 1 : 0, !kept); }
 
 }  // namespace gufo::engine

@@ -1,10 +1,12 @@
 // How many drafted tokens to verify next (speculative decoding, engine/generate.cpp): the
 // length that makes the most tokens per second, from what steps of each length have cost and
 // how much of the drafts was kept. Drafting is only worth it where a step of 1 + L rows costs
-// less than the tokens it is expected to yield would cost one at a time: nearly always on a
-// GPU (decode is bound by reading the weights, which a wider batch reads once), not on a small
-// model on a few CPU cores, where a row can cost nearly as much as a step. So the policy times
-// both and decodes plainly where drafts do not pay; meanwhile it keeps estimating acceptance
+// less than the tokens it is expected to yield would cost one at a time: where decode is bound
+// by reading the weights (a model larger than the caches; a GPU), which a wider batch reads
+// once, but not for a small model on a few CPU cores, where a row can cost nearly as much as a
+// step. So the policy times steps of each length (a plain step first, then the shortest
+// draft, so a short request pays little for what it learns) and decodes plainly where drafts
+// do not pay, retrying now and then; meanwhile it keeps estimating acceptance
 // from "shadow" drafts (what the lookup would have proposed, against the token then sampled),
 // which cost nothing to check, so it drafts again as soon as the text turns repetitive.
 // Tested by tests/unit/engine/speculative_test.cpp.
@@ -36,26 +38,28 @@ class DraftPolicy {
   bool costs_known() const;                      // a plain and a drafting step have been timed
 
  private:
-  // The latest few timings of steps of one length. The first steps run cold (caches, the
-  // allocator) and a step now and then is slowed by the machine, so no one timing may steer
-  // the choice: a length's cost is the median of its latest, a plain step's the least (which
-  // makes drafting look dearer: where in doubt, drafting loses).
+  // The latest few timings of steps of one length. The first step of a length runs cold
+  // (caches, buffers sized for its rows, on a GPU the capture of its graph) and a step now and
+  // then is slowed by the machine, so the first is not kept and a length costs the lower median
+  // of the latest ones.
   class RecentTimings {
    public:
     void add(double seconds);
     bool empty() const { return count_ == 0; }
-    double least() const;
-    double median() const;
+    double lower_median() const;
+    void clear() { count_ = next_ = 0; }
 
    private:
     std::array<double, 5> seconds_{};
     int count_ = 0;
     int next_ = 0;
+    bool warm_ = false;  // the first timing has been seen (and left out)
   };
 
-  double plain_seconds() const;
-  double step_seconds(int32_t length, double cheapest_row) const;  // estimated, > 0
+  double step_seconds(int32_t length) const;  // estimated, > 0; needs a timed drafting length
   int32_t best_length() const;
+  bool drafting_timed() const;
+  void add_trials(int32_t kept, bool refused);
 
   int32_t draft_min_;
   int32_t draft_max_;
@@ -63,6 +67,7 @@ class DraftPolicy {
   double trials_ = 2.0;               // starting from a prior of one in two
   std::vector<RecentTimings> steps_;  // [proposed rows]: 0 plain, up to draft_max_
   int32_t steps_since_plain_ = 0;     // drafting steps since a plain step was last timed
+  int32_t plain_run_ = 0;             // plain steps chosen in a row because drafts did not pay
 };
 
 }  // namespace gufo::engine

@@ -106,15 +106,18 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   // cache but not (yet) kept; drop_unkept() takes them out.
   const bool drafting = options.spec.mode == SpecMode::Ngram;
   std::vector<int32_t> history;  // what drafts are looked up in (only kept when drafting)
+  std::optional<DraftPolicy> policy;
   if (drafting) {
     history.assign(options.spec.earlier.begin(), options.spec.earlier.end());
     history.insert(history.end(), prompt.begin(), prompt.end());
+    policy.emplace(options.spec.draft_min, options.spec.draft_max);
   }
   std::vector<int32_t> drafts;
   size_t row = 0;
-  DraftPolicy policy(options.spec.draft_min, options.spec.draft_max);
-  std::optional<Clock::time_point> step_started;  // of the last step (none: the prompt's evaluation)
-  int32_t shadow = -1;                            // what a plain step's lookup would have drafted (-1: nothing)
+  // A step runs from choosing its drafts (the lookup included) to the sampling of the last row
+  // it gave; none has run before the first token (drawn from the prompt's logits).
+  std::optional<Clock::time_point> step_started;
+  int32_t shadow = -1;  // what a plain step's lookup would have drafted (-1: nothing)
   const auto drop_unkept = [&] {
     session.rewind(session.n_past() - static_cast<int32_t>(drafts.size() - row));
     drafts.resize(row);
@@ -133,7 +136,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     result.tokens.push_back(token);
     if (drafting) history.push_back(token);
     if (shadow >= 0) {
-      policy.record_shadow(token == shadow);
+      policy->record_shadow(token == shadow);
       shadow = -1;
     }
     const bool kept = row < drafts.size() && drafts[row] == token;
@@ -165,28 +168,30 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       result.reason = StopReason::ContextFull;
       break;
     }
-    if (drafting && step_started) {
-      // The whole step: its evaluation, and the sampling and decoding of the rows it gave.
-      const double step_seconds = std::chrono::duration<double>(Clock::now() - *step_started).count();
-      policy.record(static_cast<int32_t>(proposed), static_cast<int32_t>(row), step_seconds);
-    }
     drafts.clear();
-    row = 0;
     if (drafting) {
+      const Clock::time_point now = Clock::now();
+      if (step_started) {
+        const double seconds = std::chrono::duration<double>(now - *step_started).count();
+        policy->record(static_cast<int32_t>(proposed), static_cast<int32_t>(row), seconds);
+      }
+      step_started = now;
       // Room for the drafts in the context, and no row past the last token to generate.
-      const int32_t wanted = policy.next_length();
+      const int32_t wanted = policy->next_length();
       int64_t length = std::min<int64_t>(wanted, n_ctx - session.n_past() - 1);
       if (options.n_predict >= 0) length = std::min<int64_t>(length, options.n_predict - n - 2);
-      drafts = ngram_draft(history, static_cast<int32_t>(std::max<int64_t>(length, 0)));
-      if (wanted == 0) {  // plain, but what would have been drafted still says how often drafts are kept
+      if (wanted == 0) {
+        // Plain, but what the lookup would have drafted still says how often drafts are kept.
         const std::vector<int32_t> guess = ngram_draft(history, 1);
         if (!guess.empty()) shadow = guess[0];
+      } else if (length > 0) {
+        drafts = ngram_draft(history, static_cast<int32_t>(length));
       }
     }
+    row = 0;
     std::vector<int32_t> batch = {token};
     batch.insert(batch.end(), drafts.begin(), drafts.end());
     result.drafted += static_cast<int64_t>(drafts.size());
-    step_started = Clock::now();
     GUFO_ASSIGN_OR_RETURN(logits, session.eval(batch, /*all_logits=*/!drafts.empty()));
   }
   drop_unkept();

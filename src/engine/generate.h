@@ -28,7 +28,7 @@ enum class SpecMode { None, Ngram };
 
 struct SpecOptions {
   SpecMode mode = SpecMode::None;
-  int32_t draft_max = 8;  // tokens proposed at most per step; fewer while few are accepted
+  int32_t draft_max = 8;  // tokens proposed at most per step (fewer where they do not pay)
   // Tokens proposed at least per step where the lookup finds them. 0: the engine decodes
   // plainly while verifying drafts costs more than it saves (engine/draft_policy.h).
   int32_t draft_min = 0;

@@ -185,8 +185,9 @@ std::pair<int64_t, int64_t> drafts_kept(const std::string& err) {
 
 // The candidate's `gufo run` on the shipped MODEL at TEMPERATURE, with n-gram drafts or not:
 // its text, and in `kept`/`drafted` what it said of its drafts; or why it failed. `draft_always`:
-// the revision has --draft-min, so drafts are proposed whatever they cost on this machine (the
-// check is of what drafting gives, and a loaded machine must not turn it off).
+// the revision has --draft-min, so every step proposes all the lookup finds, up to 8, whatever
+// drafts cost on this machine (the check is of what drafting gives: the same drafts each run,
+// and a loaded machine must not turn drafting off).
 Result<std::string> spec_run(const Context& context, const std::string& model, const std::string& temperature,
                              bool drafts, bool draft_always, int64_t& kept, int64_t& drafted) {
   std::vector<std::string> argv = {context.candidate.gufo.string(),
@@ -203,7 +204,7 @@ Result<std::string> spec_run(const Context& context, const std::string& model, c
                                    "5",
                                    "--spec",
                                    drafts ? "ngram" : "none"};
-  if (drafts && draft_always) argv.insert(argv.end(), {"--draft-min", "1"});
+  if (drafts && draft_always) argv.insert(argv.end(), {"--draft-max", "8", "--draft-min", "8"});
   for (const std::string& flag : context.device_flags()) argv.push_back(flag);
   const std::string name = "spec-" + model + "-t" + temperature + (drafts ? "-ngram" : "-none");
   auto run = context.run(name, argv, 300);

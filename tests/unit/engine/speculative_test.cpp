@@ -66,7 +66,7 @@ TEST(DraftPolicy, DraftsTheMostWhereAWiderBatchCostsLittle) {
   DraftPolicy policy(0, 8);
   const auto lengths = steps(policy, 40, 1e-3, 1e-6, 5);
   EXPECT_TRUE(policy.costs_known());
-  EXPECT_LE(count_of(lengths, 0), 2) << "plain steps only to time one";
+  EXPECT_LE(count_of(lengths, 0), 3) << "plain steps only to time them";
   EXPECT_EQ(lengths.back(), 8);
 }
 
@@ -75,7 +75,32 @@ TEST(DraftPolicy, BacksOffWhereARowCostsAsMuchAsAStep) {
   DraftPolicy policy(0, 8);
   const auto lengths = steps(policy, 300, 1e-3, 1e-3, 8);
   const std::vector<int32_t> late(lengths.begin() + 20, lengths.end());
-  EXPECT_EQ(count_of(late, 0), static_cast<int32_t>(late.size()));
+  // Plain, but for one draft of one token each 64 steps (the drafts are kept: worth a retry).
+  EXPECT_EQ(count_of(late, 0) + count_of(late, 1), static_cast<int32_t>(late.size()));
+  EXPECT_LE(count_of(late, 1), 5);
+}
+
+TEST(DraftPolicy, AShortRequestPaysLittleForWhatItLearns) {
+  // 64 tokens where a row costs 0.8 of a step and nothing is kept: within 3% of plain decoding.
+  DraftPolicy policy(0, 8);
+  const auto lengths = steps(policy, 64, 1e-3, 0.8e-3, 0);
+  double seconds = 0.0;
+  for (const int32_t length : lengths) seconds += 1e-3 + 0.8e-3 * length;
+  EXPECT_LE(seconds, 1.03 * 64 * 1e-3);
+}
+
+TEST(DraftPolicy, ASlowFirstStepOfALengthDoesNotTurnDraftingOff) {
+  // A GPU: the first step of each batch width runs twenty times slower (its graph captured).
+  DraftPolicy policy(0, 8);
+  std::vector<bool> used(9, false);
+  int32_t length = 0;
+  for (int i = 0; i < 60; ++i) {
+    length = policy.next_length();
+    const double seconds = (1e-3 + 1e-6 * length) * (used[static_cast<size_t>(length)] ? 1 : 20);
+    used[static_cast<size_t>(length)] = true;
+    policy.record(length, length, seconds);
+  }
+  EXPECT_EQ(length, 8);
 }
 
 TEST(DraftPolicy, WeighsWhatIsKeptAgainstWhatARowCosts) {
@@ -107,8 +132,6 @@ TEST(DraftPolicy, TriesLongerDraftsWhereRowsGetCheaperAsTheBatchWidens) {
   // timings keep them.
   DraftPolicy policy(0, 8);
   for (int i = 0; i < 30; ++i) policy.record_shadow(true);
-  policy.record(0, 0, 1e-3);
-  policy.record(1, 1, 1.5e-3);
   for (int i = 0; i < 30; ++i) {
     const int32_t length = policy.next_length();
     policy.record(length, length, length == 0 ? 1e-3 : length < 8 ? 1e-3 + 0.5e-3 * length : 2e-3);
@@ -118,7 +141,6 @@ TEST(DraftPolicy, TriesLongerDraftsWhereRowsGetCheaperAsTheBatchWidens) {
 
 TEST(DraftPolicy, NeverProposesFewerThanDraftMin) {
   DraftPolicy policy(3, 8);
-  policy.record(0, 0, 1e-3);  // a step whose lookup found nothing times a plain step
   const auto lengths = steps(policy, 100, 1e-3, 1e-3, 0);
   EXPECT_EQ(*std::min_element(lengths.begin(), lengths.end()), 3);
   EXPECT_GE(count_of(lengths, 3), 95);
@@ -162,7 +184,13 @@ int64_t expect_same_with_drafts(Shipped& shipped, const std::string& prompt, Gen
   options.spec.mode = SpecMode::None;
   const Outcome plain = run(shipped, prompt, options, n_ctx, cancel_after);
   options.spec.mode = SpecMode::Ngram;
-  // Every draft the lookup finds, whatever verifying it costs here (the same drafts each run).
+  // As drafts are chosen by default (by what they cost here: plain steps, shadow drafts and
+  // drafts mixed as the timings fall), then every draft the lookup finds (the same drafts each
+  // run, whatever they cost).
+  const Outcome chosen = run(shipped, prompt, options, n_ctx, cancel_after);
+  EXPECT_EQ(chosen.result.tokens, plain.result.tokens) << what << " (drafts chosen by cost)";
+  EXPECT_EQ(chosen.text, plain.text) << what << " (drafts chosen by cost)";
+  EXPECT_EQ(chosen.n_past, plain.n_past) << what << " (drafts chosen by cost)";
   options.spec.draft_min = options.spec.draft_max;
   const Outcome spec = run(shipped, prompt, options, n_ctx, cancel_after);
   EXPECT_EQ(spec.result.tokens, plain.result.tokens) << what;
