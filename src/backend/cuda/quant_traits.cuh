@@ -91,11 +91,13 @@ struct TraitsQ45K {
   static constexpr bool kActQ8K = true;
   static constexpr bool kMins = true;
   static constexpr bool kSplitHalves = false;
+  // The eight 6-bit scales and mins as bytes of two words each (byte j % 4 of word j / 4):
+  // unpacked from the block's 12 packed bytes a word at a time, and kept in 4 registers.
   struct RowBlock {
     float d;
     float dmin;
-    uint8_t sc[8];
-    uint8_t mn[8];
+    uint32_t sc[2];
+    uint32_t mn[2];
   };
   __device__ static const Block* block(const WeightView& w, int64_t row, int64_t sb) {
     return reinterpret_cast<const Block*>(weight_row(w, row)) + sb;
@@ -104,19 +106,22 @@ struct TraitsQ45K {
   __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
     return row_block_at(reinterpret_cast<const std::byte*>(block(w, row, sb)), w, row, sb);
   }
-  // From the block's bytes wherever they are (global memory, or a tile in shared memory).
+  // From the block's bytes wherever they are (global memory, or a tile in shared memory):
+  // quant::unpack_scale_min_k4 for all eight sub-blocks at once. Scales j < 4 and mins j < 4
+  // are the low 6 bits of bytes 0-3 and 4-7; for j >= 4, the nibbles of bytes 8-11 below the
+  // top two bits of bytes j - 4 (scales) and j (mins).
   __device__ static RowBlock row_block_at(const std::byte* bytes, const WeightView& /*w*/, int64_t /*row*/,
                                           int64_t /*sb*/) {
     const Block* b = reinterpret_cast<const Block*>(bytes);
+    const auto* packed = reinterpret_cast<const std::byte*>(b->scales);
+    const uint32_t s0 = load_u32(packed), s1 = load_u32(packed + 4), s2 = load_u32(packed + 8);
     RowBlock rb;
     rb.d = quant::fp16_to_fp32(b->d);
     rb.dmin = quant::fp16_to_fp32(b->dmin);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const quant::ScaleMin sm = quant::unpack_scale_min_k4(j, b->scales);
-      rb.sc[j] = sm.scale;
-      rb.mn[j] = sm.min;
-    }
+    rb.sc[0] = s0 & 0x3f3f3f3fu;
+    rb.mn[0] = s1 & 0x3f3f3f3fu;
+    rb.sc[1] = (s2 & 0x0f0f0f0fu) | ((s0 >> 2) & 0x30303030u);
+    rb.mn[1] = ((s2 >> 4) & 0x0f0f0f0fu) | ((s1 >> 2) & 0x30303030u);
     return rb;
   }
   __device__ static uint32_t quad(const WeightView& w, int64_t row, int64_t sb, int chunk, int kk) {
@@ -132,8 +137,12 @@ struct TraitsQ45K {
     }
     return q;
   }
-  __device__ static int scale(const RowBlock& rb, int chunk, int) { return rb.sc[chunk]; }
-  __device__ static int min(const RowBlock& rb, int chunk) { return rb.mn[chunk]; }
+  __device__ static int scale(const RowBlock& rb, int chunk, int) {
+    return static_cast<int>((rb.sc[chunk / 4] >> (8 * (chunk % 4))) & 0xffu);
+  }
+  __device__ static int min(const RowBlock& rb, int chunk) {
+    return static_cast<int>((rb.mn[chunk / 4] >> (8 * (chunk % 4))) & 0xffu);
+  }
   // CPU: acc = fma(d_x * d, float(S), acc); acc = fma(-(d_x * dmin), float(M), acc)
   __device__ static ChainStep step(float d, float dmin, float dx, int s, int m) {
     return {dx * d, static_cast<float>(s), -(dx * dmin), static_cast<float>(m)};
@@ -167,18 +176,22 @@ struct TraitsQ6K {
   static constexpr bool kActQ8K = true;
   static constexpr bool kMins = false;
   static constexpr bool kSplitHalves = true;
+  // The sixteen int8 scales as bytes of four words (byte j % 4 of word j / 4): 4 registers.
   struct RowBlock {
     float d;
     float dmin;
-    int8_t sc[16];
+    uint32_t sc[4];
   };
   __device__ static RowBlock row_block(const WeightView& w, int64_t row, int64_t sb) {
     RowBlock rb;
     rb.d = quant::fp16_to_fp32(w.d[row * w.d_per_row + sb]);
     rb.dmin = 0.0f;
-    const int8_t* sc = w.scales + row * (w.d_per_row * 16) + sb * 16;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) rb.sc[j] = sc[j];
+    // 16-byte aligned: device_weights.cpp lays the scales out 16 a super-block.
+    const uint4 sc = *reinterpret_cast<const uint4*>(w.scales + row * (w.d_per_row * 16) + sb * 16);
+    rb.sc[0] = sc.x;
+    rb.sc[1] = sc.y;
+    rb.sc[2] = sc.z;
+    rb.sc[3] = sc.w;
     return rb;
   }
   static constexpr int kBlockBytes = 192;  // ql and qh of a super-block (d and scales apart)
@@ -195,7 +208,10 @@ struct TraitsQ6K {
     const uint32_t high = (load_u32(base + 128 + half * 32 + kk) >> (2 * quarter)) & 0x03030303u;
     return bytes_minus_32(low | (high << 4));
   }
-  __device__ static int scale(const RowBlock& rb, int chunk, int half) { return rb.sc[2 * chunk + half]; }
+  __device__ static int scale(const RowBlock& rb, int chunk, int half) {
+    const int j = 2 * chunk + half;
+    return static_cast<int8_t>(rb.sc[j / 4] >> (8 * (j % 4)));
+  }
   __device__ static int min(const RowBlock&, int) { return 0; }
   // CPU: acc = fma(d_x * d, float(S), acc)
   __device__ static ChainStep step(float d, float /*dmin*/, float dx, int s, int) {

@@ -145,7 +145,7 @@ __device__ inline void quantize_row_pieces(const float4 (&v)[kRowPieces], int64_
 #pragma unroll
   for (int it = 0; it < kRowPieces; ++it) {
     const int64_t i = tid + static_cast<int64_t>(it) * kRowThreads;
-    if (i < pieces && tid % 8 == 0) quant.sum32[row * (quant.k / 32) + 4 * i / 32] = sums[it];
+    if (i < pieces && tid % 8 == 0) store_sum32(quant, row, 4 * i / 32, sums[it]);
   }
 }
 

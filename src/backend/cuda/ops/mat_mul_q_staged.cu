@@ -10,6 +10,9 @@
 // Block: 128 weight rows x 64 activation rows; warp (wm, wn) computes 32 x 32 of it as 2 x 4
 // MMA tiles of 16 x 8. Shared rows are padded to an odd multiple of 16 bytes (4, 12, 20 or 28
 // words mod 32), so the 8 rows x 4 words of a fragment load fall in 32 distinct banks.
+// The K-quants' mins term (sum over 8 sub-blocks of min x the activations' 32-sum) is two more
+// small MMAs a tile, on the sums split in bytes by the quantizer, where it was 8 multiply-adds
+// an element (and their operands' registers): 8B prefill 1.21x on an H100 (BENCHMARKS.md).
 // Tested by tests/ops/mat_mul_test.cpp (against the CPU, bit for bit, batches past 32 rows).
 #include <string>
 
@@ -39,7 +42,7 @@ constexpr int padded(int bytes) { return bytes % 32 == 16 ? bytes : bytes + 16; 
 
 // One stage in shared memory: weight rows [kBM][kWStride] (a super-block's bytes each),
 // activation rows [kBN][kXStride] (a super-block's quants), their scales [kBN] and, for
-// types with mins, their 32-sums [kBN][8].
+// types with mins, their 32-sums split in bytes [kBN][16] (ops.h, QuantActs::sum_parts).
 template <class T>
 struct Stage {
   static_assert(T::kBlockBytes % 16 == 0 && T::kSuperBlock % 16 == 0);
@@ -48,8 +51,8 @@ struct Stage {
   static constexpr int kW = 0;
   static constexpr int kX = kW + kBM * kWStride;
   static constexpr int kDx = kX + kBN * kXStride;
-  static constexpr int kSums = kDx + kBN * 4;
-  static constexpr int kBytes = kSums + (T::kMins ? kBN * 8 * 4 : 0);
+  static constexpr int kParts = kDx + kBN * 4;
+  static constexpr int kBytes = kParts + (T::kMins ? kBN * 16 : 0);
 };
 
 struct Frame {
@@ -89,13 +92,21 @@ __device__ void stage_copies(const QuantMatMulArgs& a, const Frame& f, int64_t s
   }
   if (tid < kBN) copy4_async(stage + S::kDx + tid * 4, a.x.d + x_row(a, f, f.tok0 + tid) * n_sb + sb);
   if constexpr (T::kMins) {
-    if (tid < 2 * kBN) {
-      const int r = tid / 2, p = tid % 2;
-      copy16_async(stage + S::kSums + r * 32 + p * 16,
-                   a.x.sum32 + x_row(a, f, f.tok0 + r) * (a.x.k / 32) + sb * 8 + p * 4);
-    }
+    if (tid < kBN)
+      copy16_async(stage + S::kParts + tid * 16, a.x.sum_parts + x_row(a, f, f.tok0 + tid) * (a.x.k / 16) + sb * 16);
   }
   copies_commit();
+}
+
+// The mins' sums M = sum over the 8 sub-blocks of min * 32-sum, exact, of one 16 x 8 tile as
+// two MMAs (k = 16, the 8 sub-blocks in k 0-7, zeros above): the mins (6 bits, a RowBlock's two
+// words; a0 row g, a1 row g + 8) by the sums' low 7 bits, then by their rest: M = low + 128 rest.
+__device__ inline void mins_tile(uint32_t a0, uint32_t a1, uint32_t low, uint32_t rest, int (&m)[4]) {
+  int lo[4], hi[4];
+  mma_k16(lo, a0, a1, low);
+  mma_k16(hi, a0, a1, rest);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) m[i] = lo[i] + hi[i] * 128;
 }
 
 // The integer sums of super-block sb for the lane's elements, then one chain step each.
@@ -141,17 +152,33 @@ __device__ void compute_stage(const QuantMatMulArgs& a, const Frame& f, int64_t 
     }
     add_scaled_products<T, kRm, kTn>(af, bf, rb, c, s);
   }
+  // The lane's operands of mins_tile: k = 4t..4t+3 is past the 8 sub-blocks for t >= 2.
+  const uint32_t used = T::kMins && t < 2 ? ~0u : 0u;
+  const int word = t & 1;
   const auto* dx = reinterpret_cast<const float*>(stage + S::kDx);
-  const auto* sums = reinterpret_cast<const int32_t*>(stage + S::kSums);
-  for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
-    const int token = wn * 32 + tn * 8 + 2 * t + i % 2;
-    int m = 0;
-    if constexpr (T::kMins) {
 #pragma unroll
-      for (int sub = 0; sub < 8; ++sub) m += T::min(rb[rm][i / 2], sub) * sums[token * 8 + sub];
+  for (int tn = 0; tn < kTn; ++tn) {
+    uint32_t low = 0, rest = 0;
+    if constexpr (T::kMins) {
+      const unsigned char* p = stage + S::kParts + (wn * 32 + tn * 8 + g) * 16 + 4 * word;
+      low = *reinterpret_cast<const uint32_t*>(p) & used;
+      rest = *reinterpret_cast<const uint32_t*>(p + 8) & used;
     }
-    acc[e] = chain_block<T>(acc[e], rb[rm][i / 2].d, rb[rm][i / 2].dmin, dx[token], s[e], m);
-  });
+#pragma unroll
+    for (int rm = 0; rm < kRm; ++rm) {
+      int m[4] = {};
+      if constexpr (T::kMins) {
+        mins_tile((word != 0 ? rb[rm][0].mn[1] : rb[rm][0].mn[0]) & used,
+                  (word != 0 ? rb[rm][1].mn[1] : rb[rm][1].mn[0]) & used, low, rest, m);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int e = (rm * kTn + tn) * 4 + i;
+        const int token = wn * 32 + tn * 8 + 2 * t + i % 2;
+        acc[e] = chain_block<T>(acc[e], rb[rm][i / 2].d, rb[rm][i / 2].dmin, dx[token], s[e], m[i]);
+      }
+    }
+  }
 }
 
 // blockIdx: x = weight rows / kBM, y = activation rows / kBN, z = expert (expert mode).

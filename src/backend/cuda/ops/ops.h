@@ -63,11 +63,14 @@ struct QuantActs {
   int8_t* qs = nullptr;      // [rows, k]
   float* d = nullptr;        // [rows, k / block]
   int32_t* sum32 = nullptr;  // [rows, k / 32], q8k only
+  // The same sums split for the prefill matmul's integer MMA of the mins, q8k only: [rows, k /
+  // 256, 16], per 256-block the eight sums' low 7 bits (sum & 127), then their rest (sum >> 7).
+  int8_t* sum_parts = nullptr;
   int64_t rows = 0;
   int64_t k = 0;
   bool q8k = false;  // 256-blocks (K-quants) rather than 32-blocks (Q8_0)
 };
-// Device bytes a QuantActs of rows x k takes (the three arrays, each 256-byte aligned).
+// Device bytes a QuantActs of rows x k takes (its arrays, each 256-byte aligned).
 size_t quant_acts_bytes(int64_t rows, int64_t k, bool q8k);
 // Lays the arrays of a QuantActs out in `memory` (quant_acts_bytes of it).
 QuantActs quant_acts_at(void* memory, int64_t rows, int64_t k, bool q8k);

@@ -31,7 +31,7 @@ size_t quant_acts_bytes(int64_t rows, int64_t k, bool q8k) {
   const auto r = static_cast<size_t>(rows);
   const auto kk = static_cast<size_t>(k);
   return aligned_bytes(r * kk) + aligned_bytes(r * (kk / (q8k ? 256 : 32)) * sizeof(float)) +
-         (q8k ? aligned_bytes(r * (kk / 32) * sizeof(int32_t)) : 0);
+         (q8k ? aligned_bytes(r * (kk / 32) * sizeof(int32_t)) + aligned_bytes(r * (kk / 16)) : 0);
 }
 
 QuantActs quant_acts_at(void* memory, int64_t rows, int64_t k, bool q8k) {
@@ -46,7 +46,11 @@ QuantActs quant_acts_at(void* memory, int64_t rows, int64_t k, bool q8k) {
   base += aligned_bytes(r * kk);
   acts.d = reinterpret_cast<float*>(base);
   base += aligned_bytes(r * (kk / (q8k ? 256 : 32)) * sizeof(float));
-  acts.sum32 = q8k ? reinterpret_cast<int32_t*>(base) : nullptr;
+  if (q8k) {
+    acts.sum32 = reinterpret_cast<int32_t*>(base);
+    base += aligned_bytes(r * (kk / 32) * sizeof(int32_t));
+    acts.sum_parts = reinterpret_cast<int8_t*>(base);
+  }
   return acts;
 }
 

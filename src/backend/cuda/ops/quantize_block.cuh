@@ -17,6 +17,16 @@ __device__ inline int8_t to_q8(float v) {
   return static_cast<int8_t>(lroundf(clamped));
 }
 
+// Run `run` (of 32 quants) of row `row`: its sum into out.sum32 and, split, into out.sum_parts.
+__device__ inline void store_sum32(const QuantActs& out, int64_t row, int64_t run, int sum) {
+  out.sum32[row * (out.k / 32) + run] = sum;
+  if (out.sum_parts != nullptr) {
+    int8_t* parts = out.sum_parts + row * (out.k / 16) + (run / 8) * 16 + run % 8;
+    parts[0] = static_cast<int8_t>(sum & 127);
+    parts[8] = static_cast<int8_t>(sum >> 7);
+  }
+}
+
 // A block's scale d and the factor its values are multiplied by before rounding, from its
 // largest magnitude (quantize_activation_q8_0 / _q8_k's operations).
 struct Q8Scale {
@@ -54,7 +64,7 @@ __device__ inline void quantize_block_values(const float (&values)[kBlock / 32],
     constexpr int kLanesPer32 = 32 / kPerLane;
 #pragma unroll
     for (int mask = 1; mask < kLanesPer32; mask *= 2) sum += gpu::shfl_xor(sum, mask);
-    if (lane % kLanesPer32 == 0) out.sum32[row * (out.k / 32) + first / 32] = sum;
+    if (lane % kLanesPer32 == 0) store_sum32(out, row, first / 32, sum);
   }
 }
 
