@@ -258,6 +258,8 @@ const char* misfit(const WeightView& w, const QuantActs& x) {
   if (!is_quantized_matmul_type(w.type)) return "not a quantized type";
   if (x.k != w.cols || x.q8k != wants_q8k(w.type)) return "activations do not fit the weight";
   if (w.cols % (wants_q8k(w.type) ? 256 : 32) != 0) return "width is not a multiple of the block";
+  // The K-quants' kernels read the 32-sums, the prefill tiles their split bytes (quant_acts_at).
+  if (x.q8k && (x.sum32 == nullptr || x.sum_parts == nullptr)) return "activations lack their 32-sums";
   return nullptr;
 }
 

@@ -1,6 +1,7 @@
 // Activation quantization for the integer matmul (see ops.h, QuantActs): the CPU's
 // quantize_activation_q8_0 / _q8_k (backend/cpu/quant/dot_scalar.cpp) with the same float
-// operations, so the same quants and scales. One lane group per 32 values: lane l takes value l.
+// operations, so the same quants and scales. One lane group per block: for 32-blocks lane l
+// takes value l, for 256-blocks values 8l to 8l + 7.
 // Tested by tests/ops/mat_mul_test.cpp (through the matmul, bit for bit).
 #include <string>
 
