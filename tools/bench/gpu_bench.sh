@@ -5,6 +5,7 @@
 # shapes, random weights), so nothing is downloaded.
 # Usage: tools/bench/gpu_bench.sh GUFO [LLAMA_BENCH]
 #   MODELS="qwen3:8b qwen3:1.7b qwen3moe:30b-a3b" (ARCH:SHAPE of gufo synth) by default.
+#   ARGS="-p 512,2048 -n 128 -d 0,4096 -r 3" by default: the tests, the same for both sides.
 set -uo pipefail
 gufo=$1
 llama_bench=${2:-}
@@ -15,8 +16,10 @@ for entry in ${MODELS:-qwen3:8b qwen3:1.7b qwen3moe:30b-a3b}; do
   model="$dir/$arch-$shape-q4_k_m.gguf"
   [[ -f $model ]] || "$gufo" synth --arch "$arch" --shape "$shape" --type q4_k_m -o "$model" >/dev/null || exit 1
   echo "## $arch $shape q4_k_m ($(du -h "$model" | cut -f1))"
-  "$gufo" bench --device cuda -m "$model" -p 512,2048 -n 128 -d 0,4096 -r 3
+  # shellcheck disable=SC2086  # ARGS is a list of flags
+  "$gufo" bench --device cuda -m "$model" ${ARGS:--p 512,2048 -n 128 -d 0,4096 -r 3}
   if [[ -x $llama_bench ]]; then
-    "$llama_bench" -m "$model" -ngl 99 -fa 1 -p 512,2048 -n 128 -d 0,4096 -r 3 -o md
+    # shellcheck disable=SC2086
+    "$llama_bench" -m "$model" -ngl 99 -fa 1 ${ARGS:--p 512,2048 -n 128 -d 0,4096 -r 3} -o md
   fi
 done

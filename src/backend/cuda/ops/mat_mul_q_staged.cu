@@ -4,15 +4,18 @@
 // What differs is where the operands come from. mat_mul_q.cu's tiles read their MMA fragments
 // straight from global memory, 4 bytes a lane, and were bound by those loads (~43 TOPS of int8
 // on the H200). Here a block of 8 warps stages each super-block's weight rows (their bytes as
-// they lie in device memory) and activation rows in shared memory with cp.async, the next
-// super-block's copies in flight while the warps compute on this one, and every fragment,
-// scale and activation sum is read from there.
+// they lie in device memory) and activation rows in shared memory with cp.async, two more
+// super-blocks' copies in flight while the warps compute on this one (one barrier a step),
+// and every fragment, scale and activation sum is read from there.
 // Block: 128 weight rows x 64 activation rows; warp (wm, wn) computes 32 x 32 of it as 2 x 4
 // MMA tiles of 16 x 8. Shared rows are padded to an odd multiple of 16 bytes (4, 12, 20 or 28
 // words mod 32), so the 8 rows x 4 words of a fragment load fall in 32 distinct banks.
 // The K-quants' mins term (sum over 8 sub-blocks of min x the activations' 32-sum) is two more
 // small MMAs a tile, on the sums split in bytes by the quantizer, where it was 8 multiply-adds
 // an element (and their operands' registers): 8B prefill 1.21x on an H100 (BENCHMARKS.md).
+// Tried and measured slower (session 24): folding each sub-block's scale into the weights in
+// 3-bit parts (two u8 x s8 MMAs a tile, no multiply-add an element), -6% on the 8B: with two
+// warps a scheduler the doubled MMAs throttle the tensor pipe more than the multiply-adds cost.
 // Tested by tests/ops/mat_mul_test.cpp (against the CPU, bit for bit, batches past 32 rows).
 #include <string>
 
@@ -32,8 +35,9 @@ constexpr int kBM = 128;  // weight rows per block
 constexpr int kBN = 64;   // activation rows per block
 constexpr int kWarpsM = 4;
 constexpr int kWarpsN = 2;
-constexpr int kRm = 2;  // 16-row MMA tiles per warp
-constexpr int kTn = 4;  // 8-row activation tiles per warp
+constexpr int kRm = 2;      // 16-row MMA tiles per warp
+constexpr int kTn = 4;      // 8-row activation tiles per warp
+constexpr int kStages = 3;  // super-blocks staged in shared memory at once
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;
 constexpr int kElems = kRm * kTn * 4;
 static_assert(kWarpsM * kRm * 16 == kBM && kWarpsN * kTn * 8 == kBN);
@@ -72,28 +76,72 @@ __device__ inline int64_t weight_row_of(const Frame& f, int64_t local) {
   return f.w_offset + (r < f.n_rows ? r : f.n_rows - 1);
 }
 
-// Issues the copies of super-block sb into `stage` (rows past the end repeat the last one).
+// Where one thread's copies of every stage come from and go to, worked out once a block (a
+// stage's sources are these plus the super-block's offset). Piece i of a stage (16 bytes) is
+// thread i % kThreads's, so each copy instruction of a warp reads 512 contiguous bytes of a
+// row or two (a warp's own rows read 16 bytes a row per instruction twice the L2 requests, and
+// stalled on them: ncu, session 24). Rows past the end repeat the last one.
 template <class T>
-__device__ void stage_copies(const QuantMatMulArgs& a, const Frame& f, int64_t sb, unsigned char* stage) {
+struct CopyPlan {
+  static constexpr int kWRowPieces = T::kBlockBytes / 16;
+  static constexpr int kWSteps = (kBM * kWRowPieces + kThreads - 1) / kThreads;
+  static constexpr int kXRowPieces = T::kSuperBlock / 16;
+  static constexpr int kXSteps = (kBN * kXRowPieces + kThreads - 1) / kThreads;
+  static constexpr uint32_t kNone = ~0u;  // no piece at this step
+  const std::byte* w_base;                // the block's first weight row
+  uint32_t w_src[kWSteps];                // bytes from w_base, in super-block 0
+  uint32_t w_dst[kWSteps];                // bytes into a stage, or kNone
+  uint32_t x_src[kXSteps];                // bytes from the activations' quants, in super-block 0
+  uint32_t x_dst[kXSteps];                // bytes into a stage, or kNone
+  int64_t own_row;                        // threads below kBN: the activation row of token tid
+};
+
+template <class T>
+__device__ CopyPlan<T> copy_plan(const QuantMatMulArgs& a, const Frame& f) {
   using S = Stage<T>;
+  using P = CopyPlan<T>;
   const int tid = static_cast<int>(threadIdx.x);
-  const int64_t n_sb = a.x.k / T::kSuperBlock;
-  constexpr int kWPieces = T::kBlockBytes / 16;
-  for (int i = tid; i < kBM * kWPieces; i += kThreads) {
-    const int r = i / kWPieces, p = i % kWPieces;
-    copy16_async(stage + S::kW + r * S::kWStride + p * 16,
-                 weight_row(a.w, weight_row_of(f, r)) + sb * T::kBlockBytes + p * 16);
+  P p;
+  const int64_t first_row = weight_row_of(f, 0);
+  p.w_base = weight_row(a.w, first_row);
+#pragma unroll
+  for (int j = 0; j < P::kWSteps; ++j) {
+    const int i = tid + j * kThreads, r = i / P::kWRowPieces, piece = i % P::kWRowPieces;
+    const bool used = i < kBM * P::kWRowPieces;
+    p.w_src[j] = static_cast<uint32_t>((weight_row_of(f, used ? r : 0) - first_row) * a.w.q_row_bytes + piece * 16);
+    p.w_dst[j] = used ? static_cast<uint32_t>(S::kW + r * S::kWStride + piece * 16) : P::kNone;
   }
-  constexpr int kXPieces = T::kSuperBlock / 16;
-  for (int i = tid; i < kBN * kXPieces; i += kThreads) {
-    const int r = i / kXPieces, p = i % kXPieces;
-    copy16_async(stage + S::kX + r * S::kXStride + p * 16,
-                 a.x.qs + x_row(a, f, f.tok0 + r) * a.x.k + sb * T::kSuperBlock + p * 16);
+#pragma unroll
+  for (int j = 0; j < P::kXSteps; ++j) {
+    const int i = tid + j * kThreads, r = i / P::kXRowPieces, piece = i % P::kXRowPieces;
+    const bool used = i < kBN * P::kXRowPieces;
+    p.x_src[j] = static_cast<uint32_t>(x_row(a, f, f.tok0 + (used ? r : 0)) * a.x.k + piece * 16);
+    p.x_dst[j] = used ? static_cast<uint32_t>(S::kX + r * S::kXStride + piece * 16) : P::kNone;
   }
-  if (tid < kBN) copy4_async(stage + S::kDx + tid * 4, a.x.d + x_row(a, f, f.tok0 + tid) * n_sb + sb);
-  if constexpr (T::kMins) {
-    if (tid < kBN)
-      copy16_async(stage + S::kParts + tid * 16, a.x.sum_parts + x_row(a, f, f.tok0 + tid) * (a.x.k / 16) + sb * 16);
+  p.own_row = x_row(a, f, f.tok0 + min(tid, kBN - 1));
+  return p;
+}
+
+// Issues the copies of super-block sb into `stage`.
+template <class T>
+__device__ void stage_copies(const QuantMatMulArgs& a, const CopyPlan<T>& p, int sb, unsigned char* stage) {
+  using S = Stage<T>;
+  using P = CopyPlan<T>;
+  const int tid = static_cast<int>(threadIdx.x);
+  const std::byte* w = p.w_base + static_cast<int64_t>(sb) * T::kBlockBytes;
+#pragma unroll
+  for (int j = 0; j < P::kWSteps; ++j) {
+    if (p.w_dst[j] != P::kNone) copy16_async(stage + p.w_dst[j], w + p.w_src[j]);
+  }
+  const int8_t* x = a.x.qs + static_cast<int64_t>(sb) * T::kSuperBlock;
+#pragma unroll
+  for (int j = 0; j < P::kXSteps; ++j) {
+    if (p.x_dst[j] != P::kNone) copy16_async(stage + p.x_dst[j], x + p.x_src[j]);
+  }
+  if (tid < kBN) {
+    copy4_async(stage + S::kDx + tid * 4, a.x.d + p.own_row * (a.x.k / T::kSuperBlock) + sb);
+    if constexpr (T::kMins)
+      copy16_async(stage + S::kParts + tid * 16, a.x.sum_parts + p.own_row * (a.x.k / 16) + sb * 16);
   }
   copies_commit();
 }
@@ -199,23 +247,33 @@ __global__ void __launch_bounds__(kThreads) staged_kernel(QuantMatMulArgs a) {
   f.row0 = static_cast<int64_t>(blockIdx.x) * kBM;
   f.tok0 = f.x_begin + static_cast<int64_t>(blockIdx.y) * kBN;
   if (f.tok0 >= f.x_end) return;  // the whole block: no barrier is skipped by part of it
-  const int64_t n_sb = a.x.k / T::kSuperBlock;
+  const int n_sb = static_cast<int>(a.x.k / T::kSuperBlock);
   float acc[kElems];
 #pragma unroll
   for (int e = 0; e < kElems; ++e) acc[e] = 0.0f;
-  stage_copies<T>(a, f, 0, smem);
-  for (int64_t sb = 0; sb < n_sb; ++sb) {
-    unsigned char* current = smem + (sb % 2) * Stage<T>::kBytes;
-    if (sb + 1 < n_sb) {
-      // The other stage was last read in the previous step, which ended at a barrier.
-      stage_copies<T>(a, f, sb + 1, smem + ((sb + 1) % 2) * Stage<T>::kBytes);
-      copies_wait<1>();
+  // kStages - 1 super-blocks in flight ahead of the one computed on; each step's copies go to
+  // the stage read in the step before, which every warp has left once it passes the barrier.
+  const CopyPlan<T> plan = copy_plan<T>(a, f);
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < n_sb) {
+      stage_copies<T>(a, plan, i, smem + i * Stage<T>::kBytes);
     } else {
-      copies_wait<0>();
+      copies_commit();  // an empty group keeps the count of groups in flight the same
     }
+  }
+  int slot = 0, ahead_slot = kStages - 1;
+  for (int sb = 0; sb < n_sb; ++sb) {
+    copies_wait<kStages - 2>();
     __syncthreads();
-    compute_stage<T>(a, f, sb, current, acc);
-    __syncthreads();
+    if (sb + kStages - 1 < n_sb) {
+      stage_copies<T>(a, plan, sb + kStages - 1, smem + ahead_slot * Stage<T>::kBytes);
+    } else {
+      copies_commit();
+    }
+    compute_stage<T>(a, f, sb, smem + slot * Stage<T>::kBytes, acc);
+    slot = slot + 1 == kStages ? 0 : slot + 1;
+    ahead_slot = ahead_slot + 1 == kStages ? 0 : ahead_slot + 1;
   }
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
   const int wm = warp % kWarpsM, wn = warp / kWarpsM;
@@ -229,7 +287,14 @@ __global__ void __launch_bounds__(kThreads) staged_kernel(QuantMatMulArgs a) {
 
 template <class T>
 Status launch(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
-  constexpr int kSmem = 2 * Stage<T>::kBytes;
+  constexpr int kSmem = kStages * Stage<T>::kBytes;
+  // CopyPlan holds activation offsets in 32 bits: 4 GiB of quantized activations, some 350,000
+  // rows of 12,288, is far past any batch the engine makes.
+  if (a.x.rows * a.x.k >= (int64_t{1} << 32)) {
+    return Error{"mat_mul_q_staged: " + std::to_string(a.x.rows) + " activation rows of " + std::to_string(a.x.k) +
+                     " exceed 4 GiB",
+                 ErrorKind::Unsupported};
+  }
   auto* kernel = staged_kernel<T>;
   GUFO_GPU_RETURN_IF_ERROR(gpu::set_max_dynamic_shared(kernel, kSmem), "mat_mul_q_staged: shared memory");
   const dim3 grid(static_cast<unsigned>((n_rows + kBM - 1) / kBM), static_cast<unsigned>((n_tokens + kBN - 1) / kBN),
