@@ -1,5 +1,5 @@
 // config.json parsing: the four architectures, defaults (n_head_kv, head_dim, tie), rope
-// scaling in both spellings, and bad fields as one-line errors naming the field.
+// scaling and the expert count in both spellings, and bad fields as one-line errors naming the field.
 // Run: ctest --preset unit -R convert_test
 #include <gtest/gtest.h>
 
@@ -48,6 +48,31 @@ TEST(HfConfig, ArchitecturesAndDefaults) {
   EXPECT_EQ(moe->gguf_arch, "qwen3moe");
   EXPECT_EQ(moe->n_expert, 8u);
   EXPECT_EQ(moe->n_ff_exp, 32u);
+}
+
+// The expert count as transformers 4.x and the Hub's configs write it (num_experts) and as
+// transformers 5 saves it (num_local_experts); both at once must agree.
+TEST(HfConfig, ExpertCountSpellings) {
+  json moe = base_config("Qwen3MoeForCausalLM");
+  moe.update({{"num_experts_per_tok", 2}, {"moe_intermediate_size", 32}});
+  json v5 = moe;
+  v5["num_local_experts"] = 16;
+  auto parsed = parse_hf_config(v5, "config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->n_expert, 16u);
+  v5["num_experts"] = 16;
+  parsed = parse_hf_config(v5, "config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->n_expert, 16u);
+  v5["num_experts"] = 8;
+  parsed = parse_hf_config(v5, "m/config.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().message, "m/config.json: num_experts 8 and num_local_experts 16 disagree");
+  v5.erase("num_experts");
+  v5["num_local_experts"] = 0;
+  parsed = parse_hf_config(v5, "config.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("num_local_experts: expected an integer"), std::string::npos);
 }
 
 TEST(HfConfig, RopeScalingSpellings) {
