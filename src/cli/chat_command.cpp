@@ -30,7 +30,7 @@ struct ChatCommandOptions {
   BackendFlags backend;
   std::vector<std::string> stop;
   SamplerFlags sampler;
-  engine::SpecOptions spec;
+  SpecFlags spec;
 };
 
 constexpr const char* kHelp =
@@ -52,13 +52,16 @@ int run_chat(const ChatCommandOptions& options) {
   if (!n_ctx.ok()) return report_error(n_ctx.error());
   auto session = engine::Session::create(*loaded->model, backend, *n_ctx, chosen->cache_type);
   if (!session.ok()) return report_error(session.error());
+  auto draft = load_draft(options.spec, *chosen, *loaded->tokenizer, *n_ctx);
+  if (!draft.ok()) return report_error(draft.error());
   engine::ChatOptions chat_options;
   chat_options.system_prompt = options.system_prompt;
   if (options.no_thinking) chat_options.enable_thinking = false;
   chat_options.generate.n_predict = options.n_predict;
   chat_options.generate.stop = options.stop;
   chat_options.generate.sampler = resolve_sampler(options.sampler, "gufo chat");
-  chat_options.generate.spec = options.spec;
+  chat_options.generate.spec = options.spec.spec;
+  if (*draft) chat_options.generate.spec.drafter = (*draft)->drafter.get();
   auto chat = engine::Chat::create(*loaded->model, std::move(session).value(), *loaded->tokenizer, chat_options);
   if (!chat.ok()) return report_error(chat.error());
 

@@ -1,6 +1,7 @@
 // Flags and model loading shared by `gufo run` and `gufo chat` (see generation_flags.h).
 #include "cli/generation_flags.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -26,26 +27,44 @@ void add_sampler_flags(CLI::App& app, SamplerFlags& flags) {
   app.add_flag("-v,--verbose", flags.verbose, "print the seed and the backend on stderr");
 }
 
-void add_spec_flags(CLI::App& app, engine::SpecOptions& spec) {
-  app.add_option_function<std::string>(
-         "--spec",
-         [&spec](const std::string& mode) {
-           spec.mode = mode == "ngram" ? engine::SpecMode::Ngram : engine::SpecMode::None;
-         },
-         "speculative decoding: ngram (what followed the context's last tokens where they came before) or none "
-         "(default); the output is the same either way")
-      ->check(CLI::IsMember({"none", "ngram"}));
+void add_spec_flags(CLI::App& app, SpecFlags& flags) {
+  engine::SpecOptions& spec = flags.spec;
+  CLI::Option* mode = app.add_option_function<std::string>(
+                             "--spec",
+                             [&spec](const std::string& name) {
+                               spec.mode = name == "ngram"   ? engine::SpecMode::Ngram
+                                           : name == "draft" ? engine::SpecMode::Draft
+                                                             : engine::SpecMode::None;
+                             },
+                             "speculative decoding: ngram (what followed the context's last tokens where they came "
+                             "before), draft (a smaller model's greedy tokens: --draft-model) or none (default); the "
+                             "output is the same either way")
+                          ->check(CLI::IsMember({"none", "ngram", "draft"}));
+  app.add_option("--draft-model", flags.draft_model,
+                 "a draft model (GGUF, the same vocabulary, e.g. gufo-tiny-draft for gufo-tiny): --spec draft")
+      ->check(CLI::ExistingFile);
   app.add_option("--draft-max", spec.draft_max, "tokens proposed at most per step with --spec")
       ->check(CLI::Range(1, 64));
   app.add_option("--draft-min", spec.draft_min,
-                 "tokens proposed at least per step with --spec where the lookup finds them (default 0: decode "
+                 "tokens proposed at least per step with --spec where the drafter finds them (default 0: decode "
                  "plainly while verifying drafts costs more than it saves)")
       ->check(CLI::Range(0, 64));
   // NOTE(cli): an App holds one parse-complete callback; run and chat set no other.
-  app.parse_complete_callback([&spec] {
-    if (spec.draft_min > spec.draft_max) {
-      throw CLI::ValidationError("--draft-min", std::to_string(spec.draft_min) + " is more than --draft-max (" +
-                                                    std::to_string(spec.draft_max) + ")");
+  app.parse_complete_callback([&flags, mode] {
+    engine::SpecOptions& s = flags.spec;
+    if (s.draft_min > s.draft_max) {
+      throw CLI::ValidationError("--draft-min", std::to_string(s.draft_min) + " is more than --draft-max (" +
+                                                    std::to_string(s.draft_max) + ")");
+    }
+    if (!flags.draft_model.empty()) {
+      if (mode->count() > 0 && s.mode != engine::SpecMode::Draft) {
+        throw CLI::ValidationError("--draft-model",
+                                   "drafts with a model, which --spec " +
+                                       std::string(s.mode == engine::SpecMode::Ngram ? "ngram" : "none") + " does not");
+      }
+      s.mode = engine::SpecMode::Draft;
+    } else if (s.mode == engine::SpecMode::Draft) {
+      throw CLI::ValidationError("--spec", "draft needs --draft-model FILE");
     }
   });
 }
@@ -78,6 +97,22 @@ Result<GenerationModel> load_generation_model(const std::string& model_path, Cho
   }
   loaded.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
   return loaded;
+}
+
+Result<std::unique_ptr<LoadedDraft>> load_draft(const SpecFlags& flags, ChosenBackend& chosen,
+                                                const tokenizer::Tokenizer& target, int64_t n_ctx) {
+  if (flags.spec.mode != engine::SpecMode::Draft) return std::unique_ptr<LoadedDraft>();
+  auto draft = std::make_unique<LoadedDraft>();
+  GUFO_ASSIGN_OR_RETURN(draft->loaded, load_generation_model(flags.draft_model, chosen));
+  GUFO_RETURN_IF_ERROR(engine::check_draft_vocab(target.vocab(), draft->loaded.tokenizer->vocab(),
+                                                 "--draft-model " + flags.draft_model));
+  const int64_t trained = draft->loaded.model->hparams().n_ctx_train;
+  const int64_t size = trained > 0 ? std::min(n_ctx, trained) : n_ctx;
+  GUFO_ASSIGN_OR_RETURN(engine::Session session,
+                        engine::Session::create(*draft->loaded.model, *chosen.backend, size, chosen.cache_type));
+  draft->session = std::make_unique<engine::Session>(std::move(session));
+  draft->drafter = std::make_unique<engine::ModelDrafter>(*draft->session);
+  return draft;
 }
 
 }  // namespace gufo::cli

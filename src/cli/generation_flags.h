@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "engine/generate.h"
 #include "engine/model.h"
+#include "engine/model_draft.h"
 #include "engine/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,9 +36,17 @@ void add_sampler_flags(CLI::App& app, SamplerFlags& flags);
 // as "<command>: seed N" with --verbose).
 engine::SamplerParams resolve_sampler(const SamplerFlags& flags, const char* command);
 
-// --spec none|ngram, --draft-max N and --draft-min N (engine/generate.h, SpecOptions) into
-// `spec`; a --draft-min above --draft-max is refused when the command line is parsed.
-void add_spec_flags(CLI::App& app, engine::SpecOptions& spec);
+// Speculative decoding as given: SpecOptions, and the draft model's file for --spec draft.
+struct SpecFlags {
+  engine::SpecOptions spec;
+  std::string draft_model;
+};
+
+// --spec none|ngram|draft, --draft-model FILE, --draft-max N and --draft-min N (engine/
+// generate.h, SpecOptions). --draft-model alone means --spec draft; --spec draft without it,
+// --draft-model beside --spec none or ngram, and a --draft-min above --draft-max are refused
+// when the command line is parsed.
+void add_spec_flags(CLI::App& app, SpecFlags& flags);
 
 // -c/--ctx checked against the model: beyond its training context is an error naming the
 // flag; unset: min(fallback, training context).
@@ -52,5 +61,18 @@ struct GenerationModel {
 // --device auto it may become the CPU) and its tokenizer; fails if the tokenizer has more
 // tokens than the model has embedding rows.
 Result<GenerationModel> load_generation_model(const std::string& path, ChosenBackend& chosen);
+
+// The draft model of --spec draft, loaded on the chosen backend beside the model, with a
+// session of n_ctx positions (at most its own training context) and the drafter that keeps it.
+struct LoadedDraft {
+  GenerationModel loaded;
+  std::unique_ptr<engine::Session> session;
+  std::unique_ptr<engine::ModelDrafter> drafter;
+};
+
+// Loads flags.draft_model when flags say --spec draft (null otherwise); refuses a draft whose
+// vocabulary differs from `target`'s. The caller hands its drafter to SpecOptions::drafter.
+Result<std::unique_ptr<LoadedDraft>> load_draft(const SpecFlags& flags, ChosenBackend& chosen,
+                                                const tokenizer::Tokenizer& target, int64_t n_ctx);
 
 }  // namespace gufo::cli

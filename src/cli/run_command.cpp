@@ -35,7 +35,7 @@ struct RunOptions {
   std::vector<std::string> stop;
   bool validate_prefill = false;
   SamplerFlags sampler;
-  engine::SpecOptions spec;
+  SpecFlags spec;
   std::string grammar_path;      // GBNF: only what it allows is generated
   std::string json_schema_path;  // or a JSON Schema: only JSON it accepts
 };
@@ -123,11 +123,14 @@ int run_run(const RunOptions& options) {
   }
   auto session = engine::Session::create(*model, backend, n_ctx, cache_type);
   if (!session.ok()) return report_error(session.error());
+  auto draft = load_draft(options.spec, *chosen, *tok, n_ctx);
+  if (!draft.ok()) return report_error(draft.error());
   engine::GenerateOptions generate;
   generate.n_predict = options.n_predict;
   generate.stop = options.stop;
   generate.sampler = resolve_sampler(options.sampler, "gufo run");
-  generate.spec = options.spec;
+  generate.spec = options.spec.spec;
+  if (*draft) generate.spec.drafter = (*draft)->drafter.get();
   if (!options.grammar_path.empty() || !options.json_schema_path.empty()) {
     Result<grammar::Grammar> constraint = load_constraint(options);
     if (!constraint.ok()) return report_error(constraint.error());

@@ -7,6 +7,7 @@
 
 #include "engine/constraint.h"
 #include "engine/draft_policy.h"
+#include "engine/model_draft.h"
 #include "engine/ngram_draft.h"
 
 namespace gufo::engine {
@@ -80,6 +81,9 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       (options.spec.draft_min < 0 || options.spec.draft_min > options.spec.draft_max)) {
     return Error{"generate: draft_min must be from 0 to draft_max"};
   }
+  if (options.spec.mode == SpecMode::Draft && options.spec.drafter == nullptr) {
+    return Error{"generate: speculative decoding with a draft model needs the draft model"};
+  }
   const std::vector<int32_t> eog = end_of_generation_tokens(tokenizer.vocab());
   Sampler sampler(options.sampler);
   for (int32_t token : prompt) sampler.accept(token);
@@ -104,7 +108,12 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   // The last batch evaluated a token and then `drafts`; `logits` holds its rows, one a token,
   // and `row` is the one the next token is drawn from. The drafts after `row` are in the KV
   // cache but not (yet) kept; drop_unkept() takes them out.
-  const bool drafting = options.spec.mode == SpecMode::Ngram;
+  const bool drafting = options.spec.mode != SpecMode::None;
+  const bool by_model = options.spec.mode == SpecMode::Draft;
+  // NOTE(spec): a plain step's shadow draft costs a lookup, or a draft model's token: that
+  // one on one plain step in kShadowEvery, so that plain decoding stays within a few percent.
+  constexpr int32_t kShadowEvery = 4;
+  int32_t plain_steps = 0;
   std::vector<int32_t> history;  // what drafts are looked up in (only kept when drafting)
   std::optional<DraftPolicy> policy;
   if (drafting) {
@@ -112,6 +121,11 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     history.insert(history.end(), prompt.begin(), prompt.end());
     policy.emplace(options.spec.draft_min, options.spec.draft_max);
   }
+  // The drafts of `length` tokens after `history`, from the lookup or the draft model.
+  const auto propose = [&](int32_t length) -> Result<std::vector<int32_t>> {
+    if (by_model) return options.spec.drafter->propose(history, length);
+    return ngram_draft(history, length);
+  };
   std::vector<int32_t> drafts;
   size_t row = 0;
   // A step runs from choosing its drafts (the lookup included) to the sampling of the last row
@@ -181,11 +195,13 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       int64_t length = std::min<int64_t>(wanted, n_ctx - session.n_past() - 1);
       if (options.n_predict >= 0) length = std::min<int64_t>(length, options.n_predict - n - 2);
       if (wanted == 0) {
-        // Plain, but what the lookup would have drafted still says how often drafts are kept.
-        const std::vector<int32_t> guess = ngram_draft(history, 1);
-        if (!guess.empty()) shadow = guess[0];
+        // Plain, but what the drafter would have drafted still says how often drafts are kept.
+        if (!by_model || plain_steps++ % kShadowEvery == 0) {
+          GUFO_ASSIGN_OR_RETURN(const std::vector<int32_t> guess, propose(1));
+          if (!guess.empty()) shadow = guess[0];
+        }
       } else if (length > 0) {
-        drafts = ngram_draft(history, static_cast<int32_t>(length));
+        GUFO_ASSIGN_OR_RETURN(drafts, propose(static_cast<int32_t>(length)));
       }
     }
     row = 0;

@@ -24,7 +24,10 @@ namespace gufo::engine {
 // the sampler draws from the logits before it, and kept while they agree. With one sampler
 // draw per generated token, in the same order, and batch-invariant kernels, the output is the
 // same, token for token, as without (at any temperature, seed given); only the speed differs.
-enum class SpecMode { None, Ngram };
+// Ngram: prompt lookup (engine/ngram_draft.h); Draft: a draft model (engine/model_draft.h).
+enum class SpecMode { None, Ngram, Draft };
+
+class ModelDrafter;
 
 struct SpecOptions {
   SpecMode mode = SpecMode::None;
@@ -35,6 +38,9 @@ struct SpecOptions {
   // Tokens before the prompt (already in the KV cache) that drafts may also be looked up in:
   // gufo chat's earlier turns. Must outlive the generate() call.
   std::span<const int32_t> earlier;
+  // SpecMode::Draft: the drafter, its draft model's session kept for the next calls (it
+  // follows the context lazily). Not owned; must outlive the generate() call.
+  ModelDrafter* drafter = nullptr;
 };
 
 struct GenerateOptions {

@@ -174,24 +174,26 @@ TEST_F(GenerationCli, RunJsonSchemaGivesJsonTheSchemaAccepts) {
 TEST_F(GenerationCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
   const std::string run = "run -m " + model("tiny-qwen3") + " -p hi ";
   const std::string chat = "chat -m " + model("tiny-qwen3") + " ";
-  for (const auto& [args, flag] :
-       std::vector<std::pair<std::string, std::string>>{{run + "--top-p 0", "--top-p"},
-                                                        {run + "--top-k -3", "--top-k"},
-                                                        {run + "-n -5", "--n-predict"},
-                                                        {run + "--temp -1", "--temp"},
-                                                        {run + "--min-p 1.5", "--min-p"},
-                                                        {run + "--repeat-penalty 0", "--repeat-penalty"},
-                                                        {run + "--presence-penalty 3", "--presence-penalty"},
-                                                        {run + "--repeat-last-n -2", "--repeat-last-n"},
-                                                        {run + "--seed x", "--seed"},
-                                                        {run + "--draft-max 0", "--draft-max"},
-                                                        {run + "--draft-min 65", "--draft-min"},
-                                                        {run + "--draft-min 5 --draft-max 4", "--draft-min"},
-                                                        {chat + "--draft-min 9", "--draft-min"},
-                                                        {run + "--spec draft", "--spec"},
-                                                        {chat + "--spec x", "--spec"},
-                                                        {chat + "-n -7", "--n-predict"},
-                                                        {chat + "-c 0", "--ctx"}}) {
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {run + "--top-p 0", "--top-p"},
+           {run + "--top-k -3", "--top-k"},
+           {run + "-n -5", "--n-predict"},
+           {run + "--temp -1", "--temp"},
+           {run + "--min-p 1.5", "--min-p"},
+           {run + "--repeat-penalty 0", "--repeat-penalty"},
+           {run + "--presence-penalty 3", "--presence-penalty"},
+           {run + "--repeat-last-n -2", "--repeat-last-n"},
+           {run + "--seed x", "--seed"},
+           {run + "--draft-max 0", "--draft-max"},
+           {run + "--draft-min 65", "--draft-min"},
+           {run + "--draft-min 5 --draft-max 4", "--draft-min"},
+           {chat + "--draft-min 9", "--draft-min"},
+           {run + "--spec draft", "--spec"},
+           {run + "--spec ngram --draft-model " + model("tiny-qwen3"), "--draft-model"},
+           {chat + "--draft-model " + model("missing"), "--draft-model"},
+           {chat + "--spec x", "--spec"},
+           {chat + "-n -7", "--n-predict"},
+           {chat + "-c 0", "--ctx"}}) {
     SCOPED_TRACE(args);
     const Output result = gufo(args);
     EXPECT_EQ(result.exit_code, 2);
@@ -212,6 +214,23 @@ TEST_F(GenerationCli, RunSpecNgramWritesTheSameTextAndSaysHowManyDraftsWereKept)
   EXPECT_EQ(plain.err.find("speculative"), std::string::npos) << plain.err;
   EXPECT_NE(spec.err.find("gufo run: speculative: "), std::string::npos) << spec.err;
   EXPECT_NE(spec.err.find(" drafted tokens accepted ("), std::string::npos) << spec.err;
+}
+
+TEST_F(GenerationCli, RunDraftModelWritesTheSameTextAndRefusesAnotherVocabulary) {
+  const std::string models = std::string(GUFO_TEST_DATA_DIR) + "/../../models/";
+  const std::string args = "run -m " + models + "gufo-tiny-q8_0.gguf -p 'Once upon a time' -n 40 --temp 0";
+  const Output plain = gufo(args);
+  const Output spec = gufo(args + " --draft-model " + models + "gufo-tiny-draft-q8_0.gguf --draft-min 4");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(spec.exit_code, 0) << spec.err;
+  EXPECT_EQ(spec.out, plain.out);
+  EXPECT_NE(spec.err.find("gufo run: speculative: "), std::string::npos) << spec.err;
+  const Output other = gufo(args + " --draft-model " + model("tiny-qwen3"));
+  EXPECT_EQ(other.exit_code, 1) << other.err;
+  EXPECT_EQ(lines(other.err), 1) << other.err;
+  EXPECT_NE(other.err.find("--draft-model " + model("tiny-qwen3") + ": the draft model's vocabulary has "),
+            std::string::npos)
+      << other.err;
 }
 
 TEST_F(GenerationCli, RunDrawsASeedUnlessGivenOnePrintsItAndItRepeatsTheRun) {

@@ -1,6 +1,7 @@
 // Speculative decoding: the n-gram drafter proposes what followed the context's latest earlier
-// occurrence of its last tokens; and generation with drafts gives the same tokens, text, stop
-// reason and KV cache length as without, greedy and sampled (seeded, with penalties), under a
+// occurrence of its last tokens, the draft model its greedy tokens from a KV cache that follows
+// the context; and generation with drafts (of either) gives the same tokens, text, stop reason
+// and KV cache length as without, greedy and sampled (seeded, with penalties), under a
 // grammar, with stop strings, a full context, a cancel and n_predict at every small value, on the
 // shipped dense and MoE models, while drafts are actually accepted; and the draft policy drafts
 // where a wider batch is cheap and backs off where it is not.
@@ -15,6 +16,7 @@
 #include "engine/draft_policy.h"
 #include "engine/generate.h"
 #include "engine/model.h"
+#include "engine/model_draft.h"
 #include "engine/ngram_draft.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_gbnf.h"
@@ -177,15 +179,16 @@ Outcome run(Shipped& shipped, const std::string& prompt, GenerateOptions options
   return out;
 }
 
-// Runs `options` without and with n-gram drafts; everything but the speed must be the same.
-// Returns the drafts accepted.
+// Runs `options` without and with drafts (n-gram drafts; with `drafter`, the draft model's);
+// everything but the speed must be the same. Returns the drafts accepted.
 int64_t expect_same_with_drafts(Shipped& shipped, const std::string& prompt, GenerateOptions options, int64_t n_ctx,
-                                const std::string& what, int cancel_after = 0) {
+                                const std::string& what, int cancel_after = 0, ModelDrafter* drafter = nullptr) {
   options.spec.mode = SpecMode::None;
   const Outcome plain = run(shipped, prompt, options, n_ctx, cancel_after);
-  options.spec.mode = SpecMode::Ngram;
+  options.spec.mode = drafter != nullptr ? SpecMode::Draft : SpecMode::Ngram;
+  options.spec.drafter = drafter;
   // As drafts are chosen by default (by what they cost here: plain steps, shadow drafts and
-  // drafts mixed as the timings fall), then every draft the lookup finds (the same drafts each
+  // drafts mixed as the timings fall), then every draft the drafter finds (the same drafts each
   // run, whatever they cost).
   const Outcome chosen = run(shipped, prompt, options, n_ctx, cancel_after);
   EXPECT_EQ(chosen.result.tokens, plain.result.tokens) << what << " (drafts chosen by cost)";
@@ -282,6 +285,119 @@ TEST(Speculative, UnderAGrammarTheDraftsAreDrawnThroughTheMask) {
   expect_same_with_drafts(shipped, R"({"a": "b", "c": "d", "e": "f", )", options, 512, "JSON object grammar");
 }
 
+// gufo-tiny with the draft model shipped for it (models/README.md), which keeps 15-40% of its
+// drafts on these prompts: every run is the target's alone, greedy and sampled, and every way
+// of ending; one drafter serves all the runs, following each new context lazily.
+TEST(Speculative, DraftModelChangesNothingButSpeed) {
+  Shipped shipped("gufo-tiny-q8_0.gguf");
+  Shipped draft("gufo-tiny-draft-q8_0.gguf");
+  ASSERT_NE(shipped.model, nullptr);
+  ASSERT_NE(draft.model, nullptr);
+  ASSERT_TRUE(check_draft_vocab(shipped.tokenizer->vocab(), draft.tokenizer->vocab(), "draft").ok());
+  auto draft_session = Session::create(*draft.model, draft.cpu, 512, DType::F16);
+  ASSERT_TRUE(draft_session.ok()) << draft_session.error().message;
+  ModelDrafter drafter(*draft_session);
+  int64_t accepted = 0;
+  for (const char* prompt : {kRepetitive[0], kRepetitive[1], kRepetitive[2], "Alice was beginning to get very tired"}) {
+    for (const float temperature : {0.0f, 0.8f}) {
+      GenerateOptions options;
+      options.n_predict = 48;
+      options.sampler.temperature = temperature;
+      options.sampler.seed = 5;
+      const std::string what = "draft model, temp " + std::to_string(temperature) + ": " + prompt;
+      accepted += expect_same_with_drafts(shipped, prompt, options, 512, what, 0, &drafter);
+    }
+  }
+  EXPECT_GT(accepted, 20) << "drafts were never kept, so nothing was checked";
+  const std::string prompt = kRepetitive[0];
+  for (int32_t n = 1; n <= 4; ++n) {
+    GenerateOptions options;
+    options.n_predict = n;
+    options.sampler.temperature = 0;
+    expect_same_with_drafts(shipped, prompt, options, 512, "draft model, n_predict " + std::to_string(n), 0, &drafter);
+  }
+  const auto n_prompt = static_cast<int64_t>(shipped.tokenizer->encode(prompt, true).size());
+  for (int64_t room = 1; room <= 4; ++room) {
+    GenerateOptions options;
+    options.n_predict = -1;
+    options.sampler.temperature = 0;
+    expect_same_with_drafts(shipped, prompt, options, n_prompt + room, "draft model, room " + std::to_string(room), 0,
+                            &drafter);
+  }
+  for (int pieces : {1, 5, 13}) {
+    GenerateOptions options;
+    options.n_predict = 32;
+    options.sampler.temperature = 0;
+    expect_same_with_drafts(shipped, prompt, options, 512, "draft model, cancelled after " + std::to_string(pieces),
+                            pieces, &drafter);
+  }
+}
+
+// The draft's KV cache follows whatever history it is given: proposals after a history that
+// shares only a prefix with the last one are those of a fresh drafter, and it holds the
+// history and all but the last proposal; near the end of its context it proposes fewer.
+TEST(ModelDrafter, FollowsTheHistoryLazilyAndStopsAtItsContext) {
+  Shipped draft("gufo-tiny-draft-q8_0.gguf");
+  ASSERT_NE(draft.model, nullptr);
+  const Tokens first = draft.tokenizer->encode("The cat sat on the mat. The dog", true);
+  const Tokens second = draft.tokenizer->encode("The cat sat on a chair, and then", true);
+  auto session = Session::create(*draft.model, draft.cpu, 64, DType::F16);
+  ASSERT_TRUE(session.ok());
+  ModelDrafter drafter(*session);
+  auto a = drafter.propose(first, 5);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->size(), 5u);
+  EXPECT_EQ(session->n_past(), static_cast<int32_t>(first.size()) + 4);
+  auto b = drafter.propose(second, 3);
+  ASSERT_TRUE(b.ok());
+  auto fresh_session = Session::create(*draft.model, draft.cpu, 64, DType::F16);
+  ASSERT_TRUE(fresh_session.ok());
+  ModelDrafter fresh(*fresh_session);
+  auto expected = fresh.propose(second, 3);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(*b, *expected);
+  EXPECT_EQ(session->n_past(), static_cast<int32_t>(second.size()) + 2);
+  // The same history again, one token longer: the cached part is not evaluated again.
+  Tokens longer = second;
+  longer.push_back((*b)[0]);
+  auto c = drafter.propose(longer, 2);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)[0], (*b)[1]) << "greedy, batch-invariant: the same continuation";
+  // A context of 16 positions: history + all but the last proposal must fit.
+  auto small_session = Session::create(*draft.model, draft.cpu, 16, DType::F16);
+  ASSERT_TRUE(small_session.ok());
+  ModelDrafter small(*small_session);
+  Tokens history(14, first[1]);
+  EXPECT_EQ(small.propose(history, 8)->size(), 3u);
+  history.resize(16, first[1]);
+  EXPECT_EQ(small.propose(history, 8)->size(), 1u);
+  history.push_back(first[1]);
+  EXPECT_TRUE(small.propose(history, 8)->empty());
+}
+
+TEST(ModelDrafter, RefusesAnotherVocabulary) {
+  Shipped shipped("gufo-tiny-q8_0.gguf");
+  ASSERT_NE(shipped.model, nullptr);
+  const tokenizer::Vocab& target = shipped.tokenizer->vocab();
+  tokenizer::Vocab other = target;
+  other.tokens.pop_back();
+  Status status = check_draft_vocab(target, other, "d.gguf");
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().message, "d.gguf: the draft model's vocabulary has " + std::to_string(other.n_vocab()) +
+                                        " tokens, the model's " + std::to_string(target.n_vocab()) +
+                                        ": a draft model must share it");
+  other = target;
+  other.tokens[300] += "x";
+  status = check_draft_vocab(target, other, "d.gguf");
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().message,
+            "d.gguf: token 300 differs from the model's: a draft model must share its vocabulary");
+  other = target;
+  other.eos_id = target.eos_id + 1;
+  EXPECT_FALSE(check_draft_vocab(target, other, "d.gguf").ok());
+  EXPECT_TRUE(check_draft_vocab(target, target, "d.gguf").ok());
+}
+
 TEST(Speculative, DraftLengthsOutOfRangeAreErrors) {
   Shipped shipped("gufo-tiny-q8_0.gguf");
   ASSERT_NE(shipped.model, nullptr);
@@ -299,6 +415,11 @@ TEST(Speculative, DraftLengthsOutOfRangeAreErrors) {
   result = generate(*session, *shipped.tokenizer, prompt, options, [](std::string_view) {});
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().message, "generate: draft_min must be from 0 to draft_max");
+  options.spec.draft_min = 0;
+  options.spec.mode = SpecMode::Draft;
+  result = generate(*session, *shipped.tokenizer, prompt, options, [](std::string_view) {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().message, "generate: speculative decoding with a draft model needs the draft model");
 }
 
 }  // namespace
