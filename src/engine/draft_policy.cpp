@@ -43,8 +43,8 @@ double DraftPolicy::RecentTimings::lower_median() const {
   return sorted[static_cast<size_t>((count_ - 1) / 2)];
 }
 
-DraftPolicy::DraftPolicy(int32_t draft_min, int32_t draft_max)
-    : draft_min_(draft_min), draft_max_(draft_max), steps_(static_cast<size_t>(draft_max) + 1) {}
+DraftPolicy::DraftPolicy(int32_t draft_min, int32_t draft_max, bool retry)
+    : draft_min_(draft_min), draft_max_(draft_max), steps_(static_cast<size_t>(draft_max) + 1), retry_(retry) {}
 
 double DraftPolicy::acceptance() const { return std::clamp(kept_ / trials_, 0.0, 0.999); }
 
@@ -114,7 +114,7 @@ int32_t DraftPolicy::next_length() {
     plain_run_ = 0;
     return length;
   }
-  if (++plain_run_ >= kRetryAfter && acceptance() >= kRetryAcceptance) {
+  if (retry_ && ++plain_run_ >= kRetryAfter && acceptance() >= kRetryAcceptance) {
     plain_run_ = 0;
     for (size_t i = 1; i < steps_.size(); ++i) steps_[i].clear();
   }

@@ -7,8 +7,8 @@
 // step. So the policy times steps of each length (a plain step first, then the shortest
 // draft, so a short request pays little for what it learns) and decodes plainly where drafts
 // do not pay, retrying now and then; meanwhile it keeps estimating acceptance
-// from "shadow" drafts (what the lookup would have proposed, against the token then sampled),
-// which cost nothing to check, so it drafts again as soon as the text turns repetitive.
+// from "shadow" drafts (what the drafter would have proposed, against the token then sampled),
+// so it drafts again as soon as the text turns repetitive.
 // Tested by tests/unit/engine/speculative_test.cpp.
 #pragma once
 
@@ -21,7 +21,10 @@ namespace gufo::engine {
 class DraftPolicy {
  public:
   // Lengths from draft_min (0: plain decoding allowed) to draft_max (>= 1, >= draft_min).
-  DraftPolicy(int32_t draft_min, int32_t draft_max);
+  // retry: after a long plain run with drafts that would be kept, forget the drafting timings
+  // and time them again (prompt lookup, whose drafts cost nothing to make); without, the
+  // timings stand (a draft model, whose tokens cost the same whatever the text).
+  DraftPolicy(int32_t draft_min, int32_t draft_max, bool retry = true);
 
   // The most tokens to propose next (the lookup may find fewer); 0: decode one token plainly.
   int32_t next_length();
@@ -68,6 +71,7 @@ class DraftPolicy {
   std::vector<RecentTimings> steps_;  // [proposed rows]: 0 plain, up to draft_max_
   int32_t steps_since_plain_ = 0;     // drafting steps since a plain step was last timed
   int32_t plain_run_ = 0;             // plain steps chosen in a row because drafts did not pay
+  bool retry_ = true;
 };
 
 }  // namespace gufo::engine

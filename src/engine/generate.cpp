@@ -110,16 +110,18 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   // cache but not (yet) kept; drop_unkept() takes them out.
   const bool drafting = options.spec.mode != SpecMode::None;
   const bool by_model = options.spec.mode == SpecMode::Draft;
-  // NOTE(spec): a plain step's shadow draft costs a lookup, or a draft model's token: that
-  // one on one plain step in kShadowEvery, so that plain decoding stays within a few percent.
-  constexpr int32_t kShadowEvery = 4;
-  int32_t plain_steps = 0;
+  // NOTE(spec): a plain step's shadow draft costs a lookup (microseconds) or a draft model's
+  // token, which for a small target on a few CPU cores costs most of a step: shadows are asked
+  // for only while their time stays within kShadowShare of the generation's, so that plain
+  // decoding stays within a few percent of decoding without drafts.
+  constexpr double kShadowShare = 0.02;
+  double shadow_seconds = 0;
   std::vector<int32_t> history;  // what drafts are looked up in (only kept when drafting)
   std::optional<DraftPolicy> policy;
   if (drafting) {
     history.assign(options.spec.earlier.begin(), options.spec.earlier.end());
     history.insert(history.end(), prompt.begin(), prompt.end());
-    policy.emplace(options.spec.draft_min, options.spec.draft_max);
+    policy.emplace(options.spec.draft_min, options.spec.draft_max, /*retry=*/options.spec.mode == SpecMode::Ngram);
   }
   // The drafts of `length` tokens after `history`, from the lookup or the draft model.
   const auto propose = [&](int32_t length) -> Result<std::vector<int32_t>> {
@@ -196,9 +198,10 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       if (options.n_predict >= 0) length = std::min<int64_t>(length, options.n_predict - n - 2);
       if (wanted == 0) {
         // Plain, but what the drafter would have drafted still says how often drafts are kept.
-        if (!by_model || plain_steps++ % kShadowEvery == 0) {
+        if (shadow_seconds <= kShadowShare * generation_seconds()) {
           GUFO_ASSIGN_OR_RETURN(const std::vector<int32_t> guess, propose(1));
           if (!guess.empty()) shadow = guess[0];
+          shadow_seconds += std::chrono::duration<double>(Clock::now() - now).count();
         }
       } else if (length > 0) {
         GUFO_ASSIGN_OR_RETURN(drafts, propose(static_cast<int32_t>(length)));

@@ -82,6 +82,16 @@ TEST(DraftPolicy, BacksOffWhereARowCostsAsMuchAsAStep) {
   EXPECT_LE(count_of(late, 1), 5);
 }
 
+TEST(DraftPolicy, WithoutRetriesTheTimingsStand) {
+  // A draft model's tokens cost the same whatever the text: once its drafts are timed as not
+  // paying, even drafts that would all be kept are not tried again.
+  DraftPolicy policy(0, 8, /*retry=*/false);
+  const auto lengths = steps(policy, 300, 1e-3, 1e-3, 8);
+  const std::vector<int32_t> late(lengths.begin() + 20, lengths.end());
+  EXPECT_EQ(count_of(late, 0), static_cast<int32_t>(late.size()));
+  EXPECT_GT(policy.acceptance(), 0.5);
+}
+
 TEST(DraftPolicy, AShortRequestPaysLittleForWhatItLearns) {
   // 64 tokens where a row costs 0.8 of a step and nothing is kept: within 3% of plain decoding.
   DraftPolicy policy(0, 8);
