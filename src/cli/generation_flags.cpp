@@ -103,7 +103,14 @@ Result<std::unique_ptr<LoadedDraft>> load_draft(const SpecFlags& flags, ChosenBa
                                                 const tokenizer::Tokenizer& target, int64_t n_ctx) {
   if (flags.spec.mode != engine::SpecMode::Draft) return std::unique_ptr<LoadedDraft>();
   auto draft = std::make_unique<LoadedDraft>();
-  GUFO_ASSIGN_OR_RETURN(draft->loaded, load_generation_model(flags.draft_model, chosen));
+  // NOTE(cli): never --device auto's fallback here: it would replace the backend that the model
+  // is already loaded on. A draft the GPU cannot hold is an error of its own.
+  const bool automatic = chosen.automatic;
+  chosen.automatic = false;
+  auto loaded = load_generation_model(flags.draft_model, chosen);
+  chosen.automatic = automatic;
+  if (!loaded.ok()) return Error{"--draft-model: " + loaded.error().message, loaded.error().kind};
+  draft->loaded = std::move(loaded).value();
   GUFO_RETURN_IF_ERROR(engine::check_draft_vocab(target.vocab(), draft->loaded.tokenizer->vocab(),
                                                  "--draft-model " + flags.draft_model));
   const int64_t trained = draft->loaded.model->hparams().n_ctx_train;

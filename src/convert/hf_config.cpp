@@ -225,8 +225,8 @@ Result<HfConfig> parse_hf_config(const json& config, const std::string& name) {
     GUFO_ASSIGN_OR_RETURN(out.n_ff_exp, fields.u32("moe_intermediate_size", kMaxDim));
     GUFO_ASSIGN_OR_RETURN(out.norm_topk_prob, fields.boolean("norm_topk_prob", false));
     if (out.n_expert_used > out.n_expert) {
-      return Error{name + ": num_experts_per_tok " + std::to_string(out.n_expert_used) + " is more than num_experts " +
-                   std::to_string(out.n_expert)};
+      return Error{name + ": num_experts_per_tok " + std::to_string(out.n_expert_used) + " is more than " +
+                   (local ? "num_local_experts " : "num_experts ") + std::to_string(out.n_expert)};
     }
     // Every layer must be sparse: llama.cpp's qwen3moe has no dense layers.
     GUFO_ASSIGN_OR_RETURN(uint32_t sparse_step, fields.u32("decoder_sparse_step", 1u << 20, 1u));

@@ -205,6 +205,10 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
         }
       } else if (length > 0) {
         GUFO_ASSIGN_OR_RETURN(drafts, propose(static_cast<int32_t>(length)));
+        // A draft model's output rows may run past the model's (padding): no draft from there.
+        const auto beyond = std::find_if(drafts.begin(), drafts.end(),
+                                         [&](int32_t id) { return id < 0 || static_cast<size_t>(id) >= n_vocab; });
+        drafts.erase(beyond, drafts.end());
       }
     }
     row = 0;

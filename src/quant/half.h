@@ -27,7 +27,7 @@ GUFO_HOST_DEVICE inline float float_from_bits(uint32_t bits) {
 // NOTE(half): a NaN keeps its payload but comes back quiet (bit 22 set), as ggml's conversion
 // does: it routes the value through an fp32 multiply, which quiets signalling NaNs.
 GUFO_HOST_DEVICE inline float fp16_to_fp32(uint16_t half_bits) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && !defined(GUFO_HIP)
   // NOTE(half): on a CUDA device, the hardware conversion (exact for every finite value) where
   // the code below costs a dozen instructions and a branch: the GPU matmuls convert a scale
   // or two per weight row and super-block. Infinities and NaNs still take the code below.

@@ -225,6 +225,12 @@ TEST_F(GenerationCli, RunDraftModelWritesTheSameTextAndRefusesAnotherVocabulary)
   ASSERT_EQ(spec.exit_code, 0) << spec.err;
   EXPECT_EQ(spec.out, plain.out);
   EXPECT_NE(spec.err.find("gufo run: speculative: "), std::string::npos) << spec.err;
+  const std::string chat = "chat -m " + models + "gufo-tiny-q8_0.gguf --temp 0 -n 24";
+  const Output chat_plain = gufo(chat, "Tell me a story\nAnd another\n");
+  const Output chat_spec = gufo(chat + " --draft-model " + models + "gufo-tiny-draft-q8_0.gguf --draft-min 2",
+                                "Tell me a story\nAnd another\n");
+  ASSERT_EQ(chat_spec.exit_code, 0) << chat_spec.err;
+  EXPECT_EQ(chat_spec.out, chat_plain.out);
   const Output other = gufo(args + " --draft-model " + model("tiny-qwen3"));
   EXPECT_EQ(other.exit_code, 1) << other.err;
   EXPECT_EQ(lines(other.err), 1) << other.err;

@@ -373,16 +373,18 @@ TEST(ModelDrafter, FollowsTheHistoryLazilyAndStopsAtItsContext) {
   auto c = drafter.propose(longer, 2);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)[0], (*b)[1]) << "greedy, batch-invariant: the same continuation";
+  EXPECT_EQ(session->n_past(), static_cast<int32_t>(longer.size()) + 1);
   // A context of 16 positions: history + all but the last proposal must fit.
   auto small_session = Session::create(*draft.model, draft.cpu, 16, DType::F16);
   ASSERT_TRUE(small_session.ok());
   ModelDrafter small(*small_session);
   Tokens history(14, first[1]);
-  EXPECT_EQ(small.propose(history, 8)->size(), 3u);
-  history.resize(16, first[1]);
-  EXPECT_EQ(small.propose(history, 8)->size(), 1u);
-  history.push_back(first[1]);
-  EXPECT_TRUE(small.propose(history, 8)->empty());
+  for (const auto& [size, count] : std::vector<std::pair<size_t, size_t>>{{14, 3}, {16, 1}, {17, 0}}) {
+    history.resize(size, first[1]);
+    auto proposed = small.propose(history, 8);
+    ASSERT_TRUE(proposed.ok()) << proposed.error().message;
+    EXPECT_EQ(proposed->size(), count) << size << " tokens of history";
+  }
 }
 
 TEST(ModelDrafter, RefusesAnotherVocabulary) {

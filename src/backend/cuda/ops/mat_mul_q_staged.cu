@@ -35,9 +35,11 @@ constexpr int kBM = 128;  // weight rows per block
 constexpr int kBN = 64;   // activation rows per block
 constexpr int kWarpsM = 4;
 constexpr int kWarpsN = 2;
-constexpr int kRm = 2;      // 16-row MMA tiles per warp
-constexpr int kTn = 4;      // 8-row activation tiles per warp
-constexpr int kStages = 3;  // super-blocks staged in shared memory at once
+constexpr int kRm = 2;  // 16-row MMA tiles per warp
+constexpr int kTn = 4;  // 8-row activation tiles per warp
+// Super-blocks staged in shared memory at once: three where a block may have them (Hopper and
+// the A100: 227 and 163 KiB), two on GPUs that allow a block 99 KiB (sm_86, sm_89, sm_120).
+constexpr int kMostStages = 3;
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;
 constexpr int kElems = kRm * kTn * 4;
 static_assert(kWarpsM * kRm * 16 == kBM && kWarpsN * kTn * 8 == kBN);
@@ -230,8 +232,9 @@ __device__ void compute_stage(const QuantMatMulArgs& a, const Frame& f, int64_t 
 }
 
 // blockIdx: x = weight rows / kBM, y = activation rows / kBN, z = expert (expert mode).
-template <class T>
+template <class T, int kStages>
 __global__ void __launch_bounds__(kThreads) staged_kernel(QuantMatMulArgs a) {
+  static_assert(kStages >= 2);
   gpu::wait_for_inputs();
   gpu::start_next_kernel();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -285,9 +288,21 @@ __global__ void __launch_bounds__(kThreads) staged_kernel(QuantMatMulArgs a) {
   });
 }
 
+template <class T, int kStages>
+Status launch_stages(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert,
+                     gpu::stream_t stream) {
+  constexpr int kSmem = kStages * Stage<T>::kBytes;
+  auto* kernel = staged_kernel<T, kStages>;
+  GUFO_GPU_RETURN_IF_ERROR(gpu::set_max_dynamic_shared(kernel, kSmem), "mat_mul_q_staged: shared memory");
+  const dim3 grid(static_cast<unsigned>((n_rows + kBM - 1) / kBM), static_cast<unsigned>((n_tokens + kBN - 1) / kBN),
+                  static_cast<unsigned>(n_expert));
+  (void)gpu::launch(kernel, grid, kThreads, kSmem, stream, a);
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_mul_q_staged");
+  return {};
+}
+
 template <class T>
 Status launch(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_t n_expert, gpu::stream_t stream) {
-  constexpr int kSmem = kStages * Stage<T>::kBytes;
   // CopyPlan holds activation offsets in 32 bits: 4 GiB of quantized activations, some 350,000
   // rows of 12,288, is far past any batch the engine makes.
   if (a.x.rows * a.x.k >= (int64_t{1} << 32)) {
@@ -295,13 +310,15 @@ Status launch(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_
                      " exceed 4 GiB",
                  ErrorKind::Unsupported};
   }
-  auto* kernel = staged_kernel<T>;
-  GUFO_GPU_RETURN_IF_ERROR(gpu::set_max_dynamic_shared(kernel, kSmem), "mat_mul_q_staged: shared memory");
-  const dim3 grid(static_cast<unsigned>((n_rows + kBM - 1) / kBM), static_cast<unsigned>((n_tokens + kBN - 1) / kBN),
-                  static_cast<unsigned>(n_expert));
-  (void)gpu::launch(kernel, grid, kThreads, kSmem, stream, a);
-  GUFO_GPU_RETURN_IF_ERROR(gpu::get_last_error(), "mat_mul_q_staged");
-  return {};
+  int device = 0, optin = 0;
+  GUFO_GPU_RETURN_IF_ERROR(gpu::get_device(&device), "mat_mul_q_staged");
+  GUFO_GPU_RETURN_IF_ERROR(gpu::max_shared_per_block_optin(&optin, device), "mat_mul_q_staged");
+  if (optin >= kMostStages * Stage<T>::kBytes)
+    return launch_stages<T, kMostStages>(a, n_rows, n_tokens, n_expert, stream);
+  if (optin >= 2 * Stage<T>::kBytes) return launch_stages<T, 2>(a, n_rows, n_tokens, n_expert, stream);
+  return Error{"mat_mul_q_staged: needs " + std::to_string(2 * Stage<T>::kBytes) +
+                   " bytes of shared memory per block, the device allows " + std::to_string(optin),
+               ErrorKind::Unsupported};
 }
 
 }  // namespace
