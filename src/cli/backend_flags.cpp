@@ -42,11 +42,12 @@ Result<ChosenBackend> make_backend(const BackendFlags& flags, const char* comman
   return chosen;
 }
 
-Result<std::unique_ptr<engine::Model>> load_model(ChosenBackend& chosen, const std::string& model_path) {
+Result<std::unique_ptr<engine::Model>> load_model(ChosenBackend& chosen, const std::string& model_path,
+                                                  bool may_fall_back) {
   GUFO_ASSIGN_OR_RETURN(const std::string path, model_or_default(model_path));
   auto loaded = engine::Model::load(path, *chosen.backend);
   const bool fall_back =
-      !loaded.ok() && chosen.automatic && chosen.backend->name() != "cpu" &&
+      !loaded.ok() && may_fall_back && chosen.automatic && chosen.backend->name() != "cpu" &&
       (loaded.error().kind == ErrorKind::Unsupported || loaded.error().kind == ErrorKind::OutOfMemory);
   if (!fall_back) return loaded;
   std::fprintf(stderr, "gufo %s: using the CPU: %s\n", chosen.command.c_str(), loaded.error().message.c_str());

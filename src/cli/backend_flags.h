@@ -43,7 +43,9 @@ Result<ChosenBackend> make_backend(const BackendFlags& flags, const char* comman
 
 // Loads `path` (the default model when empty) for the chosen backend. With --device auto, a
 // model the GPU cannot run or hold (ErrorKind Unsupported or OutOfMemory) is loaded on the CPU
-// instead, and stderr says why: `chosen.backend` is then the CPU backend.
-Result<std::unique_ptr<engine::Model>> load_model(ChosenBackend& chosen, const std::string& path);
+// instead, and stderr says why: `chosen.backend` is then the CPU backend. may_fall_back false:
+// never (a second model, a draft, beside one already loaded on that backend).
+Result<std::unique_ptr<engine::Model>> load_model(ChosenBackend& chosen, const std::string& path,
+                                                  bool may_fall_back = true);
 
 }  // namespace gufo::cli

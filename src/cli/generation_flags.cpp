@@ -86,10 +86,11 @@ Result<int64_t> context_size(std::optional<int64_t> flag, int64_t fallback, cons
   return *flag;
 }
 
-Result<GenerationModel> load_generation_model(const std::string& model_path, ChosenBackend& chosen) {
+Result<GenerationModel> load_generation_model(const std::string& model_path, ChosenBackend& chosen,
+                                              bool may_fall_back) {
   GUFO_ASSIGN_OR_RETURN(const std::string path, model_or_default(model_path));
   GenerationModel loaded;
-  GUFO_ASSIGN_OR_RETURN(loaded.model, load_model(chosen, path));
+  GUFO_ASSIGN_OR_RETURN(loaded.model, load_model(chosen, path, may_fall_back));
   GUFO_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::load(loaded.model->file()));
   if (tok.vocab().n_vocab() > loaded.model->hparams().n_vocab) {
     return Error{path + ": the tokenizer has " + std::to_string(tok.vocab().n_vocab()) + " tokens but the model only " +
@@ -105,10 +106,7 @@ Result<std::unique_ptr<LoadedDraft>> load_draft(const SpecFlags& flags, ChosenBa
   auto draft = std::make_unique<LoadedDraft>();
   // NOTE(cli): never --device auto's fallback here: it would replace the backend that the model
   // is already loaded on. A draft the GPU cannot hold is an error of its own.
-  const bool automatic = chosen.automatic;
-  chosen.automatic = false;
-  auto loaded = load_generation_model(flags.draft_model, chosen);
-  chosen.automatic = automatic;
+  auto loaded = load_generation_model(flags.draft_model, chosen, /*may_fall_back=*/false);
   if (!loaded.ok()) return Error{"--draft-model: " + loaded.error().message, loaded.error().kind};
   draft->loaded = std::move(loaded).value();
   GUFO_RETURN_IF_ERROR(engine::check_draft_vocab(target.vocab(), draft->loaded.tokenizer->vocab(),

@@ -59,8 +59,9 @@ struct GenerationModel {
 
 // Loads `path` (the default model when empty) for the chosen backend (load_model: with
 // --device auto it may become the CPU) and its tokenizer; fails if the tokenizer has more
-// tokens than the model has embedding rows.
-Result<GenerationModel> load_generation_model(const std::string& path, ChosenBackend& chosen);
+// tokens than the model has embedding rows. may_fall_back: as load_model's.
+Result<GenerationModel> load_generation_model(const std::string& path, ChosenBackend& chosen,
+                                              bool may_fall_back = true);
 
 // The draft model of --spec draft, loaded on the chosen backend beside the model, with a
 // session of n_ctx positions (at most its own training context) and the drafter that keeps it.

@@ -212,15 +212,14 @@ Result<HfConfig> parse_hf_config(const json& config, const std::string& name) {
     // transformers 5 writes num_local_experts (its configs map num_experts onto it); the Hub's
     // configs and transformers 4.x write num_experts.
     const bool local = fields.has("num_local_experts");
+    GUFO_ASSIGN_OR_RETURN(out.n_expert, fields.u32(local ? "num_local_experts" : "num_experts", kMaxExperts));
     if (local && fields.has("num_experts")) {
       GUFO_ASSIGN_OR_RETURN(uint32_t hub, fields.u32("num_experts", kMaxExperts));
-      GUFO_ASSIGN_OR_RETURN(uint32_t v5, fields.u32("num_local_experts", kMaxExperts));
-      if (hub != v5) {
-        return Error{name + ": num_experts " + std::to_string(hub) + " and num_local_experts " + std::to_string(v5) +
-                     " disagree"};
+      if (hub != out.n_expert) {
+        return Error{name + ": num_experts " + std::to_string(hub) + " and num_local_experts " +
+                     std::to_string(out.n_expert) + " disagree"};
       }
     }
-    GUFO_ASSIGN_OR_RETURN(out.n_expert, fields.u32(local ? "num_local_experts" : "num_experts", kMaxExperts));
     GUFO_ASSIGN_OR_RETURN(out.n_expert_used, fields.u32("num_experts_per_tok", kMaxExperts));
     GUFO_ASSIGN_OR_RETURN(out.n_ff_exp, fields.u32("moe_intermediate_size", kMaxDim));
     GUFO_ASSIGN_OR_RETURN(out.norm_topk_prob, fields.boolean("norm_topk_prob", false));

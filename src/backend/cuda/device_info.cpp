@@ -59,6 +59,24 @@ bool current_device_has_mma() {
 #endif
 }
 
+int current_device_shared_optin() {
+  static std::atomic<int> known[64] = {};  // 0: not asked yet
+  int device = 0;
+  if (gpu::get_device(&device) != gpu::success) {
+    gpu::clear_last_error();
+    return 0;
+  }
+  const bool cached = device >= 0 && device < 64;
+  if (cached && known[device].load() != 0) return known[device].load();
+  int bytes = 0;
+  if (gpu::max_shared_per_block_optin(&bytes, device) != gpu::success) {
+    gpu::clear_last_error();
+    return 0;
+  }
+  if (cached) known[device].store(bytes);
+  return bytes;
+}
+
 LibraryVersions query_library_versions() {
   LibraryVersions versions;
   if (gpu::driver_get_version(&versions.driver) != gpu::success) versions.driver = 0;

@@ -267,9 +267,7 @@ Status attention(const KvLayer& kv, const BatchRows& batch, const AttentionShape
   // ask for its shared memory, up to what the device allows; the common layouts never ask.
   constexpr size_t kDefaultShared = 48 * 1024;
   if (smem > kDefaultShared) {
-    int device = 0, optin = 0;
-    GUFO_GPU_RETURN_IF_ERROR(gpu::get_device(&device), context);
-    GUFO_GPU_RETURN_IF_ERROR(gpu::max_shared_per_block_optin(&optin, device), context);
+    const int optin = current_device_shared_optin();
     if (smem > static_cast<size_t>(optin)) {
       return Error{context + ": needs " + std::to_string(smem) +
                        " bytes of shared memory per block, the device allows " + std::to_string(optin),

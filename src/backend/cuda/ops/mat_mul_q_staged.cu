@@ -265,18 +265,18 @@ __global__ void __launch_bounds__(kThreads) staged_kernel(QuantMatMulArgs a) {
       copies_commit();  // an empty group keeps the count of groups in flight the same
     }
   }
-  int slot = 0, ahead_slot = kStages - 1;
+  int slot = 0;  // sb's stage; sb + kStages - 1 goes to the one before it
   for (int sb = 0; sb < n_sb; ++sb) {
     copies_wait<kStages - 2>();
     __syncthreads();
     if (sb + kStages - 1 < n_sb) {
+      const int ahead_slot = slot == 0 ? kStages - 1 : slot - 1;
       stage_copies<T>(a, plan, sb + kStages - 1, smem + ahead_slot * Stage<T>::kBytes);
     } else {
       copies_commit();
     }
     compute_stage<T>(a, f, sb, smem + slot * Stage<T>::kBytes, acc);
     slot = slot + 1 == kStages ? 0 : slot + 1;
-    ahead_slot = ahead_slot + 1 == kStages ? 0 : ahead_slot + 1;
   }
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
   const int wm = warp % kWarpsM, wn = warp / kWarpsM;
@@ -310,9 +310,7 @@ Status launch(const QuantMatMulArgs& a, int64_t n_rows, int64_t n_tokens, int64_
                      " exceed 4 GiB",
                  ErrorKind::Unsupported};
   }
-  int device = 0, optin = 0;
-  GUFO_GPU_RETURN_IF_ERROR(gpu::get_device(&device), "mat_mul_q_staged");
-  GUFO_GPU_RETURN_IF_ERROR(gpu::max_shared_per_block_optin(&optin, device), "mat_mul_q_staged");
+  const int optin = current_device_shared_optin();
   if (optin >= kMostStages * Stage<T>::kBytes)
     return launch_stages<T, kMostStages>(a, n_rows, n_tokens, n_expert, stream);
   if (optin >= 2 * Stage<T>::kBytes) return launch_stages<T, 2>(a, n_rows, n_tokens, n_expert, stream);

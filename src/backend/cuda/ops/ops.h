@@ -16,6 +16,9 @@ namespace gufo::cuda {
 // Whether the current device runs mma.sync, cp.async and ldmatrix (sm_80 on; never HIP builds):
 // the tensor-core paths of attention and the quantized matmul.
 bool current_device_has_mma();
+// The most dynamic shared memory a block of the current device may ask for, kept per device
+// (asked before kernel launches); 0 where the device cannot say.
+int current_device_shared_optin();
 
 // ---- element-wise and row-wise ops ------------------------------------------------------
 
