@@ -7,8 +7,9 @@
 #   cuda:   GGML_CUDA with flash attention for sm_90 (the H200), static, llama-bench only.
 #           Builds on any machine with nvcc; run the binary on the GPU machine.
 #   cpu:    GGML_NATIVE, for CPU comparisons on the machine that builds it: llama-bench,
-#           llama-server (tools/bench/keepalive_latency.mjs compares the servers) and
-#           llama-lookup (prompt-lookup drafting, beside `gufo run --spec ngram`).
+#           llama-server (tools/bench/keepalive_latency.mjs compares the servers),
+#           llama-lookup (prompt-lookup drafting, beside `gufo run --spec ngram`) and
+#           llama-speculative (a draft model, beside `gufo run --draft-model`).
 #   source: writes build/llama.cpp-source.tar.xz (~4 MB): the files the cuda flavour's build
 #           reads, for a GPU machine with CMake and nvcc but no network, where a 2-core build
 #           machine would take hours over the CUDA kernels. There: unpack it outside any git
@@ -68,9 +69,9 @@ case "$flavour" in
       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" \
       -DGGML_CUDA_FA=ON "${compilers[@]}" -DLLAMA_BUILD_SERVER=OFF ;;
   cpu)
-    # llama-lookup (prompt-lookup speculative decoding) is one of llama.cpp's examples.
+    # llama-lookup and llama-speculative (speculative decoding) are llama.cpp's examples.
     cmake -S "$src" -B "$out" "${common[@]}" -DGGML_NATIVE=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_EXAMPLES=ON
-    targets+=(llama-server llama-lookup) ;;
+    targets+=(llama-server llama-lookup llama-speculative) ;;
   *) echo "build_llama_cpp.sh: flavour must be cuda, cpu or source, not '$flavour'" >&2; exit 2 ;;
 esac
 cmake --build "$out" --target "${targets[@]}" -j "$jobs"
