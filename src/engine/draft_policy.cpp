@@ -14,9 +14,17 @@ namespace {
 constexpr double kAcceptanceDecay = 0.95;
 // Drafting must promise this many times plain decoding's tokens per second to be chosen.
 constexpr double kDraftingMargin = 1.03;
+// Plain steps timed (after the first, which runs cold) before any drafting: the lower of two
+// leaves out one slowed by the machine, which would make drafts look cheap until the next
+// timing, kRetimePlainAfter drafting steps later.
+constexpr int kPlainTimings = 2;
 // A plain step is timed again after this many drafting steps (a step's cost grows with the
 // context).
 constexpr int32_t kRetimePlainAfter = 32;
+// ... and after this many while fewer than a window of plain timings are kept: the first steps
+// after a prompt run slower (caches, a CPU's clocks; on 2 cores up to twice as slow), so the
+// first plain timings are soon replaced by ones of the steady state.
+constexpr int32_t kRetimePlainSoonAfter = 8;
 // After this many plain steps in a row chosen because drafts did not pay, the drafting
 // timings are forgotten where acceptance is at least kRetryAcceptance (a slow step may have
 // made them look dear, or the machine has changed): the next step drafts and times again.
@@ -34,6 +42,10 @@ void DraftPolicy::RecentTimings::add(double seconds) {
   seconds_[static_cast<size_t>(next_)] = seconds;
   next_ = (next_ + 1) % static_cast<int>(seconds_.size());
   count_ = std::min(count_ + 1, static_cast<int>(seconds_.size()));
+}
+
+double DraftPolicy::RecentTimings::lowest() const {
+  return *std::min_element(seconds_.begin(), seconds_.begin() + count_);
 }
 
 double DraftPolicy::RecentTimings::lower_median() const {
@@ -69,13 +81,19 @@ bool DraftPolicy::costs_known() const { return !steps_[0].empty() && drafting_ti
 
 // A length timed lately costs what it cost. One not timed: a plain step plus its rows at the
 // cheapest row seen (rows get cheaper as a batch widens, so this hopeful guess lets a longer
-// draft be tried; once tried, its own timings decide); with no plain step timed (draft_min > 0),
-// the shortest timed length's cost a row, for every row (no guess that a row gets cheaper).
+// draft be tried; once tried, its own timings decide), but never below a draft model's token; with no plain step timed
+// (draft_min > 0), the shortest timed length's cost a row, for every row (no guess that a row gets cheaper). A plain
+// step costs the least it cost lately: its timings are few (one in kRetimePlainAfter steps while drafting) and a noisy
+// one would make drafts look cheap, where drafting's own timings are many and recent; so a close call goes to plain
+// decoding.
+double DraftPolicy::plain_seconds() const { return steps_[0].lowest(); }
+
 double DraftPolicy::step_seconds(int32_t length) const {
   const RecentTimings& timed = steps_[static_cast<size_t>(length)];
+  if (length == 0 && !timed.empty()) return std::max(plain_seconds(), 1e-12);
   if (!timed.empty()) return std::max(timed.lower_median(), 1e-12);
   const bool plain_timed = !steps_[0].empty();
-  const double plain = plain_timed ? steps_[0].lower_median() : 0.0;
+  const double plain = plain_timed ? plain_seconds() : 0.0;
   double cheapest_row = std::numeric_limits<double>::infinity();
   for (int32_t other = 1; other <= draft_max_; ++other) {
     const RecentTimings& t = steps_[static_cast<size_t>(other)];
@@ -84,6 +102,8 @@ double DraftPolicy::step_seconds(int32_t length) const {
     cheapest_row = std::min(cheapest_row, row);
     if (!plain_timed) break;  // the shortest timed length
   }
+  // A draft model's token is made one at a time, however wide the batch that checks it.
+  if (!proposal_token_.empty()) cheapest_row = std::max(cheapest_row, proposal_token_.lower_median());
   return std::max(plain_timed ? plain + cheapest_row * length : cheapest_row * (length + 1), 1e-12);
 }
 
@@ -107,7 +127,8 @@ int32_t DraftPolicy::next_length() {
   const bool may_go_plain = draft_min_ == 0;
   // Plain steps first, to time them (never a loss), then the shortest draft: a request that
   // ends early has paid little for what the policy learnt.
-  if (may_go_plain && (steps_[0].empty() || steps_since_plain_ >= kRetimePlainAfter)) return 0;
+  const int32_t retime_after = steps_[0].full() ? kRetimePlainAfter : kRetimePlainSoonAfter;
+  if (may_go_plain && (steps_[0].count() < kPlainTimings || steps_since_plain_ >= retime_after)) return 0;
   if (!drafting_timed()) return std::max(draft_min_, 1);
   const int32_t length = best_length();
   if (length > 0) {
@@ -144,5 +165,9 @@ void DraftPolicy::record(int32_t proposed, int32_t kept, double seconds) {
 }
 
 void DraftPolicy::record_shadow(bool kept) { add_trials(kept ? 1 : 0, !kept); }
+
+void DraftPolicy::record_proposal(int32_t length, double seconds) {
+  if (length > 0) proposal_token_.add(seconds / length);
+}
 
 }  // namespace gufo::engine

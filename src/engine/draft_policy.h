@@ -34,6 +34,10 @@ class DraftPolicy {
   void record(int32_t proposed, int32_t kept, double seconds);
   // After a plain step whose lookup would have proposed a token: whether it was the one sampled.
   void record_shadow(bool kept);
+  // The time the drafter took to propose `length` tokens (a draft model's own decoding, its
+  // catching up on tokens it had not seen included; a lookup's microseconds): what a drafted
+  // row costs at least, whatever a batch's timings suggest.
+  void record_proposal(int32_t length, double seconds);
 
   // The estimates the choice is made from (for tests and diagnostics).
   double acceptance() const;                     // chance that a draft token is kept, once the ones before it were
@@ -49,6 +53,9 @@ class DraftPolicy {
    public:
     void add(double seconds);
     bool empty() const { return count_ == 0; }
+    int count() const { return count_; }
+    bool full() const { return count_ == static_cast<int>(seconds_.size()); }
+    double lowest() const;
     double lower_median() const;
     void clear() { count_ = next_ = 0; }
 
@@ -59,6 +66,7 @@ class DraftPolicy {
     bool warm_ = false;  // the first timing has been seen (and left out)
   };
 
+  double plain_seconds() const;               // needs a timed plain step
   double step_seconds(int32_t length) const;  // estimated, > 0; needs a timed drafting length
   int32_t best_length() const;
   bool drafting_timed() const;
@@ -69,6 +77,7 @@ class DraftPolicy {
   double kept_ = 1.0;                 // decayed counts of kept draft tokens and of trials (kept + refusals),
   double trials_ = 2.0;               // starting from a prior of one in two
   std::vector<RecentTimings> steps_;  // [proposed rows]: 0 plain, up to draft_max_
+  RecentTimings proposal_token_;      // the drafter's seconds a proposed token
   int32_t steps_since_plain_ = 0;     // drafting steps since a plain step was last timed
   int32_t plain_run_ = 0;             // plain steps chosen in a row because drafts did not pay
   bool retry_ = true;

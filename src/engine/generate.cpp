@@ -116,7 +116,8 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   // decoding stays within a few percent of decoding without drafts.
   constexpr double kShadowShare = 0.02;
   double shadow_seconds = 0;
-  std::vector<int32_t> history;  // what drafts are looked up in (only kept when drafting)
+  double step_shadow_seconds = 0;  // the last step's shadow draft, left out of its timing
+  std::vector<int32_t> history;    // what drafts are looked up in (only kept when drafting)
   std::optional<DraftPolicy> policy;
   if (drafting) {
     history.assign(options.spec.earlier.begin(), options.spec.earlier.end());
@@ -124,9 +125,13 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     policy.emplace(options.spec.draft_min, options.spec.draft_max, /*retry=*/options.spec.mode == SpecMode::Ngram);
   }
   // The drafts of `length` tokens after `history`, from the lookup or the draft model.
+  // (Timed: what a drafted row costs at least; see DraftPolicy::record_proposal.)
   const auto propose = [&](int32_t length) -> Result<std::vector<int32_t>> {
-    if (by_model) return options.spec.drafter->propose(history, length);
-    return ngram_draft(history, length);
+    const Clock::time_point start = Clock::now();
+    Result<std::vector<int32_t>> proposed =
+        by_model ? options.spec.drafter->propose(history, length) : ngram_draft(history, length);
+    policy->record_proposal(length, std::chrono::duration<double>(Clock::now() - start).count());
+    return proposed;
   };
   std::vector<int32_t> drafts;
   size_t row = 0;
@@ -188,10 +193,14 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
     if (drafting) {
       const Clock::time_point now = Clock::now();
       if (step_started) {
-        const double seconds = std::chrono::duration<double>(now - *step_started).count();
+        // A plain step is timed without its shadow draft: shadows are rationed (above), so a
+        // plain step costs that much without them, and a draft model's first shadow, which
+        // catches up on the whole prompt, would make plain decoding look dear.
+        const double seconds = std::chrono::duration<double>(now - *step_started).count() - step_shadow_seconds;
         policy->record(static_cast<int32_t>(proposed), static_cast<int32_t>(row), seconds);
       }
       step_started = now;
+      step_shadow_seconds = 0;
       // Room for the drafts in the context, and no row past the last token to generate.
       const int32_t wanted = policy->next_length();
       int64_t length = std::min<int64_t>(wanted, n_ctx - session.n_past() - 1);
@@ -201,7 +210,8 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
         if (shadow_seconds <= kShadowShare * generation_seconds()) {
           GUFO_ASSIGN_OR_RETURN(const std::vector<int32_t> guess, propose(1));
           if (!guess.empty()) shadow = guess[0];
-          shadow_seconds += std::chrono::duration<double>(Clock::now() - now).count();
+          step_shadow_seconds = std::chrono::duration<double>(Clock::now() - now).count();
+          shadow_seconds += step_shadow_seconds;
         }
       } else if (length > 0) {
         GUFO_ASSIGN_OR_RETURN(drafts, propose(static_cast<int32_t>(length)));
