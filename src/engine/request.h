@@ -24,6 +24,8 @@
 
 namespace gufo::engine {
 
+inline constexpr int32_t kMaxDraftTokens = 64;  // RequestOptions::draft_max at most
+
 struct RequestOptions {
   int32_t max_tokens = 128;  // >= 1
   std::vector<std::string> stop;
@@ -37,6 +39,15 @@ struct RequestOptions {
   // answers under the grammar); thinking_open: the prompt has already opened it.
   bool free_thinking = false;
   bool thinking_open = false;
+  // Speculative decoding: SpecMode::Ngram drafts by prompt lookup in the sequence's own tokens
+  // (engine/ngram_draft.h), up to draft_max a step (at least draft_min where the lookup finds
+  // them; 0: engine/draft_policy.h decides), verified in the same batch as everything else.
+  // The output is the same token for token as without: each row is sampled in turn and a
+  // draft is kept while it is the token drawn. The engine holds no draft model: SpecMode::Draft
+  // is refused.
+  SpecMode spec = SpecMode::None;
+  int32_t draft_min = 0;
+  int32_t draft_max = 8;
 };
 
 struct TokenLogprob {
@@ -56,7 +67,9 @@ struct RequestEvent {
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;  // prompt tokens whose keys and values came from the prefix cache
   int32_t completion_tokens = 0;
-  std::string stop_string;  // Done with StopReason::StopString: which one
+  int32_t drafted_tokens = 0;   // speculative decoding: tokens proposed and verified,
+  int32_t accepted_tokens = 0;  // and of those the ones kept (part of completion_tokens)
+  std::string stop_string;      // Done with StopReason::StopString: which one
   // Done of an embedding (Scheduler::submit_embeddings): the pooled final hidden state,
   // [n_embd], not normalized.
   std::vector<float> embedding;

@@ -7,6 +7,10 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <utility>
+
+#include "engine/draft_policy.h"
+#include "engine/ngram_draft.h"
 
 namespace gufo::engine {
 
@@ -96,6 +100,14 @@ struct Scheduler::Sequence {
   std::optional<model::Pooling> pooling;
   std::vector<double> pooled;
   std::optional<Constraint> constraint;  // options.grammar, as the engine applies it
+  // Speculative decoding (options.spec): the draft length by measured cost, the drafts at the
+  // end of `tokens` during a step (not kept yet), and what a plain step's lookup would have
+  // drafted (-1: nothing), which says how often drafts would be kept.
+  std::optional<DraftPolicy> policy;
+  int32_t n_drafts = 0;
+  int32_t shadow = -1;
+  int32_t drafted = 0;
+  int32_t accepted = 0;
   // Whether this sequence counts as a place in the queue while it waits: each generation does;
   // of an embedding batch only its last input, so that the batch takes one place however long.
   bool holds_queue_place = true;
@@ -107,14 +119,17 @@ struct Scheduler::Part {
   Sequence* seq;
   int32_t begin;  // positions begin..end-1 of seq's tokens
   int32_t end;
+  bool decode = false;  // the row of a generated token (and its drafts), not a prompt's
 
   // The positions whose output rows the sequence needs from this part: the last token's
-  // (its logits pick the next token) once the part reaches it; for an embedding, the rows
-  // its pooling reads.
+  // (its logits pick the next token) once the part reaches it, and each draft's after it;
+  // for an embedding, the rows its pooling reads.
   std::vector<int32_t> output_positions() const {
     const auto n = static_cast<int32_t>(seq->tokens.size());
     std::vector<int32_t> positions;
-    if (seq->pooling == model::Pooling::Mean) {
+    if (seq->n_drafts > 0) {
+      for (int32_t pos = n - 1 - seq->n_drafts; pos < n; ++pos) positions.push_back(pos);
+    } else if (seq->pooling == model::Pooling::Mean) {
       for (int32_t pos = begin; pos < end; ++pos) positions.push_back(pos);
     } else if (seq->pooling == model::Pooling::Cls) {
       if (begin == 0) positions.push_back(0);
@@ -193,10 +208,23 @@ Submission Scheduler::submit(const std::vector<int32_t>& prompt, const std::vect
             nullptr};
   }
   if (choices.empty()) return {SubmitStatus::TooLong, "no choices asked for", nullptr};
+  for (const RequestOptions& choice : choices) {
+    if (choice.spec == SpecMode::Draft) {
+      return {SubmitStatus::Invalid, "speculative decoding with a draft model is not served; spec ngram is", nullptr};
+    }
+    if (choice.spec != SpecMode::None && (choice.draft_max < 1 || choice.draft_max > kMaxDraftTokens)) {
+      return {SubmitStatus::Invalid, "draft_max must be 1.." + std::to_string(kMaxDraftTokens), nullptr};
+    }
+    if (choice.spec != SpecMode::None && (choice.draft_min < 0 || choice.draft_min > choice.draft_max)) {
+      return {SubmitStatus::Invalid, "draft_min must be 0..draft_max (" + std::to_string(choice.draft_max) + ")",
+              nullptr};
+    }
+  }
   RequestHandle handle = std::make_shared<RequestChannel>();
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (size_t i = 0; i < choices.size(); ++i) {
     seqs.push_back(std::make_unique<Sequence>(*tokenizer_, prompt, choices[i]));
+    if (choices[i].spec == SpecMode::Ngram) seqs.back()->policy.emplace(choices[i].draft_min, choices[i].draft_max);
     seqs.back()->channel = handle;
     seqs.back()->choice = static_cast<int32_t>(i);
     if (choices[i].grammar) {
@@ -464,7 +492,7 @@ void Scheduler::step() {
       if (preempted_self) break;
     }
     if (preempted_self) break;
-    planned.push_back({&seq, begin, end});
+    planned.push_back({&seq, begin, end, end - begin == 1 && begin >= seq.n_prompt});
   }
   // Decode rows first, then prompt segments in admission order, within the budget (the
   // first part always goes, so a lone long segment still runs).
@@ -478,12 +506,79 @@ void Scheduler::step() {
     budget -= n;
   }
   if (parts.empty()) return;
+  add_drafts(parts, budget);
   // Generations want logits, embeddings the hidden state: one forward call each.
   std::vector<Part> generating;
   std::vector<Part> embedding;
   for (const Part& p : parts) (p.seq->pooling ? embedding : generating).push_back(p);
   if (!generating.empty() && !run_parts(generating, model::GraphOutput::Logits)) return;
   if (!embedding.empty()) run_parts(embedding, model::GraphOutput::Hidden);
+}
+
+void Scheduler::add_drafts(std::vector<Part>& parts, int64_t budget) {
+  const int64_t block = options_.block_size;
+  for (Part& p : parts) {
+    Sequence& seq = *p.seq;
+    if (!p.decode || !seq.policy) continue;
+    // Room in the context and in the step, no row past the last token to generate, and only
+    // blocks that are free.
+    const auto n = static_cast<int64_t>(seq.tokens.size());
+    const int32_t wanted = seq.policy->next_length();
+    int64_t length =
+        std::min<int64_t>({wanted, options_.n_ctx - n, budget, int64_t{seq.options.max_tokens} - seq.n_generated - 1});
+    while (length > 0 && static_cast<int64_t>(seq.blocks.size()) * block < n + length) {
+      const std::optional<int32_t> fresh = pool_.allocate();
+      if (!fresh) {
+        length = static_cast<int64_t>(seq.blocks.size()) * block - n;
+        break;
+      }
+      seq.blocks.push_back(*fresh);
+    }
+    const Clock::time_point start = Clock::now();
+    if (wanted == 0) {
+      // Plain, but what the lookup would have drafted still says how often drafts are kept.
+      const std::vector<int32_t> guess = ngram_draft(seq.tokens, 1);
+      seq.shadow = guess.empty() ? -1 : guess[0];
+    } else if (length > 0) {
+      const std::vector<int32_t> drafts = ngram_draft(seq.tokens, static_cast<int32_t>(length));
+      seq.tokens.insert(seq.tokens.end(), drafts.begin(), drafts.end());
+      seq.n_drafts = static_cast<int32_t>(drafts.size());
+      p.end += seq.n_drafts;
+      budget -= seq.n_drafts;
+    }
+    const double seconds = seconds_between(start, Clock::now());
+    seq.policy->record_proposal(wanted == 0 ? 1 : static_cast<int32_t>(length), seconds);
+    std::lock_guard lock(mutex_);
+    stats_.draft_seconds += seconds;
+  }
+}
+
+void Scheduler::verify_drafts(Sequence& seq, const float* rows, size_t width, double seconds) {
+  const std::vector<int32_t> drafts(seq.tokens.end() - seq.n_drafts, seq.tokens.end());
+  seq.tokens.resize(seq.tokens.size() - drafts.size());
+  seq.n_drafts = 0;
+  const auto first = static_cast<int32_t>(seq.tokens.size());  // the first draft's position
+  // Counted before a token may end the sequence: its final event reports them, and a client
+  // that has that event sees the engine's counts updated.
+  seq.drafted += static_cast<int32_t>(drafts.size());
+  {
+    std::lock_guard lock(mutex_);
+    stats_.drafted_tokens += drafts.size();
+    ++stats_.draft_steps;
+  }
+  size_t kept = 0;
+  for (;;) {
+    // In the cache: the last token and the drafts kept so far.
+    seq.n_computed = first + static_cast<int32_t>(kept);
+    if (!emit_token(seq, rows + kept * width)) return;  // it ended (and is gone)
+    if (kept == drafts.size() || seq.tokens.back() != drafts[kept]) break;
+    ++kept;
+    ++seq.accepted;
+    std::lock_guard lock(mutex_);
+    ++stats_.accepted_tokens;
+  }
+  seq.policy->record(static_cast<int32_t>(drafts.size()), static_cast<int32_t>(kept), seconds);
+  register_full_blocks(seq);
 }
 
 bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput output) {
@@ -513,7 +608,7 @@ bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput out
     }
     outputs.push_back(p.output_positions());
     for (int32_t pos : outputs.back()) batch.output_rows.push_back(first_row + pos - p.begin);
-    if (p.end - p.begin > 1 || p.begin < p.seq->n_prompt) prefill_rows += p.end - p.begin;
+    if (!p.decode) prefill_rows += p.end - p.begin;
   }
   Result<model::Graph> graph = model_->build_graph(
       {.n_tokens = batch.n_tokens(), .n_outputs = static_cast<int64_t>(batch.output_rows.size()), .output = output});
@@ -539,13 +634,22 @@ bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput out
     const Part& p = parts[i];
     Sequence& seq = *p.seq;
     const size_t n_rows = outputs[i].size();
+    if (seq.n_drafts > 0) {
+      verify_drafts(seq, rows, width, elapsed);
+      rows += n_rows * width;
+      continue;
+    }
     seq.n_computed = p.end;
     register_full_blocks(seq);
     if (seq.pooling) {
       pool_rows(seq, n_rows, rows);
       if (p.end == static_cast<int32_t>(seq.tokens.size())) finish(seq, StopReason::EndOfGeneration);
     } else if (n_rows == 1) {
-      emit_token(seq, rows);
+      const int32_t shadow = std::exchange(seq.shadow, -1);
+      if (emit_token(seq, rows) && p.decode && seq.policy) {
+        if (shadow >= 0) seq.policy->record_shadow(seq.tokens.back() == shadow);
+        seq.policy->record(0, 0, elapsed);
+      }
     }
     rows += n_rows * width;
   }
@@ -604,14 +708,14 @@ std::optional<int32_t> Scheduler::next_token(Sequence& seq, std::span<const floa
   return seq.constraint->sample(seq.sampler, logits, masked_logits_);
 }
 
-void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
+bool Scheduler::emit_token(Sequence& seq, const float* logits_row) {
   const std::span<const float> logits(logits_row, static_cast<size_t>(model_->hparams().n_vocab));
   const std::optional<int32_t> next = next_token(seq, logits);
   if (!next) {
     // NOTE(grammar): no token of the vocabulary continues the grammar here; the answer ends
     // as if it had run out of tokens, never in a loop.
     finish(seq, StopReason::Length);
-    return;
+    return false;
   }
   const int32_t token = *next;
   seq.sampler.accept(token);
@@ -633,12 +737,12 @@ void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
 
   if (std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end()) {
     finish(seq, StopReason::EndOfGeneration);
-    return;
+    return false;
   }
   Result<std::string> piece = seq.detokenizer.push(token);
   if (!piece.ok()) {
     fail(seq, piece.error().message);
-    return;
+    return false;
   }
   seq.pending += *piece;
   size_t found = 0;
@@ -647,7 +751,7 @@ void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
     seq.matched_stop = std::string(stop_string_at(seq.pending, found, seq.options.stop));
     seq.pending.resize(found);
     finish(seq, StopReason::StopString);
-    return;
+    return false;
   }
   RequestEvent event = RequestEvent::text_of(seq.pending.substr(0, safe), std::move(seq.pending_logprobs));
   seq.pending_logprobs.clear();
@@ -655,9 +759,13 @@ void Scheduler::emit_token(Sequence& seq, const float* logits_row) {
   if (!event.text.empty() || !event.logprobs.empty()) seq.send(std::move(event));
   if (seq.n_generated >= seq.options.max_tokens) {
     finish(seq, StopReason::Length);
-  } else if (static_cast<int64_t>(seq.tokens.size()) >= options_.n_ctx) {
-    finish(seq, StopReason::ContextFull);
+    return false;
   }
+  if (static_cast<int64_t>(seq.tokens.size()) >= options_.n_ctx) {
+    finish(seq, StopReason::ContextFull);
+    return false;
+  }
+  return true;
 }
 
 void Scheduler::release(Sequence& seq, bool keep_cached) {
@@ -688,6 +796,8 @@ void Scheduler::finish(Sequence& seq, StopReason reason) {
     seq.send(RequestEvent::text_of(std::move(seq.pending), std::move(seq.pending_logprobs)));
   }
   RequestEvent done = RequestEvent::done(reason, seq.n_prompt, std::max(seq.cached_tokens, 0), seq.n_generated);
+  done.drafted_tokens = seq.drafted;
+  done.accepted_tokens = seq.accepted;
   done.stop_string = std::move(seq.matched_stop);
   if (seq.pooling && reason != StopReason::Cancelled) {
     const double count = seq.pooling == model::Pooling::Mean ? static_cast<double>(seq.n_prompt) : 1.0;

@@ -11,6 +11,11 @@
 // it waits while the pool cannot hold its prompt. When a decoding sequence needs a block and
 // none is left, the most recently admitted sequence is preempted: its blocks go back and it
 // is recomputed later from its tokens (generated ones included), with its sampler state kept.
+// A decoding sequence that asks for speculative decoding (RequestOptions::spec) adds its
+// drafts as rows after its token, from the budget left once prompt segments are planned and
+// from blocks that are free (a draft never preempts); its rows are sampled in turn, and the
+// keys and values of drafts not kept are overwritten later (the fill level moves back; the
+// prefix cache only ever registers kept tokens).
 // A failed step fails only the sequences in that step's batch; a lost device (ErrorKind::
 // DeviceLost) fails every request, and new ones are refused.
 // Tested by tests/unit/engine/scheduler_test.cpp.
@@ -119,7 +124,12 @@ class Scheduler {
   void pool_rows(Sequence& seq, size_t n_rows, const float* rows);  // n_rows hidden states
   Submission enqueue(std::vector<std::unique_ptr<Sequence>> seqs, int64_t prompt_tokens, int32_t queue_places);
   void fail_after_device_loss(const std::string& message);
-  void emit_token(Sequence& seq, const float* logits);
+  // Adds drafts to the decode parts of `parts` from `budget` rows (RequestOptions::spec).
+  void add_drafts(std::vector<Part>& parts, int64_t budget);
+  // Samples a decoding sequence's rows in turn while its drafts are the tokens drawn.
+  void verify_drafts(Sequence& seq, const float* rows, size_t width, double seconds);
+  // False when the token ended the sequence (it is gone then).
+  bool emit_token(Sequence& seq, const float* logits);
   std::optional<int32_t> next_token(Sequence& seq, std::span<const float> logits);
   void finish(Sequence& seq, StopReason reason);
   void fail(Sequence& seq, const std::string& message);

@@ -38,6 +38,10 @@ struct EngineStats {
   double prefill_seconds = 0.0;  // forward time, split by the rows of each kind
   double decode_seconds = 0.0;
   uint64_t preemptions = 0;
+  uint64_t draft_steps = 0;      // speculative decoding: sequence steps that verified drafts,
+  uint64_t drafted_tokens = 0;   // the draft tokens verified,
+  uint64_t accepted_tokens = 0;  // and those kept
+  double draft_seconds = 0.0;    // spent proposing them
   Histogram time_to_first_token{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   Histogram inter_token_latency{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}};
   int32_t running = 0;

@@ -78,7 +78,7 @@ std::string render_metrics(std::span<const ModelStats> models,
   family("gufo_completion_tokens_total", "counter", "Tokens generated.", [](S s) { return s.completion_tokens; });
   family("gufo_prefill_tokens_total", "counter", "Tokens evaluated as prompt (recomputation included).",
          [](S s) { return s.prefill_tokens; });
-  family("gufo_decode_tokens_total", "counter", "Tokens evaluated one per sequence per step.",
+  family("gufo_decode_tokens_total", "counter", "Tokens evaluated after the prompt (verified drafts included).",
          [](S s) { return s.decode_tokens; });
   family("gufo_prefill_seconds_total", "counter", "Forward time spent on prompt tokens.",
          [](S s) { return s.prefill_seconds; });
@@ -92,6 +92,20 @@ std::string render_metrics(std::span<const ModelStats> models,
             [](S s) -> const engine::Histogram& { return s.time_to_first_token; });
   histogram(out, "gufo_inter_token_latency_seconds", "Between consecutive tokens of one sequence.", models,
             [](S s) -> const engine::Histogram& { return s.inter_token_latency; });
+  // Speculative decoding; the serving engine drafts by prompt lookup only (drafter="ngram").
+  const auto drafter = [&](const char* name, const char* type, const char* help, auto value_of) {
+    metric(out, name, type, help);
+    for (const ModelStats& m : models)
+      out += fmt::format("{}{{model=\"{}\",drafter=\"ngram\"}} {}\n", name, label_value(m.model), value_of(m.stats));
+  };
+  drafter("gufo_draft_tokens_total", "counter", "Draft tokens verified.", [](S s) { return s.drafted_tokens; });
+  drafter("gufo_draft_tokens_accepted_total", "counter", "Draft tokens kept (the same as the target's).",
+          [](S s) { return s.accepted_tokens; });
+  drafter("gufo_draft_acceptance_ratio", "gauge", "Draft tokens kept of those verified, since start.",
+          [&](S s) { return ratio(static_cast<double>(s.accepted_tokens), static_cast<double>(s.drafted_tokens)); });
+  drafter("gufo_draft_accepted_length_mean", "gauge", "Draft tokens kept per step that verified drafts, since start.",
+          [&](S s) { return ratio(static_cast<double>(s.accepted_tokens), static_cast<double>(s.draft_steps)); });
+  drafter("gufo_draft_seconds_total", "counter", "Time spent proposing drafts.", [](S s) { return s.draft_seconds; });
   family("gufo_preemptions_total", "counter", "Sequences preempted for lack of KV blocks (recomputed later).",
          [](S s) { return s.preemptions; });
   family("gufo_running_sequences", "gauge", "Sequences in the running batch.", [](S s) { return s.running; });

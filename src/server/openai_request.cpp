@@ -204,6 +204,29 @@ void parse_stop(Fields& fields, const RequestLimits& limits, CompletionRequest& 
   }
 }
 
+// Gufo's speculative decoding fields: "spec" ("ngram" or "none"; the server holds no draft
+// model), "draft_max" and "draft_min" (their order checked once both are known).
+void parse_spec(Fields& fields, CompletionRequest& out) {
+  if (const std::optional<std::string> spec = fields.string("spec")) {
+    if (*spec == "ngram") {
+      out.spec = engine::SpecMode::Ngram;
+    } else if (*spec == "none") {
+      out.spec = engine::SpecMode::None;
+    } else if (*spec == "draft") {
+      return fields.fail("'spec': draft needs a draft model, which this server does not hold; ngram drafts without one",
+                         "spec");
+    } else {
+      return fields.fail("'spec' must be \"ngram\" or \"none\", not \"" + *spec + "\"", "spec");
+    }
+  }
+  if (const std::optional<int64_t> n = fields.integer("draft_max", 1, engine::kMaxDraftTokens)) {
+    out.draft_max = static_cast<int32_t>(*n);
+  }
+  if (const std::optional<int64_t> n = fields.integer("draft_min", 0, engine::kMaxDraftTokens)) {
+    out.draft_min = static_cast<int32_t>(*n);
+  }
+}
+
 void parse_logit_bias(Fields& fields, const RequestLimits& limits, CompletionRequest& out) {
   const ordered_json* bias = fields.get("logit_bias");
   if (bias == nullptr || fields.failed()) return;
@@ -485,6 +508,7 @@ ParsedRequest parse_completion_request(const ordered_json& body, bool chat, cons
     out.seeded = true;
   }
   parse_stop(fields, limits, out);
+  parse_spec(fields, out);
   parse_logit_bias(fields, limits, out);
   parse_constraint(fields, out);
   check_tools_and_constraint(fields, out);

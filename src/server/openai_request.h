@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/request.h"
 #include "engine/sampler.h"
 #include "server/api_error.h"
 #include "server/grammar_cache.h"
@@ -70,6 +71,10 @@ struct CompletionRequest {
   std::optional<std::string> grammar;
   GrammarSyntax grammar_syntax = GrammarSyntax::Gbnf;
   std::string grammar_param;  // the field it came from, for errors
+  // Speculative decoding (Gufo's fields; unset: the server's --spec, --draft-max, --draft-min).
+  std::optional<engine::SpecMode> spec;
+  std::optional<int32_t> draft_max;
+  std::optional<int32_t> draft_min;
 };
 
 using ParsedRequest = std::variant<CompletionRequest, ApiError>;

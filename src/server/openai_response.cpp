@@ -37,11 +37,16 @@ ordered_json bytes_json(const std::string& text) {
 
 }  // namespace
 
-ordered_json usage_json(int32_t prompt_tokens, int32_t completion_tokens, int32_t cached_tokens) {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+ordered_json usage_json(int32_t prompt_tokens, int32_t completion_tokens, int32_t cached_tokens, DraftUsage drafts) {
+  ordered_json usage = {{"prompt_tokens", prompt_tokens},
+                        {"completion_tokens", completion_tokens},
+                        {"total_tokens", prompt_tokens + completion_tokens},
+                        {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  if (drafts.drafted > 0) {
+    usage["completion_tokens_details"] = {{"accepted_prediction_tokens", drafts.accepted},
+                                          {"rejected_prediction_tokens", drafts.drafted - drafts.accepted}};
+  }
+  return usage;
 }
 
 ordered_json chat_logprobs_json(const tokenizer::Tokenizer& tokenizer,
@@ -84,9 +89,12 @@ ordered_json completion_json(const ResponseHeader& header, bool chat, const std:
                              bool with_logprobs, const tokenizer::Tokenizer& tokenizer, int32_t prompt_tokens) {
   ordered_json out_choices = ordered_json::array();
   int32_t completion_tokens = 0;
+  DraftUsage drafts;
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceState& c = choices[i];
     completion_tokens += c.completion_tokens;
+    drafts.drafted += c.drafted_tokens;
+    drafts.accepted += c.accepted_tokens;
     ordered_json choice{{"index", i}};
     if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
@@ -109,12 +117,13 @@ ordered_json completion_json(const ResponseHeader& header, bool chat, const std:
     choice["finish_reason"] = c.finish_reason;
     out_choices.push_back(std::move(choice));
   }
-  return {{"id", header.id},
-          {"object", chat ? "chat.completion" : "text_completion"},
-          {"created", header.created},
-          {"model", header.model},
-          {"choices", out_choices},
-          {"usage", usage_json(prompt_tokens, completion_tokens, choices.empty() ? 0 : choices[0].cached_tokens)}};
+  return {
+      {"id", header.id},
+      {"object", chat ? "chat.completion" : "text_completion"},
+      {"created", header.created},
+      {"model", header.model},
+      {"choices", out_choices},
+      {"usage", usage_json(prompt_tokens, completion_tokens, choices.empty() ? 0 : choices[0].cached_tokens, drafts)}};
 }
 
 ordered_json chunk_json(const ResponseHeader& header, bool chat, int32_t choice, const std::string& text,

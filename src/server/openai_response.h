@@ -28,6 +28,8 @@ struct ChoiceState {
   std::string finish_reason;  // empty while running
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
+  int32_t drafted_tokens = 0;   // speculative decoding: verified,
+  int32_t accepted_tokens = 0;  // and kept
 };
 
 struct ResponseHeader {
@@ -40,7 +42,16 @@ std::string new_response_id(bool chat);
 // OpenAI's finish_reason for an engine stop reason.
 std::string finish_reason_name(engine::StopReason reason);
 
-nlohmann::ordered_json usage_json(int32_t prompt_tokens, int32_t completion_tokens, int32_t cached_tokens);
+// Speculative decoding's counts (RequestEvent::drafted_tokens, accepted_tokens), summed over
+// a request's choices; reported as OpenAI reports predicted outputs.
+struct DraftUsage {
+  int32_t drafted = 0;
+  int32_t accepted = 0;
+};
+// With drafts: completion_tokens_details' accepted_prediction_tokens (drafts kept) and
+// rejected_prediction_tokens (drafts verified and not kept).
+nlohmann::ordered_json usage_json(int32_t prompt_tokens, int32_t completion_tokens, int32_t cached_tokens,
+                                  DraftUsage drafts = {});
 nlohmann::ordered_json chat_logprobs_json(const tokenizer::Tokenizer& tokenizer,
                                           const std::vector<engine::TokenLogprob>& logprobs);
 nlohmann::ordered_json completion_logprobs_json(const tokenizer::Tokenizer& tokenizer,

@@ -37,6 +37,8 @@ bool write_whole(httplib::DataSink& sink, const GenerationPlan& plan, const engi
           c.finish_reason = finish_reason_name(event.reason);
           c.completion_tokens = event.completion_tokens;
           c.cached_tokens = event.cached_tokens;
+          c.drafted_tokens = event.drafted_tokens;
+          c.accepted_tokens = event.accepted_tokens;
         }
         return true;
       });
@@ -89,6 +91,7 @@ bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const eng
   }
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
+  DraftUsage drafts;
   const std::optional<std::string> error = pump_events(
       handle, r.n, [&] { return write_all(sink, ": keep-alive\n\n"); },
       [&](engine::RequestEvent& event) {
@@ -105,6 +108,8 @@ bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const eng
         }
         if ((!rest.tool_calls.empty() || splitter.calls_complete()) && finish == "stop") finish = "tool_calls";
         completion_tokens += event.completion_tokens;
+        drafts.drafted += event.drafted_tokens;
+        drafts.accepted += event.accepted_tokens;
         if (event.choice == 0) cached_tokens = event.cached_tokens;
         const std::vector<engine::TokenLogprob> none;
         return send(chunk_json(header, r.chat, event.choice, "", "", r.logprobs ? &none : nullptr, finish, false,
@@ -115,8 +120,9 @@ bool write_stream(httplib::DataSink& sink, const GenerationPlan& plan, const eng
   if (!error->empty()) {
     send(generation_failed(*error).body());
   } else if (r.include_usage) {
-    send(usage_chunk_json(header, r.chat,
-                          usage_json(static_cast<int32_t>(plan.prompt.size()), completion_tokens, cached_tokens)));
+    send(usage_chunk_json(
+        header, r.chat,
+        usage_json(static_cast<int32_t>(plan.prompt.size()), completion_tokens, cached_tokens, drafts)));
   }
   write_all(sink, "data: [DONE]\n\n");
   sink.done();

@@ -3,7 +3,7 @@
 #   tests/functional/run.sh                      every profile
 #   tests/functional/run.sh sampling errors      those profiles only
 # Profiles: sampling, cache, concurrency, long_context, errors, tools, reasoning, lifecycle, anthropic,
-# responses, models, chat_page, embeddings, structured, pressure (one file each,
+# responses, models, chat_page, embeddings, structured, pressure, speculative (one file each,
 # *.test.mjs).
 # GUFO_BINARY (default build/default/bin/gufo) and GUFO_MODEL (default the shipped
 # models/gufo-tiny-q8_0.gguf) choose what is tested. Installs the pinned client on first use.
@@ -13,10 +13,10 @@ if [[ ! -d "$here/node_modules/openai" || ! -d "$here/node_modules/@anthropic-ai
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 profiles=("$@")
-if ((${#profiles[@]} == 0)); then profiles=(sampling cache concurrency long_context errors tools reasoning lifecycle anthropic responses models chat_page embeddings structured pressure); fi
+if ((${#profiles[@]} == 0)); then profiles=(sampling cache concurrency long_context errors tools reasoning lifecycle anthropic responses models chat_page embeddings structured pressure speculative); fi
 files=()
 for p in "${profiles[@]}"; do
-  [[ -f "$here/$p.test.mjs" ]] || { echo "run.sh: no profile '$p' (have: sampling cache concurrency long_context errors tools reasoning lifecycle anthropic responses models chat_page embeddings structured pressure)" >&2; exit 2; }
+  [[ -f "$here/$p.test.mjs" ]] || { echo "run.sh: no profile '$p' (have: sampling cache concurrency long_context errors tools reasoning lifecycle anthropic responses models chat_page embeddings structured pressure speculative)" >&2; exit 2; }
   files+=("$here/$p.test.mjs")
 done
 exec node --test --test-concurrency=1 "${files[@]}"

@@ -215,6 +215,133 @@ TEST_F(SchedulerTest, SmallPoolPreemptsAndRecomputesWithoutChangingOutputs) {
   EXPECT_GT(s->stats().preemptions, 0u);
 }
 
+// A prompt that repeats itself (so the lookup finds drafts in it), and the options of a
+// request that drafts: at least draft_min tokens wherever the lookup finds them, so that the
+// verification runs whatever the timings.
+std::vector<int32_t> repeating_prompt(int salt) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<int32_t> part = prompt_of(7, salt);
+    t.insert(t.end(), part.begin(), part.end());
+  }
+  return t;
+}
+
+RequestOptions drafting(RequestOptions o, int32_t draft_min = 2, int32_t draft_max = 6) {
+  o.spec = SpecMode::Ngram;
+  o.draft_min = draft_min;
+  o.draft_max = draft_max;
+  return o;
+}
+
+RequestOptions sampled(int32_t max_tokens, uint64_t seed) {
+  RequestOptions o;
+  o.max_tokens = max_tokens;
+  o.sampler.temperature = 0.9f;
+  o.sampler.seed = seed;
+  return o;
+}
+
+TEST_F(SchedulerTest, DraftsChangeNothingButSpeedAloneAndInABatch) {
+  // Greedy and sampled requests, with log-probabilities, a stop string and the context's end,
+  // alone without drafts and then all at once with them, in a step budget and blocks so small
+  // that the drafts are cut by both.
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<RequestOptions> options;
+  for (int i = 0; i < 6; ++i) {
+    prompts.push_back(i % 2 == 0 ? repeating_prompt(i) : prompt_of(9 + i, i));
+    options.push_back(i % 3 == 2 ? sampled(40, 7 + static_cast<uint64_t>(i)) : greedy(40));
+  }
+  options[1].top_logprobs = 2;
+  options[3].max_tokens = 200;  // runs into the end of the context
+  std::vector<Outcome> alone;
+  {
+    auto s = make({.n_parallel = 1, .n_ctx = 96, .block_size = 4});
+    for (size_t i = 0; i < prompts.size(); ++i) alone.push_back(run_one(*s, prompts[i], options[i]));
+  }
+  const std::string& text0 = alone[0].text[0];
+  ASSERT_GE(text0.size(), 8u);
+  options[0].stop = {text0.substr(text0.size() / 2, 3)};
+  alone[0] = [&] {
+    auto s = make({.n_parallel = 1, .n_ctx = 96, .block_size = 4});
+    return run_one(*s, prompts[0], options[0]);
+  }();
+
+  auto s = make({.n_parallel = 4, .n_ctx = 96, .kv_tokens = 4 * 96, .block_size = 4, .step_tokens = 24});
+  std::vector<RequestHandle> handles;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Submission sub = s->submit(prompts[i], {drafting(options[i])});
+    ASSERT_EQ(sub.status, SubmitStatus::Accepted) << sub.message;
+    handles.push_back(sub.handle);
+  }
+  int32_t drafted = 0, accepted = 0;
+  for (size_t i = 0; i < handles.size(); ++i) {
+    const Outcome got = collect(handles[i]);
+    ASSERT_TRUE(got.error.empty()) << got.error;
+    ASSERT_EQ(got.done.size(), 1u);
+    EXPECT_EQ(got.text[0], alone[i].text[0]) << "request " << i;
+    EXPECT_EQ(got.done[0].reason, alone[i].done[0].reason) << "request " << i;
+    EXPECT_EQ(got.done[0].completion_tokens, alone[i].done[0].completion_tokens) << "request " << i;
+    EXPECT_EQ(got.done[0].stop_string, alone[i].done[0].stop_string) << "request " << i;
+    ASSERT_EQ(got.logprobs.size(), alone[i].logprobs.size()) << "request " << i;
+    for (size_t t = 0; t < got.logprobs.size(); ++t) {
+      EXPECT_EQ(got.logprobs[t].token, alone[i].logprobs[t].token);
+      EXPECT_FLOAT_EQ(got.logprobs[t].logprob, alone[i].logprobs[t].logprob);
+    }
+    EXPECT_LE(got.done[0].accepted_tokens, got.done[0].drafted_tokens);
+    drafted += got.done[0].drafted_tokens;
+    accepted += got.done[0].accepted_tokens;
+  }
+  EXPECT_EQ(alone[3].done[0].reason, StopReason::ContextFull);
+  EXPECT_EQ(alone[0].done[0].reason, StopReason::StopString);
+  EXPECT_GT(drafted, 20);
+  EXPECT_GT(accepted, 5);
+  const EngineStats stats = s->stats();
+  EXPECT_EQ(stats.drafted_tokens, static_cast<uint64_t>(drafted));
+  EXPECT_EQ(stats.accepted_tokens, static_cast<uint64_t>(accepted));
+  EXPECT_EQ(stats.kv_blocks_used, 0);
+}
+
+TEST_F(SchedulerTest, DraftsAfterAPreemptionChangeNothing) {
+  // 64 positions for three sequences that each grow to 50: preempted and recomputed while
+  // they draft; the prefix cache (on) must never hold a draft that was not kept.
+  std::vector<std::string> alone;
+  {
+    auto s = make({.n_parallel = 1, .n_ctx = 64, .block_size = 4});
+    for (int i = 0; i < 3; ++i) alone.push_back(run_one(*s, repeating_prompt(30 + i), greedy(22)).text[0]);
+  }
+  auto s = make({.n_parallel = 3, .n_ctx = 64, .kv_tokens = 64, .block_size = 4});
+  for (int round = 0; round < 2; ++round) {  // the second meets the first's cached blocks
+    std::vector<RequestHandle> handles;
+    for (int i = 0; i < 3; ++i) handles.push_back(s->submit(repeating_prompt(30 + i), {drafting(greedy(22))}).handle);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_NE(handles[static_cast<size_t>(i)], nullptr);
+      const Outcome got = collect(handles[static_cast<size_t>(i)]);
+      ASSERT_TRUE(got.error.empty()) << got.error;
+      EXPECT_EQ(got.text[0], alone[static_cast<size_t>(i)]) << "round " << round << ", request " << i;
+    }
+  }
+  EXPECT_GT(s->stats().preemptions, 0u);
+  EXPECT_GT(s->stats().drafted_tokens, 0u);
+}
+
+TEST_F(SchedulerTest, RefusesADraftModelAndDraftLengthsOutOfRange) {
+  auto s = make({.n_parallel = 1, .n_ctx = 64});
+  RequestOptions by_model = greedy(4);
+  by_model.spec = SpecMode::Draft;
+  const Submission a = s->submit(prompt_of(8, 1), {by_model});
+  EXPECT_EQ(a.status, SubmitStatus::Invalid);
+  EXPECT_NE(a.message.find("draft model"), std::string::npos) << a.message;
+  const Submission b = s->submit(prompt_of(8, 1), {drafting(greedy(4), 0, 0)});
+  EXPECT_EQ(b.status, SubmitStatus::Invalid);
+  EXPECT_NE(b.message.find("draft_max"), std::string::npos) << b.message;
+  const Submission c = s->submit(prompt_of(8, 1), {drafting(greedy(4), 5, 4)});
+  EXPECT_EQ(c.status, SubmitStatus::Invalid);
+  EXPECT_NE(c.message.find("draft_min"), std::string::npos) << c.message;
+  const Submission d = s->submit(prompt_of(8, 1), {drafting(greedy(4), 0, kMaxDraftTokens + 1)});
+  EXPECT_EQ(d.status, SubmitStatus::Invalid);
+}
+
 TEST_F(SchedulerTest, CancelEndsTheRequestAndFreesItsBlocks) {
   auto s = make({.n_parallel = 2, .n_ctx = 256, .block_size = 4});
   RequestOptions o = greedy(200);

@@ -84,6 +84,15 @@ TEST(Metrics, RatiosFollowTheCounts) {
   EXPECT_DOUBLE_EQ(std::stod(m.at("gufo_prefix_cache_hit_ratio{model=\"m\"}")), 0.25);
   EXPECT_DOUBLE_EQ(std::stod(m.at("gufo_kv_cache_usage_ratio{model=\"m\"}")), 0.25);
   EXPECT_DOUBLE_EQ(std::stod(m.at("gufo_decode_tokens_per_second{model=\"m\"}")), 20.0);
+  EXPECT_EQ(m.at("gufo_draft_acceptance_ratio{model=\"m\",drafter=\"ngram\"}"), "0");
+  stats.draft_steps = 4;
+  stats.drafted_tokens = 20;
+  stats.accepted_tokens = 6;
+  const std::vector<ModelStats> drafting = {{.model = "m", .stats = stats}};
+  const auto d = samples(render_metrics(drafting, {}));
+  EXPECT_EQ(d.at("gufo_draft_tokens_total{model=\"m\",drafter=\"ngram\"}"), "20");
+  EXPECT_DOUBLE_EQ(std::stod(d.at("gufo_draft_acceptance_ratio{model=\"m\",drafter=\"ngram\"}")), 0.3);
+  EXPECT_DOUBLE_EQ(std::stod(d.at("gufo_draft_accepted_length_mean{model=\"m\",drafter=\"ngram\"}")), 1.5);
 }
 
 TEST(Metrics, EachModelHasItsOwnSeriesWithItsIdEscaped) {

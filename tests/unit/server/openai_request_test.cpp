@@ -136,6 +136,27 @@ TEST(OpenAiRequest, BoundsAreEnforced) {
   EXPECT_EQ(param_of(chat("{" + m + R"(, "n": 5})", limits)), "n");
 }
 
+TEST(OpenAiRequest, SpeculativeDecodingFieldsAreGufosOwn) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  const CompletionRequest unset = ok(chat("{" + messages + "}"));
+  EXPECT_FALSE(unset.spec.has_value());
+  EXPECT_FALSE(unset.draft_max.has_value());
+  const CompletionRequest r = ok(chat("{" + messages + R"(, "spec": "ngram", "draft_max": 12, "draft_min": 3})"));
+  EXPECT_EQ(r.spec, engine::SpecMode::Ngram);
+  EXPECT_EQ(r.draft_max, 12);
+  EXPECT_EQ(r.draft_min, 3);
+  EXPECT_EQ(ok(chat("{" + messages + R"(, "spec": "none"})")).spec, engine::SpecMode::None);
+  // No draft model in the server: a clear 400, not plain decoding in silence.
+  const ParsedRequest by_model = chat("{" + messages + R"(, "spec": "draft"})");
+  EXPECT_EQ(param_of(by_model), "spec");
+  EXPECT_NE(std::get<ApiError>(by_model).message.find("draft model"), std::string::npos);
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "spec": "eagle"})")), "spec");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "spec": 1})")), "spec");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "draft_max": 0})")), "draft_max");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "draft_max": 65})")), "draft_max");
+  EXPECT_EQ(param_of(chat("{" + messages + R"(, "draft_min": -1})")), "draft_min");
+}
+
 TEST(OpenAiRequest, CompletionsTakeAPromptAndIntegerLogprobs) {
   const auto parse = [](const std::string& json) {
     return parse_completion_request(ordered_json::parse(json), false, {.n_vocab = 10});
