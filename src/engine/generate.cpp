@@ -111,10 +111,12 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   const bool drafting = options.spec.mode != SpecMode::None;
   const bool by_model = options.spec.mode == SpecMode::Draft;
   // NOTE(spec): a plain step's shadow draft costs a lookup (microseconds) or a draft model's
-  // token, which for a small target on a few CPU cores costs most of a step: shadows are asked
-  // for only while their time stays within kShadowShare of the generation's, so that plain
-  // decoding stays within a few percent of decoding without drafts.
-  constexpr double kShadowShare = 0.02;
+  // token, which for a small target on a few CPU cores costs most of a step, and more than its
+  // own time: it evicts the target's weights from the caches (gufo-tiny on 2 cores: shadows
+  // that took 1% of the time slowed generation by 5%). Shadows are asked for only while their
+  // time stays within kShadowShare of the generation's, so that plain decoding stays within a
+  // percent or two of decoding without drafts.
+  constexpr double kShadowShare = 0.0025;
   double shadow_seconds = 0;
   double step_shadow_seconds = 0;  // the last step's shadow draft, left out of its timing
   std::vector<int32_t> history;    // what drafts are looked up in (only kept when drafting)

@@ -4,12 +4,16 @@
 // (p50/p99) per N, as a markdown table (and JSON with --json). A benchmark, not a test.
 // Usage: node tools/bench/serve_load.mjs --binary build/default/bin/gufo -m MODEL.gguf
 //          [--clients 1,4,16] [--requests 32] [--max-tokens 64] [--parallel 16] [--threads 2] [--json]
+//          [--spec none|ngram] [--prompt gnu|code]
+//   --spec: the server's speculative decoding (gufo serve --spec); --prompt code: an answer that
+//   repeats its prompt (a code edit: where prompt lookup drafts well), greedy; gnu (default):
+//   free prose, sampled.
 // No npm packages: plain fetch and server-sent events.
 import { spawn } from 'node:child_process';
 
 function parseArgs(argv) {
   const o = { binary: 'build/default/bin/gufo', model: null, clients: [1, 4, 16], requests: 32, maxTokens: 64,
-    parallel: 16, threads: 2, json: false };
+    parallel: 16, threads: 2, json: false, spec: 'none', prompt: 'gnu' };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const next = () => {
@@ -24,16 +28,19 @@ function parseArgs(argv) {
     else if (a === '--parallel') o.parallel = Number(next());
     else if (a === '--threads') o.threads = Number(next());
     else if (a === '--json') o.json = true;
+    else if (a === '--spec') o.spec = next();
+    else if (a === '--prompt') o.prompt = next();
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.model) throw new Error('-m MODEL.gguf is required');
+  if (!['gnu', 'code'].includes(o.prompt)) throw new Error('--prompt must be gnu or code');
   if (o.clients.some((n) => !(n >= 1)) || !(o.requests >= 1) || !(o.maxTokens >= 1)) throw new Error('bad numbers');
   return o;
 }
 
 async function startServer(o) {
   const child = spawn(o.binary, ['serve', '-m', o.model, '--port', '0', '-t', String(o.threads), '--parallel',
-    String(o.parallel), '--queue', '256', '--no-prefix-cache'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    String(o.parallel), '--queue', '256', '--no-prefix-cache', '--spec', o.spec], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const port = await new Promise((resolve, reject) => {
     child.stderr.on('data', (c) => {
@@ -52,14 +59,21 @@ async function startServer(o) {
 }
 
 // One streamed request; returns { tokens, ttft, gaps[] } in seconds.
-async function one(base, i, maxTokens) {
-  const body = {
-    messages: [{ role: 'user', content: `Request ${i}: tell me about the GNU project and free software.` }],
-    max_tokens: maxTokens, temperature: 0.8, seed: i, stream: true, stream_options: { include_usage: true },
-    // End-of-turn tokens are not banned: requests end where the model ends them, as in real use.
-  };
+// Code to continue (a raw completion: functions in one pattern, the next to write), as
+// `gufo run` was measured with prompt lookup (BENCHMARKS.md, speculative decoding).
+const codePrompt = (i) => `# module ${i}\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\n` +
+  `def mul(a, b):\n`;
+
+async function one(base, i, maxTokens, prompt) {
+  const common = { max_tokens: maxTokens, seed: i, stream: true, stream_options: { include_usage: true } };
+  // End-of-turn tokens are not banned: requests end where the model ends them, as in real use.
+  const [route, body] = prompt === 'code'
+    ? ['/v1/completions', { prompt: codePrompt(i), temperature: 0, ...common }]
+    : ['/v1/chat/completions', {
+      messages: [{ role: 'user', content: `Request ${i}: tell me about the GNU project and free software.` }],
+      temperature: 0.8, ...common }];
   const start = performance.now();
-  const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body),
+  const res = await fetch(`${base}${route}`, { method: 'POST', body: JSON.stringify(body),
     headers: { 'Content-Type': 'application/json' } });
   if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
   const decoder = new TextDecoder();
@@ -77,7 +91,7 @@ async function one(base, i, maxTokens) {
       if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
       const chunk = JSON.parse(event.slice(6));
       if (chunk.usage) tokens = chunk.usage.completion_tokens;
-      const delta = chunk.choices[0]?.delta?.content;
+      const delta = chunk.choices[0]?.delta?.content ?? chunk.choices[0]?.text;
       if (!delta) continue;
       const now = performance.now();
       if (ttft === null) ttft = (now - start) / 1000;
@@ -98,13 +112,13 @@ async function run(o) {
   const { child, base } = await startServer(o);
   const rows = [];
   try {
-    await one(base, -1, 8);  // warm-up: page the weights in
+    await one(base, -1, 8, o.prompt);  // warm-up: page the weights in
     for (const n of o.clients) {
       let next = 0;
       const results = [];
       const start = performance.now();
       await Promise.all(Array.from({ length: n }, async () => {
-        while (next < o.requests) results.push(await one(base, next++, o.maxTokens));
+        while (next < o.requests) results.push(await one(base, next++, o.maxTokens, o.prompt));
       }));
       const seconds = (performance.now() - start) / 1000;
       const tokens = results.reduce((s, r) => s + r.tokens, 0);
