@@ -4,10 +4,11 @@
 // (p50/p99) per N, as a markdown table (and JSON with --json). A benchmark, not a test.
 // Usage: node tools/bench/serve_load.mjs --binary build/default/bin/gufo -m MODEL.gguf
 //          [--clients 1,4,16] [--requests 32] [--max-tokens 64] [--parallel 16] [--threads 2] [--json]
-//          [--spec none|ngram] [--prompt gnu|code]
+//          [--spec none|ngram] [--prompt gnu|code] [--url http://HOST:PORT]
 //   --spec: the server's speculative decoding (gufo serve --spec); --prompt code: an answer that
 //   repeats its prompt (a code edit: where prompt lookup drafts well), greedy; gnu (default):
-//   free prose, sampled.
+//   free prose, sampled. --url: drive a server already running there (another engine, e.g.
+//   llama-server with the same model) instead of starting gufo serve; -m then only names it.
 // No npm packages: plain fetch and server-sent events.
 import { spawn } from 'node:child_process';
 
@@ -30,6 +31,7 @@ function parseArgs(argv) {
     else if (a === '--json') o.json = true;
     else if (a === '--spec') o.spec = next();
     else if (a === '--prompt') o.prompt = next();
+    else if (a === '--url') o.url = next();
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.model) throw new Error('-m MODEL.gguf is required');
@@ -109,7 +111,7 @@ function percentile(values, p) {
 }
 
 async function run(o) {
-  const { child, base } = await startServer(o);
+  const { child, base } = o.url ? { child: null, base: o.url } : await startServer(o);
   const rows = [];
   try {
     await one(base, -1, 8, o.prompt);  // warm-up: page the weights in
@@ -129,7 +131,7 @@ async function run(o) {
         itl_p50_ms: 1000 * percentile(gaps, 50), itl_p99_ms: 1000 * percentile(gaps, 99) });
     }
   } finally {
-    child.kill('SIGTERM');
+    child?.kill('SIGTERM');
   }
   return rows;
 }
