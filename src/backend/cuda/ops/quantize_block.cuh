@@ -52,11 +52,29 @@ __device__ inline void quantize_block_values(const float (&values)[kBlock / 32],
   amax = gpu::group_max(amax);
   const auto [d, inv_d] = q8_scale(amax);
   int sum = 0;
+  int8_t* qs = out.qs + row * out.k + first;
+  if constexpr (kPerLane == 8) {
+    // One 8-byte store a lane where there were eight 1-byte ones, 8 bytes apart across the warp.
+    uint32_t word[2] = {0, 0};
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int8_t q = to_q8(values[i] * inv_d);
-    out.qs[row * out.k + first + i] = q;
-    sum += q;
+    for (int i = 0; i < kPerLane; ++i) {
+      const int8_t q = to_q8(values[i] * inv_d);
+      word[i / 4] |= static_cast<uint32_t>(static_cast<uint8_t>(q)) << (8 * (i % 4));
+      sum += q;
+    }
+    if ((reinterpret_cast<uintptr_t>(qs) & 7) == 0) {
+      *reinterpret_cast<uint2*>(qs) = make_uint2(word[0], word[1]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) qs[i] = static_cast<int8_t>(word[i / 4] >> (8 * (i % 4)));
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int8_t q = to_q8(values[i] * inv_d);
+      qs[i] = q;
+      sum += q;
+    }
   }
   if (lane == 0) out.d[row * (out.k / kBlock) + index] = d;
   if (out.sum32 != nullptr) {
