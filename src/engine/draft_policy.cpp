@@ -79,15 +79,16 @@ bool DraftPolicy::drafting_timed() const {
 
 bool DraftPolicy::costs_known() const { return !steps_[0].empty() && drafting_timed(); }
 
-// A length timed lately costs what it cost. One not timed: a plain step plus its rows at the
-// cheapest row seen (rows get cheaper as a batch widens, so this hopeful guess lets a longer
-// draft be tried; once tried, its own timings decide), but never below a draft model's token; with no plain step timed
-// (draft_min > 0), the shortest timed length's cost a row, for every row (no guess that a row gets cheaper). A plain
-// step costs the least it cost lately: its timings are few (one in kRetimePlainAfter steps while drafting) and a noisy
-// one would make drafts look cheap, where drafting's own timings are many and recent; so a close call goes to plain
-// decoding.
+// A plain step costs the least it cost lately: its timings are few (one in kRetimePlainAfter
+// steps while drafting) and a noisy one would make drafts look cheap, where drafting's own
+// timings are many and recent; so a close call goes to plain decoding.
 double DraftPolicy::plain_seconds() const { return steps_[0].lowest(); }
 
+// A length timed lately costs what it cost. One not timed: a plain step plus its rows at the
+// cheapest row seen (rows get cheaper as a batch widens, so this hopeful guess lets a longer
+// draft be tried; once tried, its own timings decide), but never below a drafter's token; with
+// no plain step timed (draft_min > 0), the shortest timed length's cost a row, for every row
+// (no guess that a row gets cheaper).
 double DraftPolicy::step_seconds(int32_t length) const {
   const RecentTimings& timed = steps_[static_cast<size_t>(length)];
   if (length == 0 && !timed.empty()) return std::max(plain_seconds(), 1e-12);
@@ -160,6 +161,12 @@ void DraftPolicy::record(int32_t proposed, int32_t kept, double seconds) {
     steps_since_plain_ = 0;
     return;
   }
+  ++steps_since_plain_;
+  add_trials(kept, kept < proposed);
+}
+
+void DraftPolicy::record_untimed(int32_t proposed, int32_t kept) {
+  if (proposed <= 0 || proposed > draft_max_) return;
   ++steps_since_plain_;
   add_trials(kept, kept < proposed);
 }

@@ -32,6 +32,9 @@ class DraftPolicy {
   // After a step of 1 + `proposed` rows that took `seconds` (its evaluation and the sampling of
   // the rows it gave), of whose drafts the first `kept` were kept.
   void record(int32_t proposed, int32_t kept, double seconds);
+  // The same for a step whose time says nothing of what its drafts cost (it ran beside other
+  // work): only what was kept counts.
+  void record_untimed(int32_t proposed, int32_t kept);
   // After a plain step whose lookup would have proposed a token: whether it was the one sampled.
   void record_shadow(bool kept);
   // The time the drafter took to propose `length` tokens (a draft model's own decoding, its

@@ -492,7 +492,10 @@ void Scheduler::step() {
       if (preempted_self) break;
     }
     if (preempted_self) break;
-    planned.push_back({&seq, begin, end, end - begin == 1 && begin >= seq.n_prompt});
+    // A decode part: the last token only (a recomputation after preemption may also run one
+    // row at a time, in the middle of the generated tokens).
+    const bool decode = begin + 1 == static_cast<int32_t>(seq.tokens.size()) && begin >= seq.n_prompt;
+    planned.push_back({&seq, begin, end, decode});
   }
   // Decode rows first, then prompt segments in admission order, within the budget (the
   // first part always goes, so a lone long segment still runs).
@@ -516,44 +519,63 @@ void Scheduler::step() {
 }
 
 void Scheduler::add_drafts(std::vector<Part>& parts, int64_t budget) {
-  const int64_t block = options_.block_size;
+  double seconds = 0.0;
   for (Part& p : parts) {
-    Sequence& seq = *p.seq;
-    if (!p.decode || !seq.policy) continue;
-    // Room in the context and in the step, no row past the last token to generate, and only
-    // blocks that are free.
-    const auto n = static_cast<int64_t>(seq.tokens.size());
-    const int32_t wanted = seq.policy->next_length();
-    int64_t length =
-        std::min<int64_t>({wanted, options_.n_ctx - n, budget, int64_t{seq.options.max_tokens} - seq.n_generated - 1});
-    while (length > 0 && static_cast<int64_t>(seq.blocks.size()) * block < n + length) {
-      const std::optional<int32_t> fresh = pool_.allocate();
-      if (!fresh) {
-        length = static_cast<int64_t>(seq.blocks.size()) * block - n;
-        break;
-      }
-      seq.blocks.push_back(*fresh);
-    }
+    if (!p.decode || !p.seq->policy) continue;
     const Clock::time_point start = Clock::now();
-    if (wanted == 0) {
-      // Plain, but what the lookup would have drafted still says how often drafts are kept.
-      const std::vector<int32_t> guess = ngram_draft(seq.tokens, 1);
-      seq.shadow = guess.empty() ? -1 : guess[0];
-    } else if (length > 0) {
-      const std::vector<int32_t> drafts = ngram_draft(seq.tokens, static_cast<int32_t>(length));
-      seq.tokens.insert(seq.tokens.end(), drafts.begin(), drafts.end());
-      seq.n_drafts = static_cast<int32_t>(drafts.size());
-      p.end += seq.n_drafts;
-      budget -= seq.n_drafts;
-    }
-    const double seconds = seconds_between(start, Clock::now());
-    seq.policy->record_proposal(wanted == 0 ? 1 : static_cast<int32_t>(length), seconds);
-    std::lock_guard lock(mutex_);
-    stats_.draft_seconds += seconds;
+    const int32_t n = propose_drafts(*p.seq, budget);
+    seconds += seconds_between(start, Clock::now());
+    p.end += n;
+    budget -= n;
   }
+  std::lock_guard lock(mutex_);
+  stats_.draft_seconds += seconds;
 }
 
-void Scheduler::verify_drafts(Sequence& seq, const float* rows, size_t width, double seconds) {
+int32_t Scheduler::propose_drafts(Sequence& seq, int64_t budget) {
+  const auto n = static_cast<int64_t>(seq.tokens.size());
+  const int32_t wanted = seq.policy->next_length();
+  const Clock::time_point start = Clock::now();
+  if (wanted == 0) {
+    // Plain, but what the lookup would have drafted still says how often drafts are kept.
+    const std::vector<int32_t> guess = ngram_draft(seq.tokens, 1);
+    seq.shadow = guess.empty() ? -1 : guess[0];
+    seq.policy->record_proposal(1, seconds_between(start, Clock::now()));
+    return 0;
+  }
+  // Room in the context and in the step, and no row past the last token to generate.
+  const int64_t length =
+      std::min<int64_t>({wanted, options_.n_ctx - n, budget, int64_t{seq.options.max_tokens} - seq.n_generated - 1});
+  if (length <= 0) return 0;
+  std::vector<int32_t> drafts = ngram_draft(seq.tokens, static_cast<int32_t>(length));
+  seq.policy->record_proposal(static_cast<int32_t>(length), seconds_between(start, Clock::now()));
+  // Only blocks that are free: a draft never preempts.
+  const int64_t held = grow_blocks(seq, n + static_cast<int64_t>(drafts.size()));
+  drafts.resize(static_cast<size_t>(std::clamp<int64_t>(held - n, 0, static_cast<int64_t>(drafts.size()))));
+  seq.tokens.insert(seq.tokens.end(), drafts.begin(), drafts.end());
+  seq.n_drafts = static_cast<int32_t>(drafts.size());
+  return seq.n_drafts;
+}
+
+int64_t Scheduler::grow_blocks(Sequence& seq, int64_t positions) {
+  const int64_t block = options_.block_size;
+  while (static_cast<int64_t>(seq.blocks.size()) * block < positions) {
+    const std::optional<int32_t> fresh = pool_.allocate();
+    if (!fresh) break;
+    seq.blocks.push_back(*fresh);
+  }
+  return static_cast<int64_t>(seq.blocks.size()) * block;
+}
+
+void Scheduler::release_spare_blocks(Sequence& seq) {
+  // The next step writes position n_computed; blocks past its block held refused drafts.
+  const auto needed = static_cast<size_t>(seq.n_computed / options_.block_size + 1);
+  if (seq.blocks.size() <= needed) return;
+  pool_.release(std::span<const int32_t>(seq.blocks).subspan(needed));
+  seq.blocks.resize(needed);
+}
+
+void Scheduler::verify_drafts(Sequence& seq, const float* rows, size_t width, std::optional<double> seconds) {
   const std::vector<int32_t> drafts(seq.tokens.end() - seq.n_drafts, seq.tokens.end());
   seq.tokens.resize(seq.tokens.size() - drafts.size());
   seq.n_drafts = 0;
@@ -566,19 +588,30 @@ void Scheduler::verify_drafts(Sequence& seq, const float* rows, size_t width, do
     stats_.drafted_tokens += drafts.size();
     ++stats_.draft_steps;
   }
+  const auto n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
   size_t kept = 0;
   for (;;) {
     // In the cache: the last token and the drafts kept so far.
     seq.n_computed = first + static_cast<int32_t>(kept);
-    if (!emit_token(seq, rows + kept * width)) return;  // it ended (and is gone)
-    if (kept == drafts.size() || seq.tokens.back() != drafts[kept]) break;
+    const std::span<const float> logits(rows + kept * width, n_vocab);
+    const std::optional<int32_t> token = next_token(seq, logits);
+    const bool is_draft = token && kept < drafts.size() && *token == drafts[kept];
+    if (is_draft) {
+      ++seq.accepted;
+      std::lock_guard lock(mutex_);
+      ++stats_.accepted_tokens;
+    }
+    if (!take_token(seq, token, logits)) return;  // it ended (and is gone)
+    if (!is_draft) break;
     ++kept;
-    ++seq.accepted;
-    std::lock_guard lock(mutex_);
-    ++stats_.accepted_tokens;
   }
-  seq.policy->record(static_cast<int32_t>(drafts.size()), static_cast<int32_t>(kept), seconds);
+  if (seconds) {
+    seq.policy->record(static_cast<int32_t>(drafts.size()), static_cast<int32_t>(kept), *seconds);
+  } else {
+    seq.policy->record_untimed(static_cast<int32_t>(drafts.size()), static_cast<int32_t>(kept));
+  }
   register_full_blocks(seq);
+  release_spare_blocks(seq);
 }
 
 bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput output) {
@@ -629,13 +662,16 @@ bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput out
     stats_.prefill_seconds += elapsed * share;
     stats_.decode_seconds += elapsed * (1.0 - share);
   }
+  // NOTE(spec): a draft policy times its steps by the whole forward; one that also ran prompt
+  // rows says little about what drafts cost, so then it only counts what was kept.
+  const std::optional<double> timing = prefill_rows == 0 ? std::optional<double>(elapsed) : std::nullopt;
   const float* rows = values.data();
   for (size_t i = 0; i < parts.size(); ++i) {
     const Part& p = parts[i];
     Sequence& seq = *p.seq;
     const size_t n_rows = outputs[i].size();
     if (seq.n_drafts > 0) {
-      verify_drafts(seq, rows, width, elapsed);
+      verify_drafts(seq, rows, width, timing);
       rows += n_rows * width;
       continue;
     }
@@ -648,7 +684,7 @@ bool Scheduler::run_parts(const std::vector<Part>& parts, model::GraphOutput out
       const int32_t shadow = std::exchange(seq.shadow, -1);
       if (emit_token(seq, rows) && p.decode && seq.policy) {
         if (shadow >= 0) seq.policy->record_shadow(seq.tokens.back() == shadow);
-        seq.policy->record(0, 0, elapsed);
+        if (timing) seq.policy->record(0, 0, *timing);
       }
     }
     rows += n_rows * width;
@@ -710,7 +746,10 @@ std::optional<int32_t> Scheduler::next_token(Sequence& seq, std::span<const floa
 
 bool Scheduler::emit_token(Sequence& seq, const float* logits_row) {
   const std::span<const float> logits(logits_row, static_cast<size_t>(model_->hparams().n_vocab));
-  const std::optional<int32_t> next = next_token(seq, logits);
+  return take_token(seq, next_token(seq, logits), logits);
+}
+
+bool Scheduler::take_token(Sequence& seq, std::optional<int32_t> next, std::span<const float> logits) {
   if (!next) {
     // NOTE(grammar): no token of the vocabulary continues the grammar here; the answer ends
     // as if it had run out of tokens, never in a loop.

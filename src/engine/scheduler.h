@@ -126,10 +126,22 @@ class Scheduler {
   void fail_after_device_loss(const std::string& message);
   // Adds drafts to the decode parts of `parts` from `budget` rows (RequestOptions::spec).
   void add_drafts(std::vector<Part>& parts, int64_t budget);
-  // Samples a decoding sequence's rows in turn while its drafts are the tokens drawn.
-  void verify_drafts(Sequence& seq, const float* rows, size_t width, double seconds);
-  // False when the token ended the sequence (it is gone then).
+  // Appends a decoding sequence's drafts for this step to its tokens, or picks its shadow
+  // draft when its policy decodes plainly; returns how many were appended.
+  int32_t propose_drafts(Sequence& seq, int64_t budget);
+  // Takes free blocks until the sequence's hold `positions` or none is left; the positions held.
+  int64_t grow_blocks(Sequence& seq, int64_t positions);
+  // Gives back blocks past the one its next token goes to (they held refused drafts).
+  void release_spare_blocks(Sequence& seq);
+  // Samples a decoding sequence's rows in turn while its drafts are the tokens drawn; the step's
+  // time when it says what the drafts cost (no prompt rows beside them), for its policy.
+  void verify_drafts(Sequence& seq, const float* rows, size_t width, std::optional<double> seconds);
+  // Samples the next token from `logits` and takes it (take_token). False when the token ended
+  // the sequence (it is gone then).
   bool emit_token(Sequence& seq, const float* logits);
+  // Appends a sampled token (none: the grammar allows nothing) and sends its text; finishes
+  // the sequence at an end token, a stop string, max_tokens or the context's end. False then.
+  bool take_token(Sequence& seq, std::optional<int32_t> token, std::span<const float> logits);
   std::optional<int32_t> next_token(Sequence& seq, std::span<const float> logits);
   void finish(Sequence& seq, StopReason reason);
   void fail(Sequence& seq, const std::string& message);

@@ -105,7 +105,8 @@ std::string render_metrics(std::span<const ModelStats> models,
           [&](S s) { return ratio(static_cast<double>(s.accepted_tokens), static_cast<double>(s.drafted_tokens)); });
   drafter("gufo_draft_accepted_length_mean", "gauge", "Draft tokens kept per step that verified drafts, since start.",
           [&](S s) { return ratio(static_cast<double>(s.accepted_tokens), static_cast<double>(s.draft_steps)); });
-  drafter("gufo_draft_seconds_total", "counter", "Time spent proposing drafts.", [](S s) { return s.draft_seconds; });
+  drafter("gufo_draft_seconds_total", "counter", "Time spent proposing drafts (shadow lookups included).",
+          [](S s) { return s.draft_seconds; });
   family("gufo_preemptions_total", "counter", "Sequences preempted for lack of KV blocks (recomputed later).",
          [](S s) { return s.preemptions; });
   family("gufo_running_sequences", "gauge", "Sequences in the running batch.", [](S s) { return s.running; });

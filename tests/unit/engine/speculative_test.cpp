@@ -191,6 +191,15 @@ TEST(DraftPolicy, ADraftModelsTokensBoundWhatUntimedLengthsCost) {
   EXPECT_LE(longest, 2);
 }
 
+TEST(DraftPolicy, UntimedStepsCountWhatWasKeptButNoCost) {
+  // A serving step that also ran prompt rows: its time says nothing of what drafts cost.
+  DraftPolicy policy(0, 8);
+  for (int i = 0; i < 20; ++i) policy.record_untimed(4, 4);
+  EXPECT_GT(policy.acceptance(), 0.9);
+  EXPECT_FALSE(policy.costs_known());
+  EXPECT_EQ(policy.next_length(), 0);  // plain steps first, to be timed
+}
+
 TEST(DraftPolicy, NeverProposesFewerThanDraftMin) {
   DraftPolicy policy(3, 8);
   const auto lengths = steps(policy, 100, 1e-3, 1e-3, 0);
