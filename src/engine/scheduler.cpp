@@ -569,7 +569,7 @@ int64_t Scheduler::grow_blocks(Sequence& seq, int64_t positions) {
 
 void Scheduler::release_spare_blocks(Sequence& seq) {
   // The next step writes position n_computed; blocks past its block held refused drafts.
-  const auto needed = static_cast<size_t>(seq.n_computed / options_.block_size + 1);
+  const size_t needed = static_cast<size_t>(seq.n_computed / options_.block_size) + 1;
   if (seq.blocks.size() <= needed) return;
   pool_.release(std::span<const int32_t>(seq.blocks).subspan(needed));
   seq.blocks.resize(needed);
