@@ -30,12 +30,7 @@ void add_sampler_flags(CLI::App& app, SamplerFlags& flags) {
 void add_spec_flags(CLI::App& app, SpecFlags& flags) {
   engine::SpecOptions& spec = flags.spec;
   CLI::Option* mode = app.add_option_function<std::string>(
-                             "--spec",
-                             [&spec](const std::string& name) {
-                               spec.mode = name == "ngram"   ? engine::SpecMode::Ngram
-                                           : name == "draft" ? engine::SpecMode::Draft
-                                                             : engine::SpecMode::None;
-                             },
+                             "--spec", [&spec](const std::string& name) { spec.mode = *engine::spec_mode_named(name); },
                              "speculative decoding: ngram (what followed the context's last tokens where they came "
                              "before), draft (a smaller model's greedy tokens: --draft-model) or none (default); the "
                              "output is the same either way")
@@ -58,9 +53,8 @@ void add_spec_flags(CLI::App& app, SpecFlags& flags) {
     }
     if (!flags.draft_model.empty()) {
       if (mode->count() > 0 && s.mode != engine::SpecMode::Draft) {
-        throw CLI::ValidationError("--draft-model",
-                                   "drafts with a model, which --spec " +
-                                       std::string(s.mode == engine::SpecMode::Ngram ? "ngram" : "none") + " does not");
+        throw CLI::ValidationError("--draft-model", "drafts with a model, which --spec " +
+                                                        std::string(engine::spec_mode_name(s.mode)) + " does not");
       }
       s.mode = engine::SpecMode::Draft;
     } else if (s.mode == engine::SpecMode::Draft) {

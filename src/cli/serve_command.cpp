@@ -51,9 +51,7 @@ struct ServeOptions {
   double grace_seconds = 5.0;
   std::string reasoning_format = "deepseek";  // server/reasoning.h
   std::string pooling;                        // "": each model's {arch}.pooling_type
-  std::string spec = "none";
-  int32_t draft_max = 8;
-  int32_t draft_min = 0;
+  engine::SpecChoice spec;                    // --spec none or ngram
 };
 
 std::optional<model::Pooling> pooling_of(const std::string& name) {
@@ -144,9 +142,9 @@ int run_serve(ServeOptions options) {
                               options.reasoning_format + "'"});
   }
   options.http.separate_reasoning = *separate_reasoning;
-  if (options.draft_min > options.draft_max) {
-    return report_error(Error{"--draft-min " + std::to_string(options.draft_min) + " is more than --draft-max " +
-                              std::to_string(options.draft_max)});
+  if (options.spec.draft_min > options.spec.draft_max) {
+    return report_error(Error{"--draft-min " + std::to_string(options.spec.draft_min) + " is more than --draft-max " +
+                              std::to_string(options.spec.draft_max)});
   }
   options.http.access_log = !options.log_disable;
   options.http.http_threads =
@@ -168,9 +166,7 @@ int run_serve(ServeOptions options) {
                           .n_ctx = options.n_ctx,
                           .engine = options.engine,
                           .pooling = pooling_of(options.pooling),
-                          .spec = options.spec == "ngram" ? engine::SpecMode::Ngram : engine::SpecMode::None,
-                          .draft_max = options.draft_max,
-                          .draft_min = options.draft_min}),
+                          .spec = options.spec}),
       // NOTE(models): only host memory is known before a load; on a GPU the load itself fails
       // when the device is full, and that request gets the error.
       {.max_loaded = options.max_loaded, .free_memory = on_cpu ? available_host_memory : std::function<uint64_t()>()});
@@ -261,14 +257,15 @@ Command register_serve(CLI::App& root) {
                   "how /v1/embeddings pools the final hidden states: none, mean, cls or last (default: what each "
                   "GGUF declares in {arch}.pooling_type, else mean)")
       ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
-  app->add_option("--spec", o->spec,
-                  "speculative decoding for requests that do not set \"spec\": ngram (what followed the context's "
-                  "last tokens where they came before, verified in the batch) or none (default); the output is the "
-                  "same either way")
+  app->add_option_function<std::string>(
+         "--spec", [o](const std::string& name) { o->spec.mode = *engine::spec_mode_named(name); },
+         "speculative decoding for requests that do not set \"spec\": ngram (what followed the context's last "
+         "tokens where they came before, verified in the batch) or none (default); the output is the same either "
+         "way")
       ->check(CLI::IsMember({"none", "ngram"}));
-  app->add_option("--draft-max", o->draft_max, "draft tokens a step at most (a request's \"draft_max\" overrides)")
+  app->add_option("--draft-max", o->spec.draft_max, "draft tokens a step at most (a request's \"draft_max\" overrides)")
       ->check(CLI::Range(1, static_cast<int>(engine::kMaxDraftTokens)));
-  app->add_option("--draft-min", o->draft_min,
+  app->add_option("--draft-min", o->spec.draft_min,
                   "draft tokens a step at least where the lookup finds them (default 0: drafts only where they pay; a "
                   "request's \"draft_min\" overrides)")
       ->check(CLI::Range(0, static_cast<int>(engine::kMaxDraftTokens)));

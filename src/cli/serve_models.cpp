@@ -65,9 +65,7 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
       .pooling = options.pooling.value_or(weights.hparams().pooling),
       .tool_syntax = model->chat_prompt ? server::tool_syntax_of(model->chat_prompt->template_source())
                                         : server::ToolSyntax::Hermes,
-      .spec = options.spec,
-      .draft_max = options.draft_max,
-      .draft_min = options.draft_min};
+      .spec = options.spec};
   const bool shared =
       room.sharing > 1 && options.engine.kv_tokens == 0 && model->chosen.backend->capabilities().device_memory;
   std::fprintf(stderr, "gufo serve: loaded %s: %d parallel, context %lld, KV pool %lld tokens%s, on %s\n",

@@ -27,10 +27,7 @@ struct ServeModelOptions {
   std::optional<int64_t> n_ctx;  // unset: min(model's, 4096)
   engine::SchedulerOptions engine;
   std::optional<model::Pooling> pooling;  // --pooling: overrides every model's {arch}.pooling_type
-  // --spec, --draft-max, --draft-min: what requests that do not say get.
-  engine::SpecMode spec = engine::SpecMode::None;
-  int32_t draft_max = 8;
-  int32_t draft_min = 0;
+  engine::SpecChoice spec;                // --spec, --draft-max, --draft-min: what requests that do not say get
 };
 
 server::ModelRegistry::Loader serve_model_loader(ServeModelOptions options);

@@ -12,6 +12,25 @@
 
 namespace gufo::engine {
 
+std::optional<SpecMode> spec_mode_named(std::string_view name) {
+  for (const SpecMode mode : {SpecMode::None, SpecMode::Ngram, SpecMode::Draft}) {
+    if (name == spec_mode_name(mode)) return mode;
+  }
+  return std::nullopt;
+}
+
+std::string_view spec_mode_name(SpecMode mode) {
+  switch (mode) {
+    case SpecMode::None:
+      return "none";
+    case SpecMode::Ngram:
+      return "ngram";
+    case SpecMode::Draft:
+      return "draft";
+  }
+  return "none";
+}
+
 std::string_view stop_reason_name(StopReason reason) {
   switch (reason) {
     case StopReason::Length:

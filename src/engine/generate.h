@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,14 +28,23 @@ namespace gufo::engine {
 // Ngram: prompt lookup (engine/ngram_draft.h); Draft: a draft model (engine/model_draft.h).
 enum class SpecMode { None, Ngram, Draft };
 
-class ModelDrafter;
+// "none", "ngram", "draft": the names of --spec and of a request's "spec"; nullopt for others.
+std::optional<SpecMode> spec_mode_named(std::string_view name);
+std::string_view spec_mode_name(SpecMode mode);
 
-struct SpecOptions {
+// What to draft with and how much: --spec, --draft-max, --draft-min, or a request's "spec",
+// "draft_max", "draft_min".
+struct SpecChoice {
   SpecMode mode = SpecMode::None;
   int32_t draft_max = 8;  // tokens proposed at most per step (fewer where they do not pay)
   // Tokens proposed at least per step where the lookup finds them. 0: the engine decodes
   // plainly while verifying drafts costs more than it saves (engine/draft_policy.h).
   int32_t draft_min = 0;
+};
+
+class ModelDrafter;
+
+struct SpecOptions : SpecChoice {
   // Tokens before the prompt (already in the KV cache) that drafts may also be looked up in:
   // gufo chat's earlier turns. Must outlive the generate() call.
   std::span<const int32_t> earlier;

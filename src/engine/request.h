@@ -24,7 +24,7 @@
 
 namespace gufo::engine {
 
-inline constexpr int32_t kMaxDraftTokens = 64;  // RequestOptions::draft_max at most
+inline constexpr int32_t kMaxDraftTokens = 64;  // RequestOptions::spec.draft_max at most
 
 struct RequestOptions {
   int32_t max_tokens = 128;  // >= 1
@@ -45,9 +45,7 @@ struct RequestOptions {
   // The output is the same token for token as without: each row is sampled in turn and a
   // draft is kept while it is the token drawn. The engine holds no draft model: SpecMode::Draft
   // is refused.
-  SpecMode spec = SpecMode::None;
-  int32_t draft_min = 0;
-  int32_t draft_max = 8;
+  SpecChoice spec;
 };
 
 struct TokenLogprob {

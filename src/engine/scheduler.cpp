@@ -209,14 +209,15 @@ Submission Scheduler::submit(const std::vector<int32_t>& prompt, const std::vect
   }
   if (choices.empty()) return {SubmitStatus::TooLong, "no choices asked for", nullptr};
   for (const RequestOptions& choice : choices) {
-    if (choice.spec == SpecMode::Draft) {
+    const SpecChoice& spec = choice.spec;
+    if (spec.mode == SpecMode::Draft) {
       return {SubmitStatus::Invalid, "speculative decoding with a draft model is not served; spec ngram is", nullptr};
     }
-    if (choice.spec != SpecMode::None && (choice.draft_max < 1 || choice.draft_max > kMaxDraftTokens)) {
+    if (spec.mode != SpecMode::None && (spec.draft_max < 1 || spec.draft_max > kMaxDraftTokens)) {
       return {SubmitStatus::Invalid, "draft_max must be 1.." + std::to_string(kMaxDraftTokens), nullptr};
     }
-    if (choice.spec != SpecMode::None && (choice.draft_min < 0 || choice.draft_min > choice.draft_max)) {
-      return {SubmitStatus::Invalid, "draft_min must be 0..draft_max (" + std::to_string(choice.draft_max) + ")",
+    if (spec.mode != SpecMode::None && (spec.draft_min < 0 || spec.draft_min > spec.draft_max)) {
+      return {SubmitStatus::Invalid, "draft_min must be 0..draft_max (" + std::to_string(spec.draft_max) + ")",
               nullptr};
     }
   }
@@ -224,7 +225,8 @@ Submission Scheduler::submit(const std::vector<int32_t>& prompt, const std::vect
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (size_t i = 0; i < choices.size(); ++i) {
     seqs.push_back(std::make_unique<Sequence>(*tokenizer_, prompt, choices[i]));
-    if (choices[i].spec == SpecMode::Ngram) seqs.back()->policy.emplace(choices[i].draft_min, choices[i].draft_max);
+    const SpecChoice& spec = choices[i].spec;
+    if (spec.mode == SpecMode::Ngram) seqs.back()->policy.emplace(spec.draft_min, spec.draft_max);
     seqs.back()->channel = handle;
     seqs.back()->choice = static_cast<int32_t>(i);
     if (choices[i].grammar) {
@@ -522,17 +524,16 @@ void Scheduler::add_drafts(std::vector<Part>& parts, int64_t budget) {
   double seconds = 0.0;
   for (Part& p : parts) {
     if (!p.decode || !p.seq->policy) continue;
-    const Clock::time_point start = Clock::now();
-    const int32_t n = propose_drafts(*p.seq, budget);
-    seconds += seconds_between(start, Clock::now());
-    p.end += n;
-    budget -= n;
+    const Proposal proposal = propose_drafts(*p.seq, budget);
+    seconds += proposal.lookup_seconds;
+    p.end += proposal.appended;
+    budget -= proposal.appended;
   }
   std::lock_guard lock(mutex_);
   stats_.draft_seconds += seconds;
 }
 
-int32_t Scheduler::propose_drafts(Sequence& seq, int64_t budget) {
+Scheduler::Proposal Scheduler::propose_drafts(Sequence& seq, int64_t budget) {
   const auto n = static_cast<int64_t>(seq.tokens.size());
   const int32_t wanted = seq.policy->next_length();
   const Clock::time_point start = Clock::now();
@@ -540,21 +541,23 @@ int32_t Scheduler::propose_drafts(Sequence& seq, int64_t budget) {
     // Plain, but what the lookup would have drafted still says how often drafts are kept.
     const std::vector<int32_t> guess = ngram_draft(seq.tokens, 1);
     seq.shadow = guess.empty() ? -1 : guess[0];
-    seq.policy->record_proposal(1, seconds_between(start, Clock::now()));
-    return 0;
+    const double seconds = seconds_between(start, Clock::now());
+    seq.policy->record_proposal(1, seconds);
+    return {.appended = 0, .lookup_seconds = seconds};
   }
   // Room in the context and in the step, and no row past the last token to generate.
   const int64_t length =
       std::min<int64_t>({wanted, options_.n_ctx - n, budget, int64_t{seq.options.max_tokens} - seq.n_generated - 1});
-  if (length <= 0) return 0;
+  if (length <= 0) return {};
   std::vector<int32_t> drafts = ngram_draft(seq.tokens, static_cast<int32_t>(length));
-  seq.policy->record_proposal(static_cast<int32_t>(length), seconds_between(start, Clock::now()));
+  const double seconds = seconds_between(start, Clock::now());
+  seq.policy->record_proposal(static_cast<int32_t>(length), seconds);
   // Only blocks that are free: a draft never preempts.
   const int64_t held = grow_blocks(seq, n + static_cast<int64_t>(drafts.size()));
   drafts.resize(static_cast<size_t>(std::clamp<int64_t>(held - n, 0, static_cast<int64_t>(drafts.size()))));
   seq.tokens.insert(seq.tokens.end(), drafts.begin(), drafts.end());
   seq.n_drafts = static_cast<int32_t>(drafts.size());
-  return seq.n_drafts;
+  return {.appended = seq.n_drafts, .lookup_seconds = seconds};
 }
 
 int64_t Scheduler::grow_blocks(Sequence& seq, int64_t positions) {

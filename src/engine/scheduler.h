@@ -127,8 +127,12 @@ class Scheduler {
   // Adds drafts to the decode parts of `parts` from `budget` rows (RequestOptions::spec).
   void add_drafts(std::vector<Part>& parts, int64_t budget);
   // Appends a decoding sequence's drafts for this step to its tokens, or picks its shadow
-  // draft when its policy decodes plainly; returns how many were appended.
-  int32_t propose_drafts(Sequence& seq, int64_t budget);
+  // draft when its policy decodes plainly.
+  struct Proposal {
+    int32_t appended = 0;
+    double lookup_seconds = 0;  // what its policy weighs and EngineStats::draft_seconds sums
+  };
+  Proposal propose_drafts(Sequence& seq, int64_t budget);
   // Takes free blocks until the sequence's hold `positions` or none is left; the positions held.
   int64_t grow_blocks(Sequence& seq, int64_t positions);
   // Gives back blocks past the one its next token goes to (they held refused drafts).

@@ -111,18 +111,17 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
     grammar = (*tools)->answer;
     plan.tool_calls_grammar = (*tools)->calls;
   }
-  const int32_t draft_max = r.draft_max.value_or(std::max(model.draft_max, r.draft_min.value_or(0)));
-  const int32_t draft_min = r.draft_min.value_or(std::min(model.draft_min, draft_max));
-  if (draft_min > draft_max) {
-    return bad_request(
-        "'draft_min' (" + std::to_string(draft_min) + ") is more than 'draft_max' (" + std::to_string(draft_max) + ")",
-        "draft_min");
+  engine::SpecChoice spec{.mode = r.spec.value_or(model.spec.mode)};
+  spec.draft_max = r.draft_max.value_or(std::max(model.spec.draft_max, r.draft_min.value_or(0)));
+  spec.draft_min = r.draft_min.value_or(std::min(model.spec.draft_min, spec.draft_max));
+  if (spec.draft_min > spec.draft_max) {
+    return bad_request("'draft_min' (" + std::to_string(spec.draft_min) + ") is more than 'draft_max' (" +
+                           std::to_string(spec.draft_max) + ")",
+                       "draft_min");
   }
   for (int32_t i = 0; i < r.n; ++i) {
     engine::RequestOptions options;
-    options.spec = r.spec.value_or(model.spec);
-    options.draft_max = draft_max;
-    options.draft_min = draft_min;
+    options.spec = spec;
     options.max_tokens = max_tokens;
     options.stop = r.stop;
     options.sampler = r.sampler;

@@ -45,9 +45,7 @@ struct ServedModel {
   model::Pooling pooling = model::Pooling::Mean;  // how /v1/embeddings pools (the GGUF's, or --pooling)
   ToolSyntax tool_syntax = ToolSyntax::Hermes;    // how its template writes tool calls (tool_syntax_of)
   // Speculative decoding for requests that do not say (gufo serve --spec, --draft-max, --draft-min).
-  engine::SpecMode spec = engine::SpecMode::None;
-  int32_t draft_max = 8;
-  int32_t draft_min = 0;
+  engine::SpecChoice spec;
 };
 
 // A request made ready for the engine.

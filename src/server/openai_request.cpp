@@ -207,17 +207,14 @@ void parse_stop(Fields& fields, const RequestLimits& limits, CompletionRequest& 
 // Gufo's speculative decoding fields: "spec" ("ngram" or "none"; the server holds no draft
 // model), "draft_max" and "draft_min" (their order checked once both are known).
 void parse_spec(Fields& fields, CompletionRequest& out) {
-  if (const std::optional<std::string> spec = fields.string("spec")) {
-    if (*spec == "ngram") {
-      out.spec = engine::SpecMode::Ngram;
-    } else if (*spec == "none") {
-      out.spec = engine::SpecMode::None;
-    } else if (*spec == "draft") {
+  if (const std::optional<std::string> name = fields.string("spec")) {
+    const std::optional<engine::SpecMode> mode = engine::spec_mode_named(*name);
+    if (mode == engine::SpecMode::Draft) {
       return fields.fail("'spec': draft needs a draft model, which this server does not hold; ngram drafts without one",
                          "spec");
-    } else {
-      return fields.fail("'spec' must be \"ngram\" or \"none\", not \"" + *spec + "\"", "spec");
     }
+    if (!mode) return fields.fail("'spec' must be \"ngram\" or \"none\", not \"" + *name + "\"", "spec");
+    out.spec = *mode;
   }
   if (const std::optional<int64_t> n = fields.integer("draft_max", 1, engine::kMaxDraftTokens)) {
     out.draft_max = static_cast<int32_t>(*n);

@@ -228,9 +228,7 @@ std::vector<int32_t> repeating_prompt(int salt) {
 }
 
 RequestOptions drafting(RequestOptions o, int32_t draft_min = 2, int32_t draft_max = 6) {
-  o.spec = SpecMode::Ngram;
-  o.draft_min = draft_min;
-  o.draft_max = draft_max;
+  o.spec = {.mode = SpecMode::Ngram, .draft_max = draft_max, .draft_min = draft_min};
   return o;
 }
 
@@ -344,7 +342,7 @@ TEST_F(SchedulerTest, DraftsAfterAPreemptionChangeNothing) {
 TEST_F(SchedulerTest, RefusesADraftModelAndDraftLengthsOutOfRange) {
   auto s = make({.n_parallel = 1, .n_ctx = 64});
   RequestOptions by_model = greedy(4);
-  by_model.spec = SpecMode::Draft;
+  by_model.spec.mode = SpecMode::Draft;
   const Submission a = s->submit(prompt_of(8, 1), {by_model});
   EXPECT_EQ(a.status, SubmitStatus::Invalid);
   EXPECT_NE(a.message.find("draft model"), std::string::npos) << a.message;
