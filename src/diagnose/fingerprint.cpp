@@ -27,14 +27,6 @@ uint64_t hash_netstring(std::string_view text, uint64_t state) {
 
 }  // namespace
 
-uint64_t fnv1a_64(std::string_view bytes, uint64_t state) {
-  for (const char c : bytes) {
-    state ^= static_cast<unsigned char>(c);
-    state *= fnv1a_64_prime;
-  }
-  return state;
-}
-
 std::vector<FingerprintInput> fingerprint_inputs(const BuildInfo& build, const SystemInfo& system) {
   // NOTE(fingerprint): 1 GiB; memory is rounded to it, to the nearest.
   constexpr uint64_t gib = uint64_t{1} << 30;
@@ -73,7 +65,7 @@ std::vector<FingerprintInput> fingerprint_inputs(const BuildInfo& build, const S
 }
 
 std::string fingerprint_hash(const std::vector<FingerprintInput>& inputs) {
-  uint64_t state = fnv1a_64_offset;
+  uint64_t state = kFnv1a64Offset;
   for (const FingerprintInput& input : inputs) {
     state = hash_netstring(input.name, state);
     state = hash_netstring(input.value, state);

@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/fnv1a.h"
 #include "diagnose/build_info.h"
 #include "diagnose/system_info.h"
 
@@ -54,13 +55,8 @@ struct Fingerprint {
   std::string hash;                      // 16 hex digits
 };
 
-// NOTE(fingerprint): the FNV-1a 64-bit offset basis and prime (Fowler, Noll, Vo; IETF draft
-// draft-eastlake-fnv, section 2).
-inline constexpr uint64_t fnv1a_64_offset = 0xcbf29ce484222325ull;
-inline constexpr uint64_t fnv1a_64_prime = 0x100000001b3ull;
-
-// Continues an FNV-1a hash `state` over `bytes`.
-uint64_t fnv1a_64(std::string_view bytes, uint64_t state = fnv1a_64_offset);
+// The hash (core/fnv1a.h), named here as the fingerprint's tests and diagnose's report use it.
+using gufo::fnv1a_64;
 
 std::vector<FingerprintInput> fingerprint_inputs(const BuildInfo& build, const SystemInfo& system);
 std::string fingerprint_hash(const std::vector<FingerprintInput>& inputs);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/fnv1a.h"
 
 namespace gufo::engine {
 
@@ -15,16 +16,9 @@ KvBlockPool::KvBlockPool(int32_t n_blocks, int32_t block_size)
 
 uint64_t KvBlockPool::key(int32_t previous, uint64_t previous_generation, std::span<const int32_t> tokens) const {
   // FNV-1a over the chain link and the tokens; equal keys are checked token by token.
-  uint64_t h = 1469598103934665603ull;
-  const auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(static_cast<uint64_t>(static_cast<int64_t>(previous)));
-  mix(previous_generation);
-  for (int32_t t : tokens) mix(static_cast<uint32_t>(t));
+  uint64_t h = fnv1a_64_word(static_cast<uint64_t>(static_cast<int64_t>(previous)), kFnv1a64Offset);
+  h = fnv1a_64_word(previous_generation, h);
+  for (int32_t t : tokens) h = fnv1a_64_word(static_cast<uint32_t>(t), h);
   return h;
 }
 

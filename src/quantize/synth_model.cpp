@@ -10,6 +10,7 @@
 
 #include "convert/hf_convert.h"
 #include "convert/tensor_transform.h"
+#include "core/fnv1a.h"
 #include "gguf/writer.h"
 #include "quant/quant.h"
 #include "quantize/fast_q4_k.h"
@@ -29,17 +30,8 @@ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-uint64_t fnv1a(std::string_view text) {
-  uint64_t hash = 0xCBF29CE484222325ull;
-  for (char ch : text) {
-    hash ^= static_cast<uint8_t>(ch);
-    hash *= 0x100000001B3ull;
-  }
-  return hash;
-}
-
 uint64_t row_key(uint64_t seed, std::string_view name, uint64_t row_idx) {
-  return mix64(mix64(seed ^ fnv1a(name)) + (row_idx + 1) * kGolden);
+  return mix64(mix64(seed ^ fnv1a_64(name)) + (row_idx + 1) * kGolden);
 }
 
 // NOTE(synth): sqrt(3) turns the sum of four U(0,1) (variance 1/3) into variance 1.

@@ -2,9 +2,12 @@
 // Run: ctest --preset unit -R core_test
 #include <gtest/gtest.h>
 
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "core/dtype.h"
+#include "core/fnv1a.h"
 #include "core/result.h"
 
 namespace gufo {
@@ -77,3 +80,15 @@ TEST(DType, NamesRoundTripCaseInsensitively) {
 
 }  // namespace
 }  // namespace gufo
+
+// The published test vectors (draft-eastlake-fnv), and the three entry points agreeing.
+TEST(Fnv1a, MatchesTheReferenceVectorsOverTextBytesAndWords) {
+  EXPECT_EQ(gufo::fnv1a_64(std::string_view("")), 0xcbf29ce484222325ull);
+  EXPECT_EQ(gufo::fnv1a_64(std::string_view("a")), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(gufo::fnv1a_64(std::string_view("foobar")), 0x85944171f73967e8ull);
+  const std::string text = "foobar";
+  EXPECT_EQ(gufo::fnv1a_64(std::as_bytes(std::span(text))), 0x85944171f73967e8ull);
+  const uint64_t word = 0x0807060504030201ull;
+  const std::string le = "\x01\x02\x03\x04\x05\x06\x07\x08";
+  EXPECT_EQ(gufo::fnv1a_64_word(word, gufo::kFnv1a64Offset), gufo::fnv1a_64(std::string_view(le)));
+}
