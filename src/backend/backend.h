@@ -17,6 +17,7 @@
 // Tested by tests/unit/model (CPU), tests/ops and tests/gpu (CUDA against the CPU).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -84,6 +85,17 @@ class KvCache {
   // (blocks shared with another sequence's prefix). The next forward may continue at
   // n_filled; positions past blocks.size() * block_size are an error.
   virtual Status set_blocks(int32_t seq, std::span<const int32_t> blocks, int32_t n_filled) = 0;
+
+  // Saving and restoring a sequence (engine/session_file.h): positions [0, n) of sequence
+  // `seq`, a layer at a time, as keys and values of [n, n_embd_kv] each in spec().type,
+  // row-major, whatever blocks hold them.
+  using LayerSink = std::function<Status(int32_t layer, std::span<const std::byte> k, std::span<const std::byte> v)>;
+  using LayerSource = std::function<Status(int32_t layer, std::span<std::byte> k, std::span<std::byte> v)>;
+  // Hands the layers to `sink` in order; n is at most the sequence's fill level.
+  virtual Status read_positions(int32_t seq, int32_t n, const LayerSink& sink) = 0;
+  // Fills the layers from `source` in order; the sequence's blocks must hold n positions. Its
+  // fill level becomes n, or 0 when `source` or a copy fails partway.
+  virtual Status write_positions(int32_t seq, int32_t n, const LayerSource& source) = 0;
 };
 
 struct Capabilities {
@@ -92,6 +104,10 @@ struct Capabilities {
   std::string device;            // what runs the graph, e.g. "cpu (avx512vnni kernels, 16 threads)"
   bool batch_invariant = false;  // a row's numbers do not depend on its batch-mates
   bool device_memory = false;    // weights and cache live outside host memory
+  // What decides its numbers, beside the weights and the gufo build: the kernel set and the
+  // device it runs on, e.g. "CPU avx512vnni", "CUDA NVIDIA H200 sm_90". Saved keys and values
+  // (engine/session_file.h) continue the same way only where this is the same.
+  std::string numerics;
 };
 
 struct MemoryInfo {

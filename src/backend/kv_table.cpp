@@ -81,6 +81,56 @@ Status KvTable::set_blocks(int32_t seq, std::span<const int32_t> blocks, int32_t
   return {};
 }
 
+Status KvTable::check_transfer(int32_t seq, int32_t n, bool write) const {
+  if (seq < 0 || seq >= spec_.n_seq) return Error{"KV cache: sequence id " + std::to_string(seq) + " out of range"};
+  const int64_t limit = write ? capacity(seq) : filled(seq);
+  if (n < 0 || n > limit) {
+    return Error{"KV cache: " + std::to_string(n) + " positions of sequence " + std::to_string(seq) + " to " +
+                 (write ? "write; its blocks hold " : "read; it holds ") + std::to_string(limit)};
+  }
+  return {};
+}
+
+void KvTable::for_each_run(int32_t seq, int32_t n, const std::function<void(int32_t, int32_t, int64_t)>& fn) const {
+  const std::vector<int32_t>& table = blocks(seq);
+  const auto block = static_cast<int32_t>(spec_.block_size);
+  int32_t first = 0;  // the run being gathered: positions [first, p), from pool row `row`
+  int64_t row = 0;
+  for (int32_t p = 0; p < n; p += block) {
+    const int64_t here = static_cast<int64_t>(table[static_cast<size_t>(p >> block_shift_)]) << block_shift_;
+    if (p > first && here != row + (p - first)) {
+      fn(first, p - first, row);
+      first = p;
+    }
+    if (p == first) row = here;
+  }
+  if (n > first) fn(first, n - first, row);
+}
+
+Status KvTable::read_layers(int32_t seq, int32_t n, const CopyLayer& copy, const KvCache::LayerSink& sink) const {
+  GUFO_RETURN_IF_ERROR(check_transfer(seq, n, /*write=*/false));
+  std::vector<std::byte> k(static_cast<size_t>(n) * static_cast<size_t>(spec_.n_embd_kv) * spec_.elem_bytes());
+  std::vector<std::byte> v(k.size());
+  for (int32_t layer = 0; layer < spec_.n_layer; ++layer) {
+    GUFO_RETURN_IF_ERROR(copy(layer, k.data(), v.data(), /*into_cache=*/false));
+    GUFO_RETURN_IF_ERROR(sink(layer, k, v));
+  }
+  return {};
+}
+
+Status KvTable::write_layers(int32_t seq, int32_t n, const CopyLayer& copy, const KvCache::LayerSource& source) {
+  GUFO_RETURN_IF_ERROR(check_transfer(seq, n, /*write=*/true));
+  set_filled(seq, 0);  // until every layer is in
+  std::vector<std::byte> k(static_cast<size_t>(n) * static_cast<size_t>(spec_.n_embd_kv) * spec_.elem_bytes());
+  std::vector<std::byte> v(k.size());
+  for (int32_t layer = 0; layer < spec_.n_layer; ++layer) {
+    GUFO_RETURN_IF_ERROR(source(layer, k, v));
+    GUFO_RETURN_IF_ERROR(copy(layer, k.data(), v.data(), /*into_cache=*/true));
+  }
+  set_filled(seq, n);
+  return {};
+}
+
 Result<std::vector<int32_t>> KvTable::fill_after(const Batch& batch) const {
   std::vector<int32_t> filled = filled_;
   for (int64_t i = 0; i < batch.n_tokens(); ++i) {

@@ -10,7 +10,9 @@
 // Tested by tests/unit/backend/kv_table_test.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -38,6 +40,20 @@ class KvTable {
 
   void truncate(int32_t seq, int32_t from);
   Status set_blocks(int32_t seq, std::span<const int32_t> blocks, int32_t n_filled);
+
+  // Saving and restoring (KvCache::read_positions, write_positions): whether positions
+  // [0, n) of `seq` may be read (n <= its fill level) or written (n <= its capacity); then
+  // those positions as runs that lie together in the pool, fn(first position, count, first
+  // pool row), in position order; and after a write, its fill level.
+  Status check_transfer(int32_t seq, int32_t n, bool write) const;
+  void for_each_run(int32_t seq, int32_t n, const std::function<void(int32_t, int32_t, int64_t)>& fn) const;
+  void set_filled(int32_t seq, int32_t n) { filled_[static_cast<size_t>(seq)] = n; }
+  // KvCache::read_positions and write_positions over a backend's own copy of one layer's
+  // positions [0, n) between its pools and host k, v ([n, n_embd_kv] each): the checks, the
+  // host buffers, the layer loop and the fill level, in one place.
+  using CopyLayer = std::function<Status(int32_t layer, std::byte* k, std::byte* v, bool into_cache)>;
+  Status read_layers(int32_t seq, int32_t n, const CopyLayer& copy, const KvCache::LayerSink& sink) const;
+  Status write_layers(int32_t seq, int32_t n, const CopyLayer& copy, const KvCache::LayerSource& source);
 
   // The fill levels after `batch` ran, or why the batch may not run (a gap, a position past
   // the blocks). Padding rows are ignored. Nothing changes until commit().

@@ -2,9 +2,11 @@
 // interactive conversation using the model's chat template (engine/chat.h). On a terminal,
 // lines are edited readline-style with history (line_reader.h). Ctrl-C stops the current
 // answer and the chat goes on; at the prompt, Ctrl-C, Ctrl-D or /exit leave. /reset starts
-// over (keeping --system). Piped stdin works too: one message per line.
+// over (keeping --system). Piped stdin works too: one message per line. --session FILE resumes
+// the conversation saved there, if any, and saves it after every answer.
 // Tested by tests/unit/engine/cli_test.cpp (and chat_test.cpp for the conversation logic).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +33,7 @@ struct ChatCommandOptions {
   std::vector<std::string> stop;
   SamplerFlags sampler;
   SpecFlags spec;
+  std::string session_path;  // --session: resumed when it exists, saved after every answer
 };
 
 constexpr const char* kHelp =
@@ -64,6 +67,14 @@ int run_chat(const ChatCommandOptions& options) {
   if (*draft) chat_options.generate.spec.drafter = (*draft)->drafter.get();
   auto chat = engine::Chat::create(*loaded->model, std::move(session).value(), *loaded->tokenizer, chat_options);
   if (!chat.ok()) return report_error(chat.error());
+  const engine::SessionIdentity identity = session_identity(*loaded->model, backend);
+  if (!options.session_path.empty() && std::filesystem::exists(options.session_path)) {
+    if (Status resumed = chat->resume(options.session_path, identity); !resumed.ok()) {
+      return report_error(resumed.error());
+    }
+    std::fprintf(stderr, "gufo chat: resumed %zu messages from %s\n", chat->messages().size(),
+                 options.session_path.c_str());
+  }
 
   InterruptScope interrupts;
   LineReader reader;
@@ -90,6 +101,12 @@ int run_chat(const ChatCommandOptions& options) {
       continue;
     }
     write_out("\n");
+    if (!options.session_path.empty()) {
+      if (Status saved = chat->save(options.session_path, identity); !saved.ok()) {
+        if (!reader.interactive()) return report_error(saved.error());
+        std::fprintf(stderr, "gufo: error: %s\n", saved.error().message.c_str());
+      }
+    }
     if (turn->result.reason == engine::StopReason::Cancelled) std::fprintf(stderr, "[answer stopped]\n");
     if (turn->result.reason == engine::StopReason::ContextFull) {
       std::fprintf(stderr, "[the context is full: /reset to start over]\n");
@@ -117,6 +134,9 @@ Command register_chat(CLI::App& root) {
   app->add_option("--stop", o->stop, "end an answer before this text (repeatable)");
   add_sampler_flags(*app, o->sampler);
   add_spec_flags(*app, o->spec);
+  app->add_option("--session", o->session_path,
+                  "a session file: resume the conversation saved there (its keys and values reused), and save it "
+                  "after every answer (replaced only once the new file is complete)");
   return Command{app, [o] { return run_chat(*o); }};
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/default_model.h"
+#include "diagnose/build_info.h"
 
 namespace gufo::cli {
 
@@ -112,6 +113,13 @@ Result<std::unique_ptr<LoadedDraft>> load_draft(const SpecFlags& flags, ChosenBa
   draft->session = std::make_unique<engine::Session>(std::move(session));
   draft->drafter = std::make_unique<engine::ModelDrafter>(*draft->session);
   return draft;
+}
+
+engine::SessionIdentity session_identity(const engine::Model& model, const backend::Backend& backend) {
+  const diagnose::BuildInfo& build = diagnose::build_info();
+  return {.model = engine::model_identity(model.file()),
+          .build = "gufo " + std::string(build.version) + " (" + std::string(build.git_revision) + ") " +
+                   backend.capabilities().numerics};
 }
 
 }  // namespace gufo::cli

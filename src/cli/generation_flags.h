@@ -16,6 +16,7 @@
 #include "engine/model.h"
 #include "engine/model_draft.h"
 #include "engine/sampler.h"
+#include "engine/session_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::cli {
@@ -75,5 +76,9 @@ struct LoadedDraft {
 // vocabulary differs from `target`'s. The caller hands its drafter to SpecOptions::drafter.
 Result<std::unique_ptr<LoadedDraft>> load_draft(const SpecFlags& flags, ChosenBackend& chosen,
                                                 const tokenizer::Tokenizer& target, int64_t n_ctx);
+
+// What --session files are checked against: the model's identity, and this gufo build on
+// this backend's kernels ("gufo 0.1.0 (abc123) CPU avx512vnni").
+engine::SessionIdentity session_identity(const engine::Model& model, const backend::Backend& backend);
 
 }  // namespace gufo::cli

@@ -1,8 +1,11 @@
 // `gufo run -m M.gguf -p PROMPT [-n N] [--temp T] [--seed S] [--validate-prefill] ...`: the
 // prompt as raw text (control tokens such as <|im_start|> parsed), generation streamed to
 // stdout. --validate-prefill first checks batch prefill against token-by-token decoding.
-// Tested by tests/unit/engine/cli_test.cpp.
+// --session FILE: when FILE exists, the run continues the saved one (its keys and values
+// reused; -p, if given, appended to its context); either way FILE holds this run at the end
+// (engine/session_file.h). Tested by tests/unit/engine/cli_test.cpp.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -38,7 +41,56 @@ struct RunOptions {
   SpecFlags spec;
   std::string grammar_path;      // GBNF: only what it allows is generated
   std::string json_schema_path;  // or a JSON Schema: only JSON it accepts
+  std::string session_path;      // --session: resumed when it exists, saved at the end
 };
+
+// What a run evaluates and continues from: on a fresh run the prompt (with BOS); on a resumed
+// session the saved tokens past its cache, then the prompt (no BOS).
+struct RunContext {
+  std::vector<int32_t> earlier;  // already in the KV cache (a resumed session's)
+  std::vector<int32_t> prompt;   // to evaluate
+  std::string generator;         // a resumed sampler generator ("": from the seed)
+};
+
+// Fills the session from --session FILE when it exists (checked against this model and build)
+// and appends -p; else tokenizes -p alone.
+Result<RunContext> run_context(const RunOptions& options, const engine::Model& model, const tokenizer::Tokenizer& tok,
+                               const backend::Backend& backend, engine::Session& session) {
+  RunContext context;
+  const bool resuming = !options.session_path.empty() && std::filesystem::exists(options.session_path);
+  if (!resuming) {
+    if (tok.vocab().add_bos) context.prompt.push_back(tok.vocab().bos_id);
+  } else {
+    GUFO_ASSIGN_OR_RETURN(engine::LoadedSession loaded,
+                          engine::load_session(options.session_path, session, session_identity(model, backend)));
+    const std::vector<int32_t>& tokens = loaded.state.tokens;
+    context.earlier.assign(tokens.begin(), tokens.begin() + loaded.n_kv);
+    context.prompt.assign(tokens.begin() + loaded.n_kv, tokens.end());
+    if (!options.sampler.seed) context.generator = std::move(loaded.state.generator);  // --seed starts afresh
+  }
+  const std::vector<int32_t> body = tok.encode(options.prompt, /*parse_special=*/true);
+  context.prompt.insert(context.prompt.end(), body.begin(), body.end());
+  if (context.prompt.empty()) {
+    return Error{options.session_path.empty() ? "-p: a prompt is needed"
+                                              : "-p: a prompt is needed (" + options.session_path +
+                                                    " does not exist yet: there is no saved run to continue)"};
+  }
+  const int64_t total = static_cast<int64_t>(context.earlier.size() + context.prompt.size());
+  if (total >= session.context_size()) {
+    return Error{std::string(resuming ? "--session: the saved context and -p have " : "-p: the prompt has ") +
+                 std::to_string(total) + " tokens, the context only " + std::to_string(session.context_size())};
+  }
+  return context;
+}
+
+// Saves the run to --session FILE: its context and generated tokens, and the generator.
+Status save_run(const RunOptions& options, const RunContext& context, const engine::GenerateResult& result,
+                const engine::Model& model, const backend::Backend& backend, const engine::Session& session) {
+  engine::SessionState state{.tokens = context.earlier, .generator = result.generator_state, .note = ""};
+  state.tokens.insert(state.tokens.end(), context.prompt.begin(), context.prompt.end());
+  state.tokens.insert(state.tokens.end(), result.tokens.begin(), result.tokens.end());
+  return engine::save_session(options.session_path, session, state, session_identity(model, backend));
+}
 
 // After the text, as llama.cpp does: how fast the prompt was read and the answer written.
 void print_timings(const engine::GenerateResult& result) {
@@ -102,34 +154,28 @@ int run_run(const RunOptions& options) {
   const engine::Model* model = loaded->model.get();
   const tokenizer::Tokenizer* tok = loaded->tokenizer.get();
 
-  std::vector<int32_t> prompt;
-  if (tok->vocab().add_bos) prompt.push_back(tok->vocab().bos_id);
-  const std::vector<int32_t> body = tok->encode(options.prompt, /*parse_special=*/true);
-  prompt.insert(prompt.end(), body.begin(), body.end());
-  if (prompt.empty()) return report_error(Error{"-p: the prompt is empty"});
-
+  auto ctx = context_size(options.n_ctx, 4096, *model);
+  if (!ctx.ok()) return report_error(ctx.error());
+  auto session = engine::Session::create(*model, backend, *ctx, cache_type);
+  if (!session.ok()) return report_error(session.error());
+  auto context = run_context(options, *model, *tok, backend, *session);
+  if (!context.ok()) return report_error(context.error());
   if (options.validate_prefill) {
-    auto report = engine::validate_prefill(*model, backend, prompt, cache_type);
+    std::vector<int32_t> all = context->earlier;
+    all.insert(all.end(), context->prompt.begin(), context->prompt.end());
+    auto report = engine::validate_prefill(*model, backend, all, cache_type);
     if (!report.ok()) return report_error(report.error());
     if (int code = report_prefill(*report); code != 0) return code;
   }
-
-  auto ctx = context_size(options.n_ctx, 4096, *model);
-  if (!ctx.ok()) return report_error(ctx.error());
-  const int64_t n_ctx = *ctx;
-  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
-    return report_error(Error{"-p: the prompt has " + std::to_string(prompt.size()) + " tokens, the context only " +
-                              std::to_string(n_ctx)});
-  }
-  auto session = engine::Session::create(*model, backend, n_ctx, cache_type);
-  if (!session.ok()) return report_error(session.error());
-  auto draft = load_draft(options.spec, *chosen, *tok, n_ctx);
+  auto draft = load_draft(options.spec, *chosen, *tok, *ctx);
   if (!draft.ok()) return report_error(draft.error());
   engine::GenerateOptions generate;
   generate.n_predict = options.n_predict;
   generate.stop = options.stop;
   generate.sampler = resolve_sampler(options.sampler, "gufo run");
   generate.spec = options.spec.spec;
+  generate.earlier = context->earlier;
+  generate.generator_state = context->generator;
   if (*draft) generate.spec.drafter = (*draft)->drafter.get();
   if (!options.grammar_path.empty() || !options.json_schema_path.empty()) {
     Result<grammar::Grammar> constraint = load_constraint(options);
@@ -137,7 +183,7 @@ int run_run(const RunOptions& options) {
     generate.grammar = std::make_shared<const grammar::Grammar>(std::move(constraint).value());
   }
   if (options.sampler.verbose) std::fprintf(stderr, "gufo run: on %s\n", backend.capabilities().device.c_str());
-  auto result = engine::generate(*session, *tok, prompt, generate, [](std::string_view text) {
+  auto result = engine::generate(*session, *tok, context->prompt, generate, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   });
@@ -145,6 +191,11 @@ int run_run(const RunOptions& options) {
   std::fputc('\n', stdout);
   std::fflush(stdout);
   print_timings(*result);
+  if (!options.session_path.empty()) {
+    if (Status saved = save_run(options, *context, *result, *model, backend, *session); !saved.ok()) {
+      return report_error(saved.error());
+    }
+  }
   return 0;
 }
 
@@ -156,7 +207,9 @@ Command register_run(CLI::App& root) {
   app->add_option("-m,--model", o->model_path,
                   "a GGUF model "
                   "(default: the shipped gufo-tiny; $GUFO_MODEL, $GUFO_MODELS_DIR)");
-  app->add_option("-p,--prompt", o->prompt, "the prompt (raw text; control tokens are parsed)")->required();
+  app->add_option("-p,--prompt", o->prompt,
+                  "the prompt (raw text; control tokens are parsed); with --session of a saved run, appended to its "
+                  "context");
   app->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until the context is full)")
       ->check(CLI::Range(-1, 1 << 30));
   app->add_option("-c,--ctx", o->n_ctx, "context size in tokens, at most the model's (default: min(4096, the model's))")
@@ -170,6 +223,9 @@ Command register_run(CLI::App& root) {
   app->add_option("--json-schema", o->json_schema_path, "a JSON Schema file: generate only JSON that it accepts")
       ->excludes(grammar);
   app->add_flag("--validate-prefill", o->validate_prefill, "check batch prefill against token-by-token decoding first");
+  app->add_option("--session", o->session_path,
+                  "a session file: continue the run saved there (its keys and values reused; the sampler's generator "
+                  "too unless --seed), then save this run to it (replaced only once the new file is complete)");
   return Command{app, [o] { return run_run(*o); }};
 }
 

@@ -27,6 +27,31 @@ void Chat::reset() {
   // The cache keeps its tokens: the next render shares at least the system prompt with them.
 }
 
+Status Chat::save(const std::string& path, const SessionIdentity& identity) const {
+  if (cached_.empty()) return Error{path + ": nothing to save yet (no message has been answered)"};
+  const SessionState state{.tokens = cached_, .generator = "", .note = ordered_json{{"messages", messages_}}.dump()};
+  return save_session(path, session_, state, identity);
+}
+
+Status Chat::resume(const std::string& path, const SessionIdentity& identity) {
+  reset();
+  cached_.clear();
+  GUFO_ASSIGN_OR_RETURN(LoadedSession loaded, load_session(path, session_, identity));
+  const ordered_json note = ordered_json::parse(loaded.state.note, nullptr, /*allow_exceptions=*/false);
+  const bool is_chat = note.is_object() && note.contains("messages") && note["messages"].is_array() &&
+                       std::all_of(note["messages"].begin(), note["messages"].end(), [](const ordered_json& m) {
+                         return m.is_object() && m.contains("role") && m["role"].is_string() && m.contains("content") &&
+                                m["content"].is_string();
+                       });
+  if (!is_chat) {
+    session_.rewind(0);
+    return Error{path + ": not a chat session (no messages in it; gufo run --session continues a run)"};
+  }
+  messages_ = note["messages"];
+  cached_.assign(loaded.state.tokens.begin(), loaded.state.tokens.begin() + loaded.n_kv);
+  return {};
+}
+
 Result<std::vector<int32_t>> Chat::render_prompt() const {
   PromptInputs inputs;
   inputs.messages = messages_;
@@ -58,7 +83,7 @@ Result<ChatTurn> Chat::reply(std::string_view user_text, const std::function<voi
 
   GenerateOptions generate = options_.generate;
   generate.cancel = cancel;
-  generate.spec.earlier = std::span<const int32_t>(*prompt).first(common);  // earlier turns, for drafts
+  generate.earlier = std::span<const int32_t>(*prompt).first(common);  // earlier turns
   ChatTurn turn;
   auto result = engine::generate(session_, *tokenizer_, std::span<const int32_t>(*prompt).subspan(common), generate,
                                  [&](std::string_view text) {

@@ -19,6 +19,7 @@
 #include "engine/chat_prompt.h"
 #include "engine/generate.h"
 #include "engine/model.h"
+#include "engine/session_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gufo::engine {
@@ -48,6 +49,12 @@ class Chat {
 
   // Forgets the conversation (the system prompt stays).
   void reset();
+  // gufo chat --session: saves the messages, the tokens the cache holds and their keys and
+  // values (engine/session_file.h; the note is {"messages": [...]}), and takes them back; a
+  // resumed chat answers the next message as the chat that never stopped would. A failed
+  // resume leaves the conversation empty, the system prompt aside.
+  Status save(const std::string& path, const SessionIdentity& identity) const;
+  Status resume(const std::string& path, const SessionIdentity& identity);
 
   const nlohmann::ordered_json& messages() const { return messages_; }
   // Tokens the KV cache holds, in order (the last render plus the generated tokens).

@@ -105,6 +105,11 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   }
   const std::vector<int32_t> eog = end_of_generation_tokens(tokenizer.vocab());
   Sampler sampler(options.sampler);
+  if (!options.generator_state.empty()) {
+    Status restored = sampler.restore_generator(options.generator_state);
+    if (!restored.ok()) return Error{"generate: the sampler's generator state: " + restored.error().message};
+  }
+  for (int32_t token : options.earlier) sampler.accept(token);
   for (int32_t token : prompt) sampler.accept(token);
   std::optional<Constraint> constraint;
   std::vector<float> masked;  // the constrained copy of each step's logits
@@ -141,7 +146,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   std::vector<int32_t> history;    // what drafts are looked up in (only kept when drafting)
   std::optional<DraftPolicy> policy;
   if (drafting) {
-    history.assign(options.spec.earlier.begin(), options.spec.earlier.end());
+    history.assign(options.earlier.begin(), options.earlier.end());
     history.insert(history.end(), prompt.begin(), prompt.end());
     policy.emplace(options.spec.draft_min, options.spec.draft_max, /*retry=*/options.spec.mode == SpecMode::Ngram);
   }
@@ -195,6 +200,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
       result.reason = StopReason::StopString;
       drop_unkept();
       result.timings.generation_seconds = generation_seconds();
+      result.generator_state = sampler.generator_state();
       return result;
     }
     on_text(std::string_view(pending).substr(0, safe));
@@ -252,6 +258,7 @@ Result<GenerateResult> generate(Session& session, const tokenizer::Tokenizer& to
   pending += detokenizer.finish();
   on_text(pending);
   result.timings.generation_seconds = generation_seconds();
+  result.generator_state = sampler.generator_state();
   return result;
 }
 

@@ -45,9 +45,6 @@ struct SpecChoice {
 class ModelDrafter;
 
 struct SpecOptions : SpecChoice {
-  // Tokens before the prompt (already in the KV cache) that drafts may also be looked up in:
-  // gufo chat's earlier turns. Must outlive the generate() call.
-  std::span<const int32_t> earlier;
   // SpecMode::Draft: the drafter, its draft model's session kept for the next calls (it
   // follows the context lazily). Not owned; must outlive the generate() call.
   ModelDrafter* drafter = nullptr;
@@ -64,6 +61,13 @@ struct GenerateOptions {
   // no token can continue ends the generation with StopReason::Length.
   std::shared_ptr<const grammar::Grammar> grammar;
   SpecOptions spec;
+  // Tokens before the prompt, already in the session's KV cache (gufo chat's earlier turns, a
+  // resumed session's context): the penalties look back into them and drafts are looked up
+  // in them. Must outlive the generate() call.
+  std::span<const int32_t> earlier;
+  // A resumed session's sampler generator (Sampler::generator_state); empty: seeded from
+  // sampler.seed.
+  std::string_view generator_state;
 };
 
 enum class StopReason { Length, EndOfGeneration, StopString, ContextFull, Cancelled };
@@ -80,8 +84,9 @@ struct GenerateResult {
   std::vector<int32_t> tokens;  // generated (the end token included, if any)
   StopReason reason = StopReason::Length;
   GenerateTimings timings;
-  int64_t drafted = 0;   // tokens proposed by speculative decoding
-  int64_t accepted = 0;  // of them, kept (each saved a forward step)
+  int64_t drafted = 0;          // tokens proposed by speculative decoding
+  int64_t accepted = 0;         // of them, kept (each saved a forward step)
+  std::string generator_state;  // the sampler's generator at the end, for a session file
 };
 
 // End-of-generation tokens of a vocabulary: EOS plus the control tokens chat models end a

@@ -80,4 +80,19 @@ void Session::rewind(int32_t n) {
   n_past_ = n;
 }
 
+Status Session::save_positions(int32_t n, const backend::KvCache::LayerSink& sink) const {
+  if (n < 0 || n > n_past_) {
+    return Error{"session: " + std::to_string(n) + " positions to save; it holds " + std::to_string(n_past_)};
+  }
+  return cache_->read_positions(0, n, sink);
+}
+
+Status Session::restore_positions(int32_t n, const backend::KvCache::LayerSource& source) {
+  n_past_ = 0;
+  cache_->truncate(0, 0);
+  GUFO_RETURN_IF_ERROR(cache_->write_positions(0, n, source));
+  n_past_ = n;
+  return {};
+}
+
 }  // namespace gufo::engine

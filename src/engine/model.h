@@ -51,6 +51,12 @@ class Session {
   int64_t context_size() const { return cache_->spec().n_ctx; }
   // Forgets positions >= n (n <= n_past()).
   void rewind(int32_t n);
+  // Saving and restoring (engine/session_file.h): the keys and values of positions [0, n)
+  // (n <= n_past()) a layer at a time, and back; a restore sets n_past() to n, or to 0 when
+  // it fails partway.
+  const backend::KvCacheSpec& cache_spec() const { return cache_->spec(); }
+  Status save_positions(int32_t n, const backend::KvCache::LayerSink& sink) const;
+  Status restore_positions(int32_t n, const backend::KvCache::LayerSource& source);
 
  private:
   Status run(std::span<const int32_t> tokens, bool all_logits, const backend::ForwardOutputs& outputs);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 
@@ -25,6 +26,21 @@ Status validate(const SamplerParams& p) {
 Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
 
 void Sampler::accept(int32_t token) { history_.push_back(token); }
+
+std::string Sampler::generator_state() const {
+  std::ostringstream out;
+  out << rng_;
+  return out.str();
+}
+
+Status Sampler::restore_generator(std::string_view state) {
+  std::istringstream in{std::string(state)};
+  std::mt19937_64 restored;
+  in >> restored;
+  if (in.fail() || !(in >> std::ws).eof()) return Error{"not a generator state (std::mt19937_64 text)"};
+  rng_ = restored;
+  return {};
+}
 
 double Sampler::uniform() {
   // NOTE(sampler): the top 53 bits as a fraction, identical on every standard library.

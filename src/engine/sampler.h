@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,6 +44,11 @@ class Sampler {
   int32_t sample(std::span<const float> logits);
   // Records a token that is now part of the context (prompt tokens and sampled ones).
   void accept(int32_t token);
+  // The generator's state as text (the standard's std::mt19937_64 serialization), and a
+  // state taken back: a run resumed from a session (engine/session_file.h) draws what the
+  // run that never stopped would have drawn.
+  std::string generator_state() const;
+  Status restore_generator(std::string_view state);
 
  private:
   double uniform();  // [0, 1)

@@ -20,6 +20,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "engine/model.h"
+#include "engine/session_file.h"
 #include "engine/validate_prefill.h"
 #include "tests/gpu/device_buffer.h"
 #include "tests/unit/common/reference_logits.h"
@@ -402,6 +403,40 @@ TEST_P(CudaForwardShipped, SessionsOneAfterAnotherReplayTheirOwnGraphs) {
   }
 }
 
+// A session saved to a file on CUDA and restored into another continues with the same greedy
+// tokens as the one that never stopped (engine/session_file.h over CudaKvCache's transfers).
+TEST_P(CudaForwardShipped, ASavedSessionContinuesWithTheSameTokens) {
+  GUFO_REQUIRE_GPU();
+  auto cuda = cuda_backend();
+  ASSERT_NE(cuda, nullptr);
+  auto model = engine::Model::load(shipped(GetParam()), *cuda);
+  ASSERT_TRUE(model.ok());
+  const std::vector<int32_t> tokens = some_tokens(40, static_cast<int32_t>((*model)->hparams().n_vocab), 9);
+  const auto greedy_from = [&](engine::Session& session, size_t from) {
+    std::vector<int32_t> out;
+    for (size_t i = from; i < tokens.size(); ++i) {
+      auto next = session.eval_greedy(std::span<const int32_t>(&tokens[i], 1));
+      EXPECT_TRUE(next.ok()) << next.error().message;
+      out.push_back(next.ok() ? *next : -1);
+    }
+    return out;
+  };
+  auto whole = engine::Session::create(**model, *cuda, 64);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_TRUE(whole->eval(std::span<const int32_t>(tokens).first(25), false).ok());
+  const std::string path = testing::process_temp_path("cuda_session", ".gufo-session").string();
+  const engine::SessionIdentity identity{.model = engine::model_identity((*model)->file()), .build = "test"};
+  const std::vector<int32_t> context(tokens.begin(), tokens.begin() + 26);  // the 26th is evaluated on resume
+  ASSERT_TRUE(engine::save_session(path, *whole, {.tokens = context, .generator = "", .note = ""}, identity).ok());
+  const std::vector<int32_t> expected = greedy_from(*whole, 25);
+  auto resumed = engine::Session::create(**model, *cuda, 64);
+  ASSERT_TRUE(resumed.ok());
+  auto loaded = engine::load_session(path, *resumed, identity);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  ASSERT_EQ(loaded->n_kv, 25);
+  EXPECT_EQ(greedy_from(*resumed, 25), expected);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, CudaForwardShipped,
                          ::testing::Values("gufo-tiny-q8_0.gguf", "gufo-tiny-q4_k_m.gguf", "gufo-tiny-moe-q8_0.gguf"),
                          [](const auto& param_info) {
@@ -410,6 +445,52 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaForwardShipped,
                                name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
                            return name;
                          });
+
+// The CUDA cache's transfers through a paged, scrambled block table: what a sequence's blocks
+// were written with reads back through another sequence that shares them; a failed restore
+// leaves nothing to attend.
+TEST(CudaForward, KvTransfersGoThroughAnyBlockTable) {
+  GUFO_REQUIRE_GPU();
+  auto cuda = cuda_backend();
+  ASSERT_NE(cuda, nullptr);
+  auto cache = cuda->create_kv_cache(
+      {.n_layer = 3, .n_embd_kv = 24, .n_ctx = 64, .n_seq = 2, .type = DType::F16, .block_size = 16, .n_blocks = 8});
+  ASSERT_TRUE(cache.ok());
+  const std::vector<int32_t> blocks = {5, 6, 0, 3};
+  ASSERT_TRUE((*cache)->set_blocks(0, blocks, 0).ok());
+  const auto byte_of = [](int32_t layer, int which, size_t i) {
+    return static_cast<std::byte>((layer * 31 + which * 7 + i * 13) & 0xff);
+  };
+  ASSERT_TRUE((*cache)
+                  ->write_positions(0, 50,
+                                    [&](int32_t layer, std::span<std::byte> k, std::span<std::byte> v) {
+                                      for (size_t i = 0; i < k.size(); ++i) k[i] = byte_of(layer, 0, i);
+                                      for (size_t i = 0; i < v.size(); ++i) v[i] = byte_of(layer, 1, i);
+                                      return Status();
+                                    })
+                  .ok());
+  ASSERT_TRUE((*cache)->set_blocks(1, blocks, 50).ok());
+  int32_t layers = 0;
+  const Status read =
+      (*cache)->read_positions(1, 50, [&](int32_t layer, std::span<const std::byte> k, std::span<const std::byte> v) {
+        EXPECT_EQ(k.size(), 50u * 24 * 2);
+        size_t wrong = 0;
+        for (size_t i = 0; i < k.size(); ++i) wrong += (k[i] != byte_of(layer, 0, i)) + (v[i] != byte_of(layer, 1, i));
+        EXPECT_EQ(wrong, 0u) << "layer " << layer;
+        ++layers;
+        return Status();
+      });
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(layers, 3);
+  const Status failed = (*cache)->write_positions(0, 20, [](int32_t layer, std::span<std::byte>, std::span<std::byte>) {
+    return layer == 2 ? Status(Error{"short"}) : Status();
+  });
+  EXPECT_FALSE(failed.ok());
+  EXPECT_FALSE((*cache)
+                   ->read_positions(
+                       0, 1, [](int32_t, std::span<const std::byte>, std::span<const std::byte>) { return Status(); })
+                   .ok());
+}
 
 TEST(CudaForward, BadInputIsAnErrorValue) {
   GUFO_REQUIRE_GPU();

@@ -315,7 +315,8 @@ backend::Capabilities CpuBackend::capabilities() const {
       .threads = pool_.n_threads(),
       .device = "cpu (" + std::string(kernels.name) + " kernels, " + std::to_string(pool_.n_threads()) + " threads)",
       .batch_invariant = true,
-      .device_memory = false};
+      .device_memory = false,
+      .numerics = "CPU " + std::string(kernels.name)};
 }
 
 backend::MemoryInfo CpuBackend::memory() const {

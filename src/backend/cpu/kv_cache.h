@@ -26,10 +26,16 @@ class CpuKvCache final : public backend::KvCache {
     return table_.set_blocks(seq, blocks, n_filled);
   }
 
+  Status read_positions(int32_t seq, int32_t n, const LayerSink& sink) override;
+  Status write_positions(int32_t seq, int32_t n, const LayerSource& source) override;
+
   backend::KvTable& table() { return table_; }
   KvView view(int32_t seq, int32_t layer);
 
  private:
+  // Copies positions [0, n) of `seq` of one layer between the pools and host k, v.
+  Status copy_layer(int32_t seq, int32_t n, int32_t layer, std::byte* k, std::byte* v, bool into_cache);
+
   backend::KvTable table_;
   std::vector<std::byte> k_;
   std::vector<std::byte> v_;

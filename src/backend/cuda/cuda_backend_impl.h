@@ -73,12 +73,13 @@ class CudaBackend final : public backend::Backend {
 
   std::string_view name() const override { return "cuda"; }
   backend::Capabilities capabilities() const override {
+    const std::string sm = "sm_" + std::to_string(info_.cc_major) + std::to_string(info_.cc_minor);
     return {.backend = "CUDA",
             .threads = 1,
-            .device = "cuda:" + std::to_string(index_) + " (" + info_.name + ", sm_" + std::to_string(info_.cc_major) +
-                      std::to_string(info_.cc_minor) + ")",
+            .device = "cuda:" + std::to_string(index_) + " (" + info_.name + ", " + sm + ")",
             .batch_invariant = true,
-            .device_memory = true};
+            .device_memory = true,
+            .numerics = "CUDA " + info_.name + " " + sm};
   }
   backend::MemoryInfo memory() const override;
   bool supports(const model::Node& node) const override;

@@ -8,13 +8,13 @@
 
 namespace gufo::cuda {
 
-CudaKvCache::CudaKvCache(const backend::KvCacheSpec& spec) : table_(spec) {
+CudaKvCache::CudaKvCache(const backend::KvCacheSpec& spec, gpu::stream_t stream) : stream_(stream), table_(spec) {
   static std::atomic<uint64_t> next_id{1};
   id_ = next_id.fetch_add(1);
 }
 
 Result<std::unique_ptr<CudaKvCache>> CudaKvCache::create(const backend::KvCacheSpec& spec, gpu::stream_t stream) {
-  std::unique_ptr<CudaKvCache> cache(new CudaKvCache(spec));
+  std::unique_ptr<CudaKvCache> cache(new CudaKvCache(spec, stream));
   const size_t pool_bytes = static_cast<size_t>(spec.n_layer) * cache->table_.layer_bytes();
   GUFO_ASSIGN_OR_RETURN(cache->k_, DeviceMemory::allocate(pool_bytes, "KV cache (keys)"));
   GUFO_ASSIGN_OR_RETURN(cache->v_, DeviceMemory::allocate(pool_bytes, "KV cache (values)"));
@@ -60,6 +60,41 @@ KvLayer CudaKvCache::layer(int64_t layer) const {
   kv.tables = tables_.get<int32_t>();
   kv.table_stride = table_stride_;
   return kv;
+}
+
+Status CudaKvCache::copy_layer(int32_t seq, int32_t n, int32_t layer, std::byte* k, std::byte* v, bool into_cache) {
+  const size_t row_bytes = static_cast<size_t>(table_.spec().n_embd_kv) * table_.spec().elem_bytes();
+  const size_t offset = static_cast<size_t>(layer) * table_.layer_bytes();
+  gpu::error_t error = gpu::success;
+  table_.for_each_run(seq, n, [&](int32_t first, int32_t count, int64_t row) {
+    std::byte* device_k = k_.get<std::byte>() + offset + static_cast<size_t>(row) * row_bytes;
+    std::byte* device_v = v_.get<std::byte>() + offset + static_cast<size_t>(row) * row_bytes;
+    std::byte* host_k = k + static_cast<size_t>(first) * row_bytes;
+    std::byte* host_v = v + static_cast<size_t>(first) * row_bytes;
+    const size_t bytes = static_cast<size_t>(count) * row_bytes;
+    for (const auto& [device, host] : {std::pair{device_k, host_k}, std::pair{device_v, host_v}}) {
+      if (error != gpu::success) return;
+      error = into_cache ? gpu::copy_to_device_async(device, host, bytes, stream_)
+                         : gpu::copy_to_host_async(host, device, bytes, stream_);
+    }
+  });
+  if (error == gpu::success) error = gpu::stream_synchronize(stream_);
+  GUFO_GPU_RETURN_IF_ERROR(error, "KV cache copy");
+  return {};
+}
+
+Status CudaKvCache::read_positions(int32_t seq, int32_t n, const LayerSink& sink) {
+  return table_.read_layers(
+      seq, n,
+      [&](int32_t layer, std::byte* k, std::byte* v, bool into) { return copy_layer(seq, n, layer, k, v, into); },
+      sink);
+}
+
+Status CudaKvCache::write_positions(int32_t seq, int32_t n, const LayerSource& source) {
+  return table_.write_layers(
+      seq, n,
+      [&](int32_t layer, std::byte* k, std::byte* v, bool into) { return copy_layer(seq, n, layer, k, v, into); },
+      source);
 }
 
 }  // namespace gufo::cuda

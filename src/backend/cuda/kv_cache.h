@@ -26,6 +26,10 @@ class CudaKvCache final : public backend::KvCache {
     return table_.set_blocks(seq, blocks, n_filled);
   }
 
+  // Through host memory, on the stream the forwards run on (synchronized).
+  Status read_positions(int32_t seq, int32_t n, const LayerSink& sink) override;
+  Status write_positions(int32_t seq, int32_t n, const LayerSource& source) override;
+
   backend::KvTable& table() { return table_; }
   // Unique over the process: a captured CUDA graph is keyed by it, never by the address of a
   // cache, which a later cache can reuse with other device buffers.
@@ -35,9 +39,12 @@ class CudaKvCache final : public backend::KvCache {
   KvLayer layer(int64_t layer) const;
 
  private:
-  explicit CudaKvCache(const backend::KvCacheSpec& spec);
+  CudaKvCache(const backend::KvCacheSpec& spec, gpu::stream_t stream);
+  // Copies positions [0, n) of `seq` of one layer between the pools and host k, v.
+  Status copy_layer(int32_t seq, int32_t n, int32_t layer, std::byte* k, std::byte* v, bool into_cache);
 
   uint64_t id_;
+  gpu::stream_t stream_;
   backend::KvTable table_;
   DeviceMemory k_;
   DeviceMemory v_;

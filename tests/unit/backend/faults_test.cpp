@@ -81,6 +81,8 @@ class NoCache final : public backend::KvCache {
   const backend::KvCacheSpec& spec() const override { return spec_; }
   void truncate(int32_t, int32_t) override {}
   Status set_blocks(int32_t, std::span<const int32_t>, int32_t) override { return {}; }
+  Status read_positions(int32_t, int32_t, const LayerSink&) override { return {}; }
+  Status write_positions(int32_t, int32_t, const LayerSource&) override { return {}; }
 
  private:
   backend::KvCacheSpec spec_;

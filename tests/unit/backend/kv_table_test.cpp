@@ -2,6 +2,9 @@
 // paged tables, the no-gap rule, capacity, truncation and the table version.
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <vector>
+
 #include "backend/kv_table.h"
 
 namespace gufo::backend {
@@ -83,6 +86,28 @@ TEST(KvTable, PagedTablesCapacityAndVersion) {
   EXPECT_NE(table.set_blocks(2, std::vector<int32_t>{1}, 0).error().message.find("out of range"), std::string::npos);
   KvTable contiguous(spec(1, 0));
   EXPECT_FALSE(contiguous.set_blocks(0, std::vector<int32_t>{0}, 0).ok());
+}
+
+// Saving a sequence walks its positions in runs that lie together in the pool: adjacent
+// blocks merge, a jump starts a new run.
+TEST(KvTable, TransfersWalkRunsOfAdjacentBlocks) {
+  KvTable table(spec(2, 8));
+  ASSERT_TRUE(table.set_blocks(0, std::vector<int32_t>{3, 4, 1, 2}, 0).ok());
+  std::vector<std::tuple<int32_t, int32_t, int64_t>> runs;
+  table.for_each_run(0, 50, [&](int32_t first, int32_t count, int64_t row) { runs.emplace_back(first, count, row); });
+  const std::vector<std::tuple<int32_t, int32_t, int64_t>> expected = {{0, 32, 48}, {32, 18, 16}};
+  EXPECT_EQ(runs, expected);
+  runs.clear();
+  table.for_each_run(0, 0, [&](int32_t first, int32_t count, int64_t row) { runs.emplace_back(first, count, row); });
+  EXPECT_TRUE(runs.empty());
+  // Reading stops at the fill level, writing at the blocks.
+  EXPECT_NE(table.check_transfer(0, 1, /*write=*/false).error().message.find("it holds 0"), std::string::npos);
+  EXPECT_TRUE(table.check_transfer(0, 64, /*write=*/true).ok());
+  EXPECT_NE(table.check_transfer(0, 65, /*write=*/true).error().message.find("its blocks hold 64"), std::string::npos);
+  EXPECT_FALSE(table.check_transfer(2, 1, /*write=*/true).ok());
+  table.set_filled(0, 20);
+  EXPECT_TRUE(table.check_transfer(0, 20, /*write=*/false).ok());
+  EXPECT_FALSE(table.check_transfer(0, 21, /*write=*/false).ok());
 }
 
 TEST(KvPool, SizedFromFreeMemory) {

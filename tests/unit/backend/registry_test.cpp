@@ -28,6 +28,8 @@ TEST(Registry, CreatesTheCpuBackendAndFallsBackFromAuto) {
   EXPECT_EQ(cpu->backend->capabilities().threads, 1);
   EXPECT_TRUE(cpu->backend->capabilities().batch_invariant);
   EXPECT_FALSE(cpu->backend->capabilities().device_memory);
+  EXPECT_EQ(cpu->backend->capabilities().numerics.rfind("CPU ", 0), 0u);  // and the kernel set
+  EXPECT_GT(cpu->backend->capabilities().numerics.size(), 4u);
   auto any = create_backend({.device = {.kind = DeviceChoice::Kind::Auto, .index = 0}, .threads = 1, .faults = {}});
   ASSERT_TRUE(any.ok());
   if (any->backend->name() == "cpu" && built_with_cuda()) {

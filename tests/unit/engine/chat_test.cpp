@@ -89,6 +89,45 @@ TEST(Chat, SecondTurnReusesThePrefixAndMatchesAFreshSession) {
   EXPECT_LT(chat.last_prefill_tokens(), cached_after_first);
 }
 
+// A chat saved after a turn and resumed in another session (another system prompt asked for:
+// the saved one wins) answers the next message as the chat that never stopped; a session file
+// of a run is not a chat's.
+TEST(Chat, AResumedChatAnswersAsTheChatThatNeverStopped) {
+  Loaded tiny("tiny-qwen3");
+  const std::string path = testing::process_temp_path("chat", ".gufo-session").string();
+  const SessionIdentity identity{.model = model_identity(tiny.model->file()), .build = "test"};
+  Chat whole = tiny.chat(256, 8, "You are terse.");
+  EXPECT_NE(whole.save(path, identity).error().message.find("nothing to save yet"), std::string::npos);
+  ASSERT_TRUE(whole.reply("Hello there", [](std::string_view) {}).ok());
+  ASSERT_TRUE(whole.save(path, identity).ok());
+  auto expected = whole.reply("And again?", [](std::string_view) {});
+  ASSERT_TRUE(expected.ok());
+
+  Chat resumed = tiny.chat(256, 8, "Another system prompt.");
+  const Status restored = resumed.resume(path, identity);
+  ASSERT_TRUE(restored.ok()) << restored.error().message;
+  ASSERT_EQ(resumed.messages().size(), 3u);
+  EXPECT_EQ(resumed.messages()[0]["content"], "You are terse.");
+  auto answer = resumed.reply("And again?", [](std::string_view) {});
+  ASSERT_TRUE(answer.ok());
+  EXPECT_EQ(answer->result.tokens, expected->result.tokens);
+  EXPECT_EQ(answer->text, expected->text);
+  EXPECT_EQ(resumed.messages(), whole.messages());
+  // Only the new message was evaluated: the saved keys and values were reused.
+  EXPECT_LT(resumed.last_prefill_tokens(), resumed.cached_tokens().size() / 2);
+
+  auto session = Session::create(*tiny.model, tiny.cpu, 256, DType::F32);
+  ASSERT_TRUE(session.ok());
+  const std::vector<int32_t> prompt = tiny.tok->encode("Hello", false);
+  ASSERT_TRUE(session->eval(prompt, false).ok());
+  std::vector<int32_t> tokens = prompt;
+  tokens.push_back(prompt[0]);
+  ASSERT_TRUE(save_session(path, *session, {.tokens = tokens, .generator = "", .note = ""}, identity).ok());
+  Chat other = tiny.chat(256, 8);
+  EXPECT_NE(other.resume(path, identity).error().message.find("not a chat session"), std::string::npos);
+  EXPECT_TRUE(other.cached_tokens().empty());
+}
+
 TEST(Chat, PrefixReuseGivesTheSameTokensAsOneColdPrefill) {
   Loaded tiny("tiny-llama");
   Chat warm = tiny.chat(256, 5);

@@ -239,6 +239,61 @@ TEST_F(GenerationCli, RunDraftModelWritesTheSameTextAndRefusesAnotherVocabulary)
       << other.err;
 }
 
+// A run saved with --session and continued from it writes what the run that never stopped
+// writes (sampled: the generator is saved too); files it cannot continue are one-line errors
+// and are left as they were.
+TEST_F(GenerationCli, RunSessionContinuesWhereTheSavedRunStopped) {
+  const std::string run = "run -m " + std::string(GUFO_TEST_DATA_DIR) + "/../../models/gufo-tiny-q8_0.gguf";
+  const std::string file = (dir() / "story.session").string();
+  const Output whole = gufo(run + " -p 'Once upon a time' -n 30 --temp 0.8 --seed 5");
+  const Output first = gufo(run + " -p 'Once upon a time' -n 12 --temp 0.8 --seed 5 --session " + file);
+  const Output rest = gufo(run + " -n 18 --temp 0.8 --session " + file);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  ASSERT_FALSE(first.out.empty());
+  EXPECT_EQ(first.out.substr(0, first.out.size() - 1) + rest.out, whole.out);  // less run's closing newline
+  EXPECT_NE(rest.err.find("prompt 1 tokens"), std::string::npos) << rest.err;  // the cache was reused
+  const std::string saved = slurp(file);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {run + " -n 4 --session " + file + " --cache-type f32", "(--cache-type)"},
+      {run + " -n 4 --session " + file + " -c 16", "the context holds 16 (-c)"},
+      {"run -m " + model("tiny-qwen3") + " -n 4 --session " + file, ": a session of another model ("},
+      {run + " -n 4 --session " + (dir() / "none.session").string(), "does not exist yet"}};
+  for (const auto& [args, expected] : refused) {
+    SCOPED_TRACE(args);
+    const Output result = gufo(args);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_EQ(lines(result.err), 1) << result.err;
+    EXPECT_NE(result.err.find(expected), std::string::npos) << result.err;
+  }
+  EXPECT_EQ(slurp(file), saved);
+  EXPECT_FALSE(fs::exists(dir() / "none.session"));
+}
+
+// A chat ended and started again with --session answers the next message as one that went on.
+TEST_F(GenerationCli, ChatSessionResumesTheConversation) {
+  const std::string chat =
+      "chat -m " + std::string(GUFO_TEST_DATA_DIR) + "/../../models/gufo-tiny-q8_0.gguf --temp 0 -n 24";
+  const std::string file = (dir() / "chat.session").string();
+  const Output whole = gufo(chat, "Tell me a story\nAnd another\n");
+  const Output first = gufo(chat + " --session " + file, "Tell me a story\n");
+  const Output second = gufo(chat + " --session " + file, "And another\n");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(first.out + second.out, whole.out);
+  EXPECT_NE(second.err.find("gufo chat: resumed 2 messages from " + file), std::string::npos) << second.err;
+  const Output run_file =
+      gufo("run -m " + std::string(GUFO_TEST_DATA_DIR) + "/../../models/gufo-tiny-q8_0.gguf -p hi -n 2 --session " +
+           (dir() / "run.session").string());
+  ASSERT_EQ(run_file.exit_code, 0) << run_file.err;
+  const Output not_chat = gufo(chat + " --session " + (dir() / "run.session").string(), "hello\n");
+  EXPECT_EQ(not_chat.exit_code, 1);
+  EXPECT_EQ(lines(not_chat.err), 1) << not_chat.err;
+  EXPECT_NE(not_chat.err.find("not a chat session"), std::string::npos) << not_chat.err;
+}
+
 TEST_F(GenerationCli, RunDrawsASeedUnlessGivenOnePrintsItAndItRepeatsTheRun) {
   const std::string args =
       "run -m " + model("tiny-qwen3") + " -p 'Hello world' -n 24 --temp 1.5 --top-k 0 --min-p 0 -v";

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -49,6 +50,21 @@ TEST(Sampler, SameSeedSameTokensOtherSeedOtherTokens) {
   };
   EXPECT_EQ(draw(42), draw(42));
   EXPECT_NE(draw(42), draw(43));
+}
+
+// A generator taken from one sampler and restored in another (another seed) draws on as the
+// first does; garbage is refused and leaves the generator as it was.
+TEST(Sampler, ARestoredGeneratorDrawsOnAsTheOriginal) {
+  const std::vector<float> logits = {1.0f, 1.1f, 0.9f, 1.05f, 0.95f, 1.0f};
+  Sampler original(plain(1.0f, 42));
+  for (int i = 0; i < 10; ++i) original.sample(logits);
+  Sampler resumed(plain(1.0f, 7));
+  ASSERT_TRUE(resumed.restore_generator(original.generator_state()).ok());
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(resumed.sample(logits), original.sample(logits)) << i;
+  const std::string before = resumed.generator_state();
+  EXPECT_FALSE(resumed.restore_generator("12 34 not a state").ok());
+  EXPECT_FALSE(resumed.restore_generator(before + " 99").ok());
+  EXPECT_EQ(resumed.generator_state(), before);
 }
 
 TEST(Sampler, DrawsFollowTheSoftmax) {

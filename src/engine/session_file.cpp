@@ -1,0 +1,250 @@
+// Session files (see session_file.h).
+#include "engine/session_file.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "core/fnv1a.h"
+
+namespace gufo::engine {
+
+namespace {
+
+constexpr std::string_view kMagic = "GUFOSESS";
+constexpr uint64_t kIdentitySample = 4096;
+// NOTE(session): bounds on what a file may claim before anything that size is allocated; a
+// generator state is ~7 KB of text, a chat's messages are the context's text and more.
+constexpr uint32_t kMaxIdentityBytes = 4096;
+constexpr uint32_t kMaxGeneratorBytes = 1 << 16;
+constexpr uint32_t kMaxNoteBytes = 1 << 28;
+
+std::string hex16(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// Appends to a file while hashing what it wrote; the first failure sticks.
+class Writer {
+ public:
+  explicit Writer(std::FILE* file) : file_(file) {}
+  void bytes(std::span<const std::byte> data) {
+    if (!ok_ || data.empty()) return;
+    ok_ = std::fwrite(data.data(), 1, data.size(), file_) == data.size();
+    hash_ = fnv1a_64(data, hash_);
+  }
+  template <class T>
+  void scalar(T value) {
+    bytes(std::as_bytes(std::span(&value, 1)));
+  }
+  void string(std::string_view text) {
+    scalar(static_cast<uint32_t>(text.size()));
+    bytes(std::as_bytes(std::span(text.data(), text.size())));
+  }
+  uint64_t hash() const { return hash_; }
+  bool ok() const { return ok_; }
+
+ private:
+  std::FILE* file_;
+  uint64_t hash_ = kFnv1a64Offset;
+  bool ok_ = true;
+};
+
+// Reads from a file while hashing what it read; errors say what was being read.
+class Reader {
+ public:
+  Reader(std::ifstream& in, std::string path) : in_(&in), path_(std::move(path)) {}
+  Status bytes(std::span<std::byte> out, std::string_view what) {
+    in_->read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+    if (static_cast<size_t>(in_->gcount()) != out.size()) {
+      return Error{path_ + ": truncated (the file ends inside " + std::string(what) + ")"};
+    }
+    hash_ = fnv1a_64(std::span<const std::byte>(out), hash_);
+    return {};
+  }
+  template <class T>
+  Result<T> scalar(std::string_view what) {
+    T value{};
+    GUFO_RETURN_IF_ERROR(bytes(std::as_writable_bytes(std::span(&value, 1)), what));
+    return value;
+  }
+  Result<std::string> string(std::string_view what, uint32_t max_bytes) {
+    GUFO_ASSIGN_OR_RETURN(const uint32_t size, scalar<uint32_t>(what));
+    if (size > max_bytes) {
+      return Error{path_ + ": " + std::string(what) + " of " + std::to_string(size) + " bytes (at most " +
+                   std::to_string(max_bytes) + ")"};
+    }
+    std::string text(size, '\0');
+    GUFO_RETURN_IF_ERROR(bytes(std::as_writable_bytes(std::span(text.data(), text.size())), what));
+    return text;
+  }
+  uint64_t hash() const { return hash_; }
+
+ private:
+  std::ifstream* in_;
+  std::string path_;
+  uint64_t hash_ = kFnv1a64Offset;
+};
+
+struct FileCloser {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+// What a session file says of its cache, checked against the session's before any keys and
+// values are read.
+Status check_cache(const std::string& path, const backend::KvCacheSpec& spec, std::string_view type,
+                   uint64_t n_layer, uint64_t n_embd_kv) {
+  const std::string_view ours = dtype_name(spec.type);
+  if (type != ours || n_layer != static_cast<uint64_t>(spec.n_layer) ||
+      n_embd_kv != static_cast<uint64_t>(spec.n_embd_kv)) {
+    return Error{path + ": a KV cache of " + std::to_string(n_layer) + " layers x " + std::to_string(n_embd_kv) +
+                 " " + std::string(type) + "; this session's is " + std::to_string(spec.n_layer) + " x " +
+                 std::to_string(spec.n_embd_kv) + " " + std::string(ours) +
+                 (type != ours ? " (--cache-type)" : " (another model)")};
+  }
+  return {};
+}
+
+Status write_body(Writer& out, const Session& session, const SessionState& state, const SessionIdentity& identity,
+                  int32_t n_kv) {
+  const backend::KvCacheSpec& spec = session.cache_spec();
+  out.bytes(std::as_bytes(std::span(kMagic.data(), kMagic.size())));
+  out.scalar(kSessionFileVersion);
+  out.string(identity.model);
+  out.string(identity.build);
+  out.string(dtype_name(spec.type));
+  out.scalar(static_cast<uint64_t>(spec.n_layer));
+  out.scalar(static_cast<uint64_t>(spec.n_embd_kv));
+  out.scalar(static_cast<uint32_t>(state.tokens.size()));
+  out.bytes(std::as_bytes(std::span(state.tokens)));
+  out.scalar(static_cast<uint32_t>(n_kv));
+  out.string(state.generator);
+  out.string(state.note);
+  GUFO_RETURN_IF_ERROR(session.save_positions(
+      n_kv, [&out](int32_t, std::span<const std::byte> k, std::span<const std::byte> v) -> Status {
+        out.bytes(k);
+        out.bytes(v);
+        return {};
+      }));
+  out.scalar(out.hash());
+  return {};
+}
+
+}  // namespace
+
+std::string model_identity(const gguf::File& file) {
+  uint64_t hash = fnv1a_64(file.bytes().first(static_cast<size_t>(file.data_offset())));
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    const std::span<const std::byte> data = tensor.bytes();
+    const uint64_t sample = std::min<uint64_t>(kIdentitySample, data.size());
+    for (const uint64_t at : {uint64_t{0}, (data.size() - sample) / 2, data.size() - sample}) {
+      hash = fnv1a_64(data.subspan(static_cast<size_t>(at), static_cast<size_t>(sample)), hash);
+    }
+  }
+  return "fnv1a64:" + hex16(hash);
+}
+
+Status save_session(const std::string& path, const Session& session, const SessionState& state,
+                    const SessionIdentity& identity) {
+  if (state.tokens.empty()) return Error{path + ": nothing to save (no tokens)"};
+  const auto n_kv =
+      static_cast<int32_t>(std::min<int64_t>(session.n_past(), static_cast<int64_t>(state.tokens.size()) - 1));
+  // NOTE(session): a temporary file beside the target, renamed over it only when complete and
+  // on disk, so that a failure leaves the previous session whole.
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(temporary.c_str(), "wb"));
+  if (!file) return Error{path + ": cannot write (" + std::string(std::strerror(errno)) + ")"};
+  Writer out(file.get());
+  Status written = write_body(out, session, state, identity, n_kv);
+  const int flushed = std::fflush(file.get());
+  const bool synced = flushed == 0 && ::fsync(::fileno(file.get())) == 0;
+  const int error = errno;
+  const bool closed = std::fclose(file.release()) == 0;
+  if (written.ok() && (!out.ok() || !synced || !closed)) {
+    written = Error{path + ": cannot write (" + std::string(std::strerror(error != 0 ? error : EIO)) + ")"};
+  }
+  std::error_code ignored;
+  if (!written.ok()) {
+    std::filesystem::remove(temporary, ignored);
+    return written;
+  }
+  std::filesystem::rename(temporary, path, ignored);
+  if (ignored) {
+    std::filesystem::remove(temporary, ignored);
+    return Error{path + ": cannot replace it (" + ignored.message() + ")"};
+  }
+  return {};
+}
+
+Result<LoadedSession> load_session(const std::string& path, Session& session, const SessionIdentity& identity) {
+  session.rewind(0);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path + ": cannot read the session (" + std::string(std::strerror(errno)) + ")"};
+  Reader read(in, path);
+  std::string magic(kMagic.size(), '\0');
+  if (!read.bytes(std::as_writable_bytes(std::span(magic.data(), magic.size())), "the header").ok() ||
+      magic != kMagic) {
+    return Error{path + ": not a Gufo session file"};
+  }
+  GUFO_ASSIGN_OR_RETURN(const uint32_t version, read.scalar<uint32_t>("the header"));
+  if (version != kSessionFileVersion) {
+    return Error{path + ": session format " + std::to_string(version) + "; this gufo reads " +
+                 std::to_string(kSessionFileVersion)};
+  }
+  GUFO_ASSIGN_OR_RETURN(const std::string model, read.string("the model's identity", kMaxIdentityBytes));
+  if (model != identity.model) {
+    return Error{path + ": a session of another model (" + model + "; this one is " + identity.model + ")"};
+  }
+  GUFO_ASSIGN_OR_RETURN(const std::string build, read.string("the build", kMaxIdentityBytes));
+  if (build != identity.build) {
+    return Error{path + ": saved by " + build + "; this is " + identity.build +
+                 " (its keys and values would not continue the same way)"};
+  }
+  GUFO_ASSIGN_OR_RETURN(const std::string type, read.string("the cache type", kMaxIdentityBytes));
+  GUFO_ASSIGN_OR_RETURN(const uint64_t n_layer, read.scalar<uint64_t>("the cache shape"));
+  GUFO_ASSIGN_OR_RETURN(const uint64_t n_embd_kv, read.scalar<uint64_t>("the cache shape"));
+  const backend::KvCacheSpec& spec = session.cache_spec();
+  GUFO_RETURN_IF_ERROR(check_cache(path, spec, type, n_layer, n_embd_kv));
+  GUFO_ASSIGN_OR_RETURN(const uint32_t n_tokens, read.scalar<uint32_t>("the token count"));
+  if (n_tokens == 0 || n_tokens > spec.n_ctx) {
+    return Error{path + ": " + std::to_string(n_tokens) + " tokens; the context holds " + std::to_string(spec.n_ctx) +
+                 (n_tokens == 0 ? "" : " (-c)")};
+  }
+  LoadedSession loaded;
+  loaded.state.tokens.resize(n_tokens);
+  GUFO_RETURN_IF_ERROR(read.bytes(std::as_writable_bytes(std::span(loaded.state.tokens)), "the tokens"));
+  GUFO_ASSIGN_OR_RETURN(const uint32_t n_kv, read.scalar<uint32_t>("the cached positions"));
+  if (n_kv >= n_tokens) {
+    return Error{path + ": " + std::to_string(n_kv) + " cached positions for " + std::to_string(n_tokens) + " tokens"};
+  }
+  GUFO_ASSIGN_OR_RETURN(loaded.state.generator, read.string("the generator state", kMaxGeneratorBytes));
+  GUFO_ASSIGN_OR_RETURN(loaded.state.note, read.string("the note", kMaxNoteBytes));
+  Status restored = session.restore_positions(
+      static_cast<int32_t>(n_kv), [&read](int32_t, std::span<std::byte> k, std::span<std::byte> v) -> Status {
+        GUFO_RETURN_IF_ERROR(read.bytes(k, "the keys and values"));
+        return read.bytes(v, "the keys and values");
+      });
+  const uint64_t expected = read.hash();
+  Result<uint64_t> checksum = restored.ok() ? read.scalar<uint64_t>("the checksum") : Result<uint64_t>(restored.error());
+  if (checksum.ok() && *checksum != expected) checksum = Error{path + ": corrupt (its checksum does not match)"};
+  if (checksum.ok() && in.peek() != std::ifstream::traits_type::eof()) {
+    checksum = Error{path + ": corrupt (bytes after the checksum)"};
+  }
+  if (!checksum.ok()) {
+    session.rewind(0);
+    return checksum.error();
+  }
+  loaded.n_kv = static_cast<int32_t>(n_kv);
+  return loaded;
+}
+
+}  // namespace gufo::engine
