@@ -101,13 +101,13 @@ struct FileCloser {
 
 // What a session file says of its cache, checked against the session's before any keys and
 // values are read.
-Status check_cache(const std::string& path, const backend::KvCacheSpec& spec, std::string_view type,
-                   uint64_t n_layer, uint64_t n_embd_kv) {
+Status check_cache(const std::string& path, const backend::KvCacheSpec& spec, std::string_view type, uint64_t n_layer,
+                   uint64_t n_embd_kv) {
   const std::string_view ours = dtype_name(spec.type);
   if (type != ours || n_layer != static_cast<uint64_t>(spec.n_layer) ||
       n_embd_kv != static_cast<uint64_t>(spec.n_embd_kv)) {
-    return Error{path + ": a KV cache of " + std::to_string(n_layer) + " layers x " + std::to_string(n_embd_kv) +
-                 " " + std::string(type) + "; this session's is " + std::to_string(spec.n_layer) + " x " +
+    return Error{path + ": a KV cache of " + std::to_string(n_layer) + " layers x " + std::to_string(n_embd_kv) + " " +
+                 std::string(type) + "; this session's is " + std::to_string(spec.n_layer) + " x " +
                  std::to_string(spec.n_embd_kv) + " " + std::string(ours) +
                  (type != ours ? " (--cache-type)" : " (another model)")};
   }
@@ -234,7 +234,8 @@ Result<LoadedSession> load_session(const std::string& path, Session& session, co
         return read.bytes(v, "the keys and values");
       });
   const uint64_t expected = read.hash();
-  Result<uint64_t> checksum = restored.ok() ? read.scalar<uint64_t>("the checksum") : Result<uint64_t>(restored.error());
+  Result<uint64_t> checksum =
+      restored.ok() ? read.scalar<uint64_t>("the checksum") : Result<uint64_t>(restored.error());
   if (checksum.ok() && *checksum != expected) checksum = Error{path + ": corrupt (its checksum does not match)"};
   if (checksum.ok() && in.peek() != std::ifstream::traits_type::eof()) {
     checksum = Error{path + ": corrupt (bytes after the checksum)"};

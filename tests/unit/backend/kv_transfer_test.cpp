@@ -20,7 +20,9 @@ std::unique_ptr<Backend> cpu_backend() {
 }
 
 // Distinct bytes for every layer, key or value, and offset.
-std::byte pattern(int32_t layer, int which, size_t i) { return static_cast<std::byte>((layer * 31 + which * 7 + i) & 0xff); }
+std::byte pattern(int32_t layer, int which, size_t i) {
+  return static_cast<std::byte>((layer * 31 + which * 7 + i) & 0xff);
+}
 
 KvCache::LayerSource fill_with_pattern() {
   return [](int32_t layer, std::span<std::byte> k, std::span<std::byte> v) -> Status {
@@ -33,21 +35,21 @@ KvCache::LayerSource fill_with_pattern() {
 // Every layer read back equals the pattern; returns the layers seen.
 int32_t expect_pattern(KvCache& cache, int32_t seq, int32_t n) {
   int32_t layers = 0;
-  const Status read = cache.read_positions(seq, n, [&](int32_t layer, std::span<const std::byte> k,
-                                                       std::span<const std::byte> v) -> Status {
-    EXPECT_EQ(layer, layers);
-    const size_t bytes = static_cast<size_t>(n) * cache.spec().n_embd_kv * cache.spec().elem_bytes();
-    EXPECT_EQ(k.size(), bytes);
-    EXPECT_EQ(v.size(), bytes);
-    for (size_t i = 0; i < k.size() && i < v.size(); ++i) {
-      if (k[i] != pattern(layer, 0, i) || v[i] != pattern(layer, 1, i)) {
-        ADD_FAILURE() << "layer " << layer << " byte " << i;
-        break;
-      }
-    }
-    ++layers;
-    return {};
-  });
+  const Status read = cache.read_positions(
+      seq, n, [&](int32_t layer, std::span<const std::byte> k, std::span<const std::byte> v) -> Status {
+        EXPECT_EQ(layer, layers);
+        const size_t bytes = static_cast<size_t>(n) * cache.spec().n_embd_kv * cache.spec().elem_bytes();
+        EXPECT_EQ(k.size(), bytes);
+        EXPECT_EQ(v.size(), bytes);
+        for (size_t i = 0; i < k.size() && i < v.size(); ++i) {
+          if (k[i] != pattern(layer, 0, i) || v[i] != pattern(layer, 1, i)) {
+            ADD_FAILURE() << "layer " << layer << " byte " << i;
+            break;
+          }
+        }
+        ++layers;
+        return {};
+      });
   EXPECT_TRUE(read.ok()) << read.error().message;
   return layers;
 }
