@@ -3,8 +3,12 @@
 // times after one warm-up and reports tokens/s mean ± stdev. Token ids are random (seeded),
 // as llama-bench's are; the depth is filled untimed before each run.
 // Decode steps take the greedy token on the device (Session::eval_greedy), as a generation
-// loop that samples greedily does. Tested by tests/unit/engine/cli_test.cpp; numbers go to
-// BENCHMARKS.md.
+// loop that samples greedily does.
+// With --spec ngram|draft (--draft-model D, --draft-max, --draft-min), the tg test instead
+// runs the generation loop itself (engine::generate, greedy) after a code prompt, once plainly
+// and once with drafts, and reports both and the drafts kept: the speed-up of speculative
+// decoding on this model and machine (random tokens would give lookups nothing to find).
+// Tested by tests/unit/engine/cli_test.cpp; numbers go to BENCHMARKS.md.
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -21,7 +25,10 @@
 #include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
+#include "cli/generation_flags.h"
+#include "engine/generate.h"
 #include "engine/model.h"
+#include "engine/model_draft.h"
 
 namespace gufo::cli {
 
@@ -35,7 +42,14 @@ struct BenchOptions {
   int32_t reps = 3;
   std::string output = "md";
   BackendFlags backend;
+  SpecFlags spec;
 };
+
+// NOTE(bench): a code continuation, where prompt lookup finds the most (session 25's serving
+// benchmark uses the same kind of prompt).
+constexpr const char* kSpecPrompt =
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n    return a * "
+    "b\n\ndef div(a, b):\n";
 
 Result<std::vector<int64_t>> parse_list(const std::string& text, const char* flag, int64_t min) {
   std::vector<int64_t> values;
@@ -59,6 +73,7 @@ struct TestResult {
   std::string name;
   int64_t n_prompt = 0, n_gen = 0, depth = 0;
   std::vector<double> tokens_per_s;
+  int64_t drafted = 0, accepted = 0;  // a speculative tg test's drafts, over its timed runs
   double mean() const {
     double sum = 0;
     for (double v : tokens_per_s) sum += v;
@@ -74,6 +89,16 @@ struct TestResult {
 };
 
 using Clock = std::chrono::steady_clock;
+
+// The test's name, and for a speculative one the share of its drafts that were kept.
+std::string test_label(const TestResult& r) {
+  if (r.drafted == 0) return r.name;
+  char kept[64];
+  std::snprintf(kept, sizeof kept, " (%.0f%% of %lld drafts kept)",
+                100.0 * static_cast<double>(r.accepted) / static_cast<double>(r.drafted),
+                static_cast<long long>(r.drafted));
+  return r.name + kept;
+}
 
 // One run: fill `depth` untimed, then time `n_prompt` tokens as one batch or `n_gen` decode steps.
 Result<double> run_once(const engine::Model& model, backend::Backend& backend, DType cache_type, int64_t depth,
@@ -103,6 +128,68 @@ Result<double> run_once(const engine::Model& model, backend::Backend& backend, D
   return static_cast<double>(n_gen) / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A generation of n_gen tokens (greedy, through engine::generate) after the code prompt at
+// `depth` (filled with random tokens, untimed): tokens/s from the first logits on, as gufo run
+// reports it.
+struct GenerateRun {
+  double tokens_per_s = 0;
+  int64_t drafted = 0, accepted = 0;
+};
+
+Result<GenerateRun> generate_once(const engine::Model& model, backend::Backend& backend,
+                                  const tokenizer::Tokenizer& tok, DType cache_type, int64_t depth, int64_t n_gen,
+                                  const engine::SpecOptions& spec, std::mt19937& rng) {
+  std::vector<int32_t> prompt = tok.encode(kSpecPrompt, /*parse_special=*/false);
+  const int64_t n_ctx = depth + static_cast<int64_t>(prompt.size()) + n_gen + 1;
+  GUFO_ASSIGN_OR_RETURN(engine::Session session, engine::Session::create(model, backend, n_ctx, cache_type));
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.hparams().n_vocab - 1));
+  for (int64_t filled = 0; filled < depth;) {
+    std::vector<int32_t> chunk(static_cast<size_t>(std::min<int64_t>(512, depth - filled)));
+    for (int32_t& id : chunk) id = token(rng);
+    GUFO_RETURN_IF_ERROR(session.eval(chunk, false));
+    filled += static_cast<int64_t>(chunk.size());
+  }
+  engine::GenerateOptions options;
+  options.n_predict = static_cast<int32_t>(n_gen);
+  options.sampler.temperature = 0.0f;
+  options.spec = spec;
+  GUFO_ASSIGN_OR_RETURN(engine::GenerateResult result,
+                        engine::generate(session, tok, prompt, options, [](std::string_view) {}));
+  const double seconds = result.timings.generation_seconds;
+  return GenerateRun{.tokens_per_s = seconds > 0 ? static_cast<double>(result.tokens.size()) / seconds : 0.0,
+                     .drafted = result.drafted,
+                     .accepted = result.accepted};
+}
+
+// The tg test at `depth` with --spec: plain, then with drafts, through the generation loop.
+Result<std::vector<TestResult>> spec_tests(const BenchOptions& o, const engine::Model& model, ChosenBackend& chosen,
+                                           const tokenizer::Tokenizer& tok, engine::ModelDrafter* drafter,
+                                           int64_t depth) {
+  std::vector<TestResult> results;
+  for (const bool drafting : {false, true}) {
+    TestResult r;
+    r.n_gen = o.n_gen;
+    r.depth = depth;
+    r.name = "tg" + std::to_string(o.n_gen) + " " +
+             std::string(engine::spec_mode_name(drafting ? o.spec.spec.mode : engine::SpecMode::None)) +
+             (depth > 0 ? " @ d" + std::to_string(depth) : "");
+    engine::SpecOptions spec = o.spec.spec;
+    if (!drafting) spec.mode = engine::SpecMode::None;
+    spec.drafter = drafter;
+    std::mt19937 rng(1234);
+    for (int32_t rep = -1; rep < o.reps; ++rep) {  // rep -1: warm-up, not counted
+      GUFO_ASSIGN_OR_RETURN(GenerateRun run,
+                            generate_once(model, *chosen.backend, tok, chosen.cache_type, depth, o.n_gen, spec, rng));
+      if (rep < 0) continue;
+      r.tokens_per_s.push_back(run.tokens_per_s);
+      r.drafted += run.drafted;
+      r.accepted += run.accepted;
+    }
+    results.push_back(r);
+  }
+  return results;
+}
+
 int run_bench(const BenchOptions& options) {
   auto model_path = model_or_default(options.model_path);
   if (!model_path.ok()) return report_error(model_path.error());
@@ -115,14 +202,32 @@ int run_bench(const BenchOptions& options) {
   if (!depths.ok()) return report_error(depths.error());
   auto chosen = make_backend(o.backend, "bench");
   if (!chosen.ok()) return report_error(chosen.error());
-  auto model = load_model(*chosen, o.model_path);
+  const bool speculative = o.spec.spec.mode != engine::SpecMode::None && o.n_gen > 0;
+  // With --spec the tokenizer comes too (checked against the model): the tg test generates.
+  Result<GenerationModel> loaded = Error{""};
+  if (speculative) {
+    loaded = load_generation_model(o.model_path, *chosen);
+  } else if (auto plain = load_model(*chosen, o.model_path); plain.ok()) {
+    loaded = GenerationModel{.model = std::move(plain).value(), .tokenizer = nullptr};
+  } else {
+    loaded = plain.error();
+  }
   backend::Backend& backend = *chosen->backend;  // after loading: auto may have fallen back
   const backend::Capabilities caps = backend.capabilities();
-  if (!model.ok()) return report_error(model.error());
-  const model::HParams& hp = (*model)->hparams();
+  if (!loaded.ok()) return report_error(loaded.error());
+  const std::unique_ptr<engine::Model>& model = loaded->model;
+  const model::HParams& hp = model->hparams();
+  std::unique_ptr<LoadedDraft> draft;
+  if (speculative) {
+    int64_t deepest = 0;
+    for (int64_t depth : *depths) deepest = std::max(deepest, depth);
+    auto made = load_draft(o.spec, *chosen, *loaded->tokenizer, deepest + o.n_gen + 256);
+    if (!made.ok()) return report_error(made.error());
+    draft = std::move(made).value();
+  }
 
   uint64_t n_params = 0, n_bytes = 0;
-  for (const gguf::TensorInfo& t : (*model)->file().tensors()) {
+  for (const gguf::TensorInfo& t : model->file().tensors()) {
     n_params += t.n_elements;
     n_bytes += t.n_bytes;
   }
@@ -132,7 +237,7 @@ int run_bench(const BenchOptions& options) {
     for (int64_t p : *prompts) {
       if (p > 0) tests.emplace_back(p, 0);
     }
-    if (o.n_gen > 0) tests.emplace_back(0, o.n_gen);
+    if (o.n_gen > 0 && !speculative) tests.emplace_back(0, o.n_gen);
     for (auto [n_prompt, n_gen] : tests) {
       TestResult r;
       r.n_prompt = n_prompt;
@@ -146,18 +251,23 @@ int run_bench(const BenchOptions& options) {
       }
       std::mt19937 rng(1234);
       for (int32_t rep = -1; rep < o.reps; ++rep) {  // rep -1: warm-up, not counted
-        auto tps = run_once(**model, backend, chosen->cache_type, depth, n_prompt, n_gen, rng);
+        auto tps = run_once(*model, backend, chosen->cache_type, depth, n_prompt, n_gen, rng);
         if (!tps.ok()) return report_error(tps.error());
         if (rep >= 0) r.tokens_per_s.push_back(*tps);
       }
       results.push_back(r);
+    }
+    if (speculative) {
+      auto both = spec_tests(o, *model, *chosen, *loaded->tokenizer, draft ? draft->drafter.get() : nullptr, depth);
+      if (!both.ok()) return report_error(both.error());
+      results.insert(results.end(), both->begin(), both->end());
     }
   }
 
   const std::string type = [&] {
     // The most common weight type among 2-D tensors names the file, as llama-bench does with ftype.
     std::map<std::string, uint64_t> bytes;
-    for (const gguf::TensorInfo& t : (*model)->file().tensors()) {
+    for (const gguf::TensorInfo& t : model->file().tensors()) {
       if (t.n_dims >= 2) bytes[std::string(dtype_name(t.type))] += t.n_bytes;
     }
     std::string best;
@@ -184,7 +294,9 @@ int run_bench(const BenchOptions& options) {
                      {"depth", r.depth},
                      {"tokens_per_s", r.tokens_per_s},
                      {"mean", r.mean()},
-                     {"stdev", r.stdev()}});
+                     {"stdev", r.stdev()},
+                     {"drafted", r.drafted},
+                     {"accepted", r.accepted}});
     }
     std::cout << out.dump(2) << '\n';
     return 0;
@@ -194,7 +306,7 @@ int run_bench(const BenchOptions& options) {
   for (const TestResult& r : results) {
     std::printf("| %s %s | %.2f MiB | %.2f M | %s | %d | %s | %s | %.2f ± %.2f |\n", hp.arch_name.c_str(), type.c_str(),
                 static_cast<double>(n_bytes) / (1 << 20), static_cast<double>(n_params) / 1e6, caps.backend.c_str(),
-                caps.threads, caps.device.c_str(), r.name.c_str(), r.mean(), r.stdev());
+                caps.threads, caps.device.c_str(), test_label(r).c_str(), r.mean(), r.stdev());
   }
   return 0;
 }
@@ -212,6 +324,7 @@ Command register_bench(CLI::App& root) {
   app->add_option("-d,--depth", o->depths, "context depths, comma-separated");
   app->add_option("-r,--repetitions", o->reps, "timed runs per test")->check(CLI::Range(1, 1000));
   app->add_option("-o,--output", o->output, "md or json");
+  add_spec_flags(*app, o->spec);
   add_backend_flags(*app, o->backend);
   return Command{app, [o] { return run_bench(*o); }};
 }

@@ -365,6 +365,32 @@ TEST_F(GenerationCli, BenchReportsTheBackendAndEveryTest) {
   EXPECT_EQ(bad.err, "gufo: error: --device tpu: expected cpu, cuda, cuda:N or auto\n");
 }
 
+// With --spec the tg test runs the generation loop plainly and with drafts, and says how many
+// drafts were kept (on the shipped model's code continuation, most are; --draft-min 2 drafts
+// wherever the lookup finds something, whatever the timings say).
+TEST_F(GenerationCli, BenchSpecReportsPlainAndDraftedDecodingAndTheDraftsKept) {
+  const std::string shipped = std::string(GUFO_TEST_DATA_DIR) + "/../../models/gufo-tiny-q8_0.gguf";
+  const Output json =
+      gufo("bench -m " + shipped + " --device cpu -t 2 -p 0 -n 32 -d 0,64 -r 1 -o json --spec ngram --draft-min 2");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json tests = nlohmann::json::parse(json.out);
+  ASSERT_EQ(tests.size(), 4u);  // tg32 none, tg32 ngram, and both @ d64
+  EXPECT_EQ(tests[0]["test"], "tg32 none");
+  EXPECT_EQ(tests[1]["test"], "tg32 ngram");
+  EXPECT_EQ(tests[3]["test"], "tg32 ngram @ d64");
+  for (const auto& t : tests) {
+    ASSERT_EQ(t["tokens_per_s"].size(), 1u);
+    EXPECT_GT(t["tokens_per_s"][0].get<double>(), 0.0);
+    EXPECT_LE(t["accepted"].get<int64_t>(), t["drafted"].get<int64_t>());
+  }
+  EXPECT_EQ(tests[0]["drafted"], 0);
+  EXPECT_GT(tests[1]["accepted"].get<int64_t>(), 8) << tests[1];
+  const Output md = gufo("bench -m " + shipped + " --device cpu -p 0 -n 16 -r 1 --spec ngram");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| tg16 ngram ("), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find(" drafts kept) |"), std::string::npos) << md.out;
+}
+
 TEST_F(GenerationCli, ChatBadInputIsOneLine) {
   const Output full = gufo("chat -m " + model("tiny-qwen3") + " -c 16 -n 2", std::string(300, 'q') + "\n");
   EXPECT_EQ(full.exit_code, 1);
