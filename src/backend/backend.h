@@ -93,8 +93,9 @@ class KvCache {
   using LayerSource = std::function<Status(int32_t layer, std::span<std::byte> k, std::span<std::byte> v)>;
   // Hands the layers to `sink` in order; n is at most the sequence's fill level.
   virtual Status read_positions(int32_t seq, int32_t n, const LayerSink& sink) = 0;
-  // Fills the layers from `source` in order; the sequence's blocks must hold n positions. Its
-  // fill level becomes n, or 0 when `source` or a copy fails partway.
+  // Fills the layers from `source` in order; the sequence's blocks must hold n positions (and
+  // be its own: blocks shared with another sequence are overwritten for it too). Its fill
+  // level becomes n, or 0 when `source` or a copy fails partway.
   virtual Status write_positions(int32_t seq, int32_t n, const LayerSource& source) = 0;
 };
 

@@ -44,10 +44,9 @@ class KvTable {
   // Saving and restoring (KvCache::read_positions, write_positions): whether positions
   // [0, n) of `seq` may be read (n <= its fill level) or written (n <= its capacity); then
   // those positions as runs that lie together in the pool, fn(first position, count, first
-  // pool row), in position order; and after a write, its fill level.
+  // pool row), in position order.
   Status check_transfer(int32_t seq, int32_t n, bool write) const;
   void for_each_run(int32_t seq, int32_t n, const std::function<void(int32_t, int32_t, int64_t)>& fn) const;
-  void set_filled(int32_t seq, int32_t n) { filled_[static_cast<size_t>(seq)] = n; }
   // KvCache::read_positions and write_positions over a backend's own copy of one layer's
   // positions [0, n) between its pools and host k, v ([n, n_embd_kv] each): the checks, the
   // host buffers, the layer loop and the fill level, in one place.
@@ -63,6 +62,8 @@ class KvTable {
   uint64_t tables_version() const { return tables_version_; }
 
  private:
+  void set_filled(int32_t seq, int32_t n) { filled_[static_cast<size_t>(seq)] = n; }
+
   KvCacheSpec spec_;
   int64_t n_blocks_;
   int32_t block_shift_;

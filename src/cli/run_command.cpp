@@ -52,29 +52,59 @@ struct RunContext {
   std::string generator;         // a resumed sampler generator ("": from the seed)
 };
 
-// Fills the session from --session FILE when it exists (checked against this model and build)
-// and appends -p; else tokenizes -p alone.
+// A run's note in its session file (SessionState::note): how it ended, so that a resumed run
+// never goes on past an end the saved run had reached.
+std::string run_note(engine::StopReason reason) {
+  return nlohmann::json{{"stop", std::string(engine::stop_reason_name(reason))}}.dump();
+}
+
+// Restores --session FILE into `session` (checked against this model and build): the context
+// past its cache to evaluate again, its generator. A run that ended (an end token, a stop
+// string) goes on only from new text (`appending`); a chat's file is gufo chat's to continue.
+Result<RunContext> resumed_context(const RunOptions& options, const engine::SessionIdentity& identity,
+                                   engine::Session& session, bool appending) {
+  const std::string& path = options.session_path;
+  GUFO_ASSIGN_OR_RETURN(engine::LoadedSession loaded, engine::load_session(path, session, identity));
+  const auto note = nlohmann::json::parse(loaded.state.note, nullptr, /*allow_exceptions=*/false);
+  const std::string stop = note.is_object() && note.contains("stop") && note["stop"].is_string() ? note["stop"] : "";
+  Status usable;
+  if (note.is_object() && note.contains("messages")) {
+    usable = Error{path + ": a chat session (gufo chat --session continues it)"};
+  } else if ((stop == "eog" || stop == "stop") && !appending) {
+    usable = Error{path + ": the saved run ended (" + (stop == "eog" ? "an end-of-generation token" : "a stop string") +
+                   "); -p gives it text to continue from"};
+  } else if (!options.grammar_path.empty() || !options.json_schema_path.empty()) {
+    usable = Error{path + ": a constrained run is not resumed (the grammar would start over mid-answer)"};
+  }
+  if (!usable.ok()) {
+    session.rewind(0);
+    return usable.error();
+  }
+  RunContext context;
+  const std::vector<int32_t>& tokens = loaded.state.tokens;
+  context.earlier.assign(tokens.begin(), tokens.begin() + loaded.n_kv);
+  context.prompt.assign(tokens.begin() + loaded.n_kv, tokens.end());
+  if (!options.sampler.seed) context.generator = std::move(loaded.state.generator);  // --seed starts afresh
+  return context;
+}
+
+// Resumes --session FILE when it exists and appends -p; else tokenizes -p alone (with BOS).
 Result<RunContext> run_context(const RunOptions& options, const engine::Model& model, const tokenizer::Tokenizer& tok,
                                const backend::Backend& backend, engine::Session& session) {
-  RunContext context;
-  const bool resuming = !options.session_path.empty() && std::filesystem::exists(options.session_path);
-  if (!resuming) {
-    if (tok.vocab().add_bos) context.prompt.push_back(tok.vocab().bos_id);
-  } else {
-    GUFO_ASSIGN_OR_RETURN(engine::LoadedSession loaded,
-                          engine::load_session(options.session_path, session, session_identity(model, backend)));
-    const std::vector<int32_t>& tokens = loaded.state.tokens;
-    context.earlier.assign(tokens.begin(), tokens.begin() + loaded.n_kv);
-    context.prompt.assign(tokens.begin() + loaded.n_kv, tokens.end());
-    if (!options.sampler.seed) context.generator = std::move(loaded.state.generator);  // --seed starts afresh
-  }
   const std::vector<int32_t> body = tok.encode(options.prompt, /*parse_special=*/true);
-  context.prompt.insert(context.prompt.end(), body.begin(), body.end());
-  if (context.prompt.empty()) {
+  const bool resuming = !options.session_path.empty() && std::filesystem::exists(options.session_path);
+  if (!resuming && body.empty()) {
     return Error{options.session_path.empty() ? "-p: a prompt is needed"
                                               : "-p: a prompt is needed (" + options.session_path +
                                                     " does not exist yet: there is no saved run to continue)"};
   }
+  RunContext context;
+  if (resuming) {
+    GUFO_ASSIGN_OR_RETURN(context, resumed_context(options, session_identity(model, backend), session, !body.empty()));
+  } else if (tok.vocab().add_bos) {
+    context.prompt.push_back(tok.vocab().bos_id);
+  }
+  context.prompt.insert(context.prompt.end(), body.begin(), body.end());
   const int64_t total = static_cast<int64_t>(context.earlier.size() + context.prompt.size());
   if (total >= session.context_size()) {
     return Error{std::string(resuming ? "--session: the saved context and -p have " : "-p: the prompt has ") +
@@ -83,10 +113,11 @@ Result<RunContext> run_context(const RunOptions& options, const engine::Model& m
   return context;
 }
 
-// Saves the run to --session FILE: its context and generated tokens, and the generator.
+// Saves the run to --session FILE: its context and generated tokens, the generator, its end.
 Status save_run(const RunOptions& options, const RunContext& context, const engine::GenerateResult& result,
                 const engine::Model& model, const backend::Backend& backend, const engine::Session& session) {
-  engine::SessionState state{.tokens = context.earlier, .generator = result.generator_state, .note = ""};
+  engine::SessionState state{
+      .tokens = context.earlier, .generator = result.generator_state, .note = run_note(result.reason)};
   state.tokens.insert(state.tokens.end(), context.prompt.begin(), context.prompt.end());
   state.tokens.insert(state.tokens.end(), result.tokens.begin(), result.tokens.end());
   return engine::save_session(options.session_path, session, state, session_identity(model, backend));

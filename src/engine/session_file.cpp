@@ -1,6 +1,7 @@
 // Session files (see session_file.h).
 #include "engine/session_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,8 +39,8 @@ class Writer {
  public:
   explicit Writer(std::FILE* file) : file_(file) {}
   void bytes(std::span<const std::byte> data) {
-    if (!ok_ || data.empty()) return;
-    ok_ = std::fwrite(data.data(), 1, data.size(), file_) == data.size();
+    if (error_ != 0 || data.empty()) return;
+    if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) error_ = errno != 0 ? errno : EIO;
     hash_ = fnv1a_64(data, hash_);
   }
   template <class T>
@@ -50,27 +51,40 @@ class Writer {
     scalar(static_cast<uint32_t>(text.size()));
     bytes(std::as_bytes(std::span(text.data(), text.size())));
   }
+  // Flushes, syncs to disk and closes: the errno of the first failure so far, 0 if none.
+  int finish() {
+    if (error_ == 0 && std::fflush(file_) != 0) error_ = errno;
+    if (error_ == 0 && ::fsync(::fileno(file_)) != 0) error_ = errno;
+    if (std::fclose(file_) != 0 && error_ == 0) error_ = errno;
+    file_ = nullptr;
+    return error_;
+  }
   uint64_t hash() const { return hash_; }
-  bool ok() const { return ok_; }
 
  private:
   std::FILE* file_;
   uint64_t hash_ = kFnv1a64Offset;
-  bool ok_ = true;
+  int error_ = 0;
 };
 
 // Reads from a file while hashing what it read; errors say what was being read.
 class Reader {
  public:
-  Reader(std::ifstream& in, std::string path) : in_(&in), path_(std::move(path)) {}
+  Reader(std::ifstream& in, std::string path, uint64_t size) : in_(&in), path_(std::move(path)), left_(size) {}
+  // Whether `n` more bytes are there, checked before anything that size is allocated.
+  Status need(uint64_t n, std::string_view what) const {
+    if (n > left_) return Error{path_ + ": truncated (the file ends inside " + std::string(what) + ")"};
+    return {};
+  }
   Status bytes(std::span<std::byte> out, std::string_view what) {
+    GUFO_RETURN_IF_ERROR(need(out.size(), what));
     in_->read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
-    if (static_cast<size_t>(in_->gcount()) != out.size()) {
-      return Error{path_ + ": truncated (the file ends inside " + std::string(what) + ")"};
-    }
+    if (static_cast<size_t>(in_->gcount()) != out.size()) return need(UINT64_MAX, what);
+    left_ -= out.size();
     hash_ = fnv1a_64(std::span<const std::byte>(out), hash_);
     return {};
   }
+  uint64_t left() const { return left_; }
   template <class T>
   Result<T> scalar(std::string_view what) {
     T value{};
@@ -83,6 +97,7 @@ class Reader {
       return Error{path_ + ": " + std::string(what) + " of " + std::to_string(size) + " bytes (at most " +
                    std::to_string(max_bytes) + ")"};
     }
+    GUFO_RETURN_IF_ERROR(need(size, what));
     std::string text(size, '\0');
     GUFO_RETURN_IF_ERROR(bytes(std::as_writable_bytes(std::span(text.data(), text.size())), what));
     return text;
@@ -92,11 +107,8 @@ class Reader {
  private:
   std::ifstream* in_;
   std::string path_;
+  uint64_t left_;  // bytes not read yet
   uint64_t hash_ = kFnv1a64Offset;
-};
-
-struct FileCloser {
-  void operator()(std::FILE* file) const { std::fclose(file); }
 };
 
 // What a session file says of its cache, checked against the session's before any keys and
@@ -139,57 +151,9 @@ Status write_body(Writer& out, const Session& session, const SessionState& state
   return {};
 }
 
-}  // namespace
-
-std::string model_identity(const gguf::File& file) {
-  uint64_t hash = fnv1a_64(file.bytes().first(static_cast<size_t>(file.data_offset())));
-  for (const gguf::TensorInfo& tensor : file.tensors()) {
-    const std::span<const std::byte> data = tensor.bytes();
-    const uint64_t sample = std::min<uint64_t>(kIdentitySample, data.size());
-    for (const uint64_t at : {uint64_t{0}, (data.size() - sample) / 2, data.size() - sample}) {
-      hash = fnv1a_64(data.subspan(static_cast<size_t>(at), static_cast<size_t>(sample)), hash);
-    }
-  }
-  return "fnv1a64:" + hex16(hash);
-}
-
-Status save_session(const std::string& path, const Session& session, const SessionState& state,
-                    const SessionIdentity& identity) {
-  if (state.tokens.empty()) return Error{path + ": nothing to save (no tokens)"};
-  const auto n_kv =
-      static_cast<int32_t>(std::min<int64_t>(session.n_past(), static_cast<int64_t>(state.tokens.size()) - 1));
-  // NOTE(session): a temporary file beside the target, renamed over it only when complete and
-  // on disk, so that a failure leaves the previous session whole.
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(temporary.c_str(), "wb"));
-  if (!file) return Error{path + ": cannot write (" + std::string(std::strerror(errno)) + ")"};
-  Writer out(file.get());
-  Status written = write_body(out, session, state, identity, n_kv);
-  const int flushed = std::fflush(file.get());
-  const bool synced = flushed == 0 && ::fsync(::fileno(file.get())) == 0;
-  const int error = errno;
-  const bool closed = std::fclose(file.release()) == 0;
-  if (written.ok() && (!out.ok() || !synced || !closed)) {
-    written = Error{path + ": cannot write (" + std::string(std::strerror(error != 0 ? error : EIO)) + ")"};
-  }
-  std::error_code ignored;
-  if (!written.ok()) {
-    std::filesystem::remove(temporary, ignored);
-    return written;
-  }
-  std::filesystem::rename(temporary, path, ignored);
-  if (ignored) {
-    std::filesystem::remove(temporary, ignored);
-    return Error{path + ": cannot replace it (" + ignored.message() + ")"};
-  }
-  return {};
-}
-
-Result<LoadedSession> load_session(const std::string& path, Session& session, const SessionIdentity& identity) {
-  session.rewind(0);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot read the session (" + std::string(std::strerror(errno)) + ")"};
-  Reader read(in, path);
+// The header: a session file of this model, made by this build, for a cache of this shape.
+Status read_identity(Reader& read, const std::string& path, const SessionIdentity& identity,
+                     const backend::KvCacheSpec& spec) {
   std::string magic(kMagic.size(), '\0');
   if (!read.bytes(std::as_writable_bytes(std::span(magic.data(), magic.size())), "the header").ok() ||
       magic != kMagic) {
@@ -212,13 +176,17 @@ Result<LoadedSession> load_session(const std::string& path, Session& session, co
   GUFO_ASSIGN_OR_RETURN(const std::string type, read.string("the cache type", kMaxIdentityBytes));
   GUFO_ASSIGN_OR_RETURN(const uint64_t n_layer, read.scalar<uint64_t>("the cache shape"));
   GUFO_ASSIGN_OR_RETURN(const uint64_t n_embd_kv, read.scalar<uint64_t>("the cache shape"));
-  const backend::KvCacheSpec& spec = session.cache_spec();
-  GUFO_RETURN_IF_ERROR(check_cache(path, spec, type, n_layer, n_embd_kv));
+  return check_cache(path, spec, type, n_layer, n_embd_kv);
+}
+
+// The tokens, the cached positions among them, the generator and the note.
+Result<LoadedSession> read_context(Reader& read, const std::string& path, const backend::KvCacheSpec& spec) {
   GUFO_ASSIGN_OR_RETURN(const uint32_t n_tokens, read.scalar<uint32_t>("the token count"));
   if (n_tokens == 0 || n_tokens > spec.n_ctx) {
     return Error{path + ": " + std::to_string(n_tokens) + " tokens; the context holds " + std::to_string(spec.n_ctx) +
                  (n_tokens == 0 ? "" : " (-c)")};
   }
+  GUFO_RETURN_IF_ERROR(read.need(uint64_t{n_tokens} * sizeof(int32_t), "the tokens"));
   LoadedSession loaded;
   loaded.state.tokens.resize(n_tokens);
   GUFO_RETURN_IF_ERROR(read.bytes(std::as_writable_bytes(std::span(loaded.state.tokens)), "the tokens"));
@@ -226,25 +194,97 @@ Result<LoadedSession> load_session(const std::string& path, Session& session, co
   if (n_kv >= n_tokens) {
     return Error{path + ": " + std::to_string(n_kv) + " cached positions for " + std::to_string(n_tokens) + " tokens"};
   }
+  loaded.n_kv = static_cast<int32_t>(n_kv);
   GUFO_ASSIGN_OR_RETURN(loaded.state.generator, read.string("the generator state", kMaxGeneratorBytes));
   GUFO_ASSIGN_OR_RETURN(loaded.state.note, read.string("the note", kMaxNoteBytes));
-  Status restored = session.restore_positions(
-      static_cast<int32_t>(n_kv), [&read](int32_t, std::span<std::byte> k, std::span<std::byte> v) -> Status {
-        GUFO_RETURN_IF_ERROR(read.bytes(k, "the keys and values"));
-        return read.bytes(v, "the keys and values");
-      });
+  return loaded;
+}
+
+// The keys and values into `session`, then the checksum over the whole file.
+Status read_cache(Reader& read, const std::string& path, Session& session, int32_t n_kv) {
+  const backend::KvCacheSpec& spec = session.cache_spec();
+  const uint64_t cache_bytes = 2 * static_cast<uint64_t>(spec.n_layer) * static_cast<uint64_t>(n_kv) *
+                               static_cast<uint64_t>(spec.n_embd_kv) * spec.elem_bytes();
+  GUFO_RETURN_IF_ERROR(read.need(cache_bytes + sizeof(uint64_t), "the keys and values"));
+  const auto layer = [&read](int32_t, std::span<std::byte> k, std::span<std::byte> v) -> Status {
+    GUFO_RETURN_IF_ERROR(read.bytes(k, "the keys and values"));
+    return read.bytes(v, "the keys and values");
+  };
+  GUFO_RETURN_IF_ERROR(session.restore_positions(n_kv, layer));
   const uint64_t expected = read.hash();
-  Result<uint64_t> checksum =
-      restored.ok() ? read.scalar<uint64_t>("the checksum") : Result<uint64_t>(restored.error());
-  if (checksum.ok() && *checksum != expected) checksum = Error{path + ": corrupt (its checksum does not match)"};
-  if (checksum.ok() && in.peek() != std::ifstream::traits_type::eof()) {
-    checksum = Error{path + ": corrupt (bytes after the checksum)"};
+  GUFO_ASSIGN_OR_RETURN(const uint64_t checksum, read.scalar<uint64_t>("the checksum"));
+  if (checksum != expected) return Error{path + ": corrupt (its checksum does not match)"};
+  if (read.left() > 0) return Error{path + ": corrupt (bytes after the checksum)"};
+  return {};
+}
+
+}  // namespace
+
+std::string model_identity(const gguf::File& file) {
+  uint64_t hash = fnv1a_64(file.bytes().first(static_cast<size_t>(file.data_offset())));
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    const std::span<const std::byte> data = tensor.bytes();
+    const uint64_t sample = std::min<uint64_t>(kIdentitySample, data.size());
+    for (const uint64_t at : {uint64_t{0}, (data.size() - sample) / 2, data.size() - sample}) {
+      hash = fnv1a_64(data.subspan(static_cast<size_t>(at), static_cast<size_t>(sample)), hash);
+    }
   }
-  if (!checksum.ok()) {
+  return "fnv1a64:" + hex16(hash);
+}
+
+Status save_session(const std::string& path, const Session& session, const SessionState& state,
+                    const SessionIdentity& identity) {
+  if (state.tokens.empty()) return Error{path + ": nothing to save (no tokens)"};
+  const auto n_kv =
+      static_cast<int32_t>(std::min<int64_t>(session.n_past(), static_cast<int64_t>(state.tokens.size()) - 1));
+  if (identity.model.size() > kMaxIdentityBytes || identity.build.size() > kMaxIdentityBytes ||
+      state.generator.size() > kMaxGeneratorBytes || state.note.size() > kMaxNoteBytes) {
+    return Error{path + ": a session larger than a session file holds (identity, generator or note)"};
+  }
+  // NOTE(session): a temporary file beside the target, renamed over it only when complete and
+  // on disk, so that a failure leaves the previous session whole. Owner-only, as the keys and
+  // values and a chat's messages are the user's conversation.
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  std::FILE* file = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
+  if (file == nullptr) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    return Error{path + ": cannot write (" + std::string(std::strerror(error)) + ")"};
+  }
+  Writer out(file);
+  Status written = write_body(out, session, state, identity, n_kv);
+  if (const int error = out.finish(); written.ok() && error != 0) {
+    written = Error{path + ": cannot write (" + std::string(std::strerror(error)) + ")"};
+  }
+  std::error_code failed;
+  if (written.ok()) std::filesystem::rename(temporary, path, failed);
+  if (!written.ok() || failed) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    return written.ok() ? Error{path + ": cannot replace it (" + failed.message() + ")"} : written;
+  }
+  return {};
+}
+
+Result<LoadedSession> load_session(const std::string& path, Session& session, const SessionIdentity& identity) {
+  session.rewind(0);
+  std::ifstream in(path, std::ios::binary);
+  std::error_code size_error;
+  const uintmax_t size = std::filesystem::file_size(path, size_error);
+  if (!in || size_error) {
+    return Error{path + ": cannot read the session (" +
+                 (size_error ? size_error.message() : std::string(std::strerror(errno))) + ")"};
+  }
+  Reader read(in, path, size);
+  GUFO_RETURN_IF_ERROR(read_identity(read, path, identity, session.cache_spec()));
+  GUFO_ASSIGN_OR_RETURN(LoadedSession loaded, read_context(read, path, session.cache_spec()));
+  if (Status cache = read_cache(read, path, session, loaded.n_kv); !cache.ok()) {
     session.rewind(0);
-    return checksum.error();
+    return cache.error();
   }
-  loaded.n_kv = static_cast<int32_t>(n_kv);
   return loaded;
 }
 

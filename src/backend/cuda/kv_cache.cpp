@@ -78,8 +78,9 @@ Status CudaKvCache::copy_layer(int32_t seq, int32_t n, int32_t layer, std::byte*
                          : gpu::copy_to_host_async(host, device, bytes, stream_);
     }
   });
-  if (error == gpu::success) error = gpu::stream_synchronize(stream_);
-  GUFO_GPU_RETURN_IF_ERROR(error, "KV cache copy");
+  // Synchronized whatever happened: the host buffers must outlive every copy queued.
+  const gpu::error_t synced = gpu::stream_synchronize(stream_);
+  GUFO_GPU_RETURN_IF_ERROR(error != gpu::success ? error : synced, "KV cache copy");
   return {};
 }
 

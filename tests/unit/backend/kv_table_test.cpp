@@ -105,7 +105,7 @@ TEST(KvTable, TransfersWalkRunsOfAdjacentBlocks) {
   EXPECT_TRUE(table.check_transfer(0, 64, /*write=*/true).ok());
   EXPECT_NE(table.check_transfer(0, 65, /*write=*/true).error().message.find("its blocks hold 64"), std::string::npos);
   EXPECT_FALSE(table.check_transfer(2, 1, /*write=*/true).ok());
-  table.set_filled(0, 20);
+  ASSERT_TRUE(table.set_blocks(0, std::vector<int32_t>{3, 4, 1, 2}, 20).ok());
   EXPECT_TRUE(table.check_transfer(0, 20, /*write=*/false).ok());
   EXPECT_FALSE(table.check_transfer(0, 21, /*write=*/false).ok());
 }

@@ -269,6 +269,26 @@ TEST_F(GenerationCli, RunSessionContinuesWhereTheSavedRunStopped) {
   }
   EXPECT_EQ(slurp(file), saved);
   EXPECT_FALSE(fs::exists(dir() / "none.session"));
+  // A run that ended (here at a stop string) goes on only from new text; a constrained run is
+  // not resumed; without a session, a model that adds BOS still needs -p.
+  const std::string ended = (dir() / "ended.session").string();
+  const Output stopped = gufo(run + " -p 'Once upon a time' -n 64 --temp 0 --stop ' the' --session " + ended);
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
+  ASSERT_NE(stopped.err.find("stop: stop"), std::string::npos) << stopped.err;
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {run + " -n 4 --session " + ended, "the saved run ended (a stop string); -p gives it text"},
+           {run + " -p ' and' -n 4 --session " + ended + " --grammar " + (dir() / "g.gbnf").string(),
+            "a constrained run is not resumed"},
+           {"run -m " + model("tiny-llama") + " -n 4", "-p: a prompt is needed"}}) {
+    SCOPED_TRACE(args);
+    std::ofstream(dir() / "g.gbnf") << "root ::= \"a\"\n";
+    const Output result = gufo(args);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_EQ(lines(result.err), 1) << result.err;
+    EXPECT_NE(result.err.find(expected), std::string::npos) << result.err;
+  }
+  const Output appended = gufo(run + " -p ' and then' -n 4 --temp 0 --session " + ended);
+  EXPECT_EQ(appended.exit_code, 0) << appended.err;
 }
 
 // A chat ended and started again with --session answers the next message as one that went on.
@@ -292,6 +312,10 @@ TEST_F(GenerationCli, ChatSessionResumesTheConversation) {
   EXPECT_EQ(not_chat.exit_code, 1);
   EXPECT_EQ(lines(not_chat.err), 1) << not_chat.err;
   EXPECT_NE(not_chat.err.find("not a chat session"), std::string::npos) << not_chat.err;
+  const Output not_run =
+      gufo("run -m " + std::string(GUFO_TEST_DATA_DIR) + "/../../models/gufo-tiny-q8_0.gguf -n 2 --session " + file);
+  EXPECT_EQ(not_run.exit_code, 1);
+  EXPECT_NE(not_run.err.find("a chat session (gufo chat --session continues it)"), std::string::npos) << not_run.err;
 }
 
 TEST_F(GenerationCli, RunDrawsASeedUnlessGivenOnePrintsItAndItRepeatsTheRun) {

@@ -8,12 +8,14 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include "core/fnv1a.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/session_file.h"
@@ -187,6 +189,54 @@ TEST(SessionFile, RefusesAnotherModelBuildCacheOrContextAndBrokenFiles) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), good);
 }
 
+// `bytes` with its last 8 bytes replaced by the checksum of the rest, as save_session writes it.
+std::string with_checksum(std::string bytes) {
+  bytes.resize(bytes.size() - 8);
+  const uint64_t hash = fnv1a_64(std::string_view(bytes));
+  bytes.append(reinterpret_cast<const char*>(&hash), sizeof hash);
+  return bytes;
+}
+
+// Fields a damaged (or crafted) file may hold, each refused before anything of that size is
+// allocated or the cache is touched; the checksum is made right, so each field's own check
+// is what refuses it.
+TEST(SessionFile, RefusesFieldsOutOfRangeEvenWithTheRightChecksum) {
+  Shipped shipped;
+  ASSERT_NE(shipped.model, nullptr);
+  const std::string path = testing::process_temp_path("session", ".gufo-session").string();
+  const std::string good = valid_file(shipped, path);
+  const SessionIdentity ours = shipped.identity();
+  const auto put_u32 = [](std::string bytes, size_t at, uint32_t value) {
+    std::memcpy(bytes.data() + at, &value, sizeof value);
+    return with_checksum(bytes);
+  };
+  // magic 8, version 4, then the model's identity: its length.
+  write_bytes(path, put_u32(good, 12, 0xfffffff0u));
+  expect_refused(shipped, path, "the model's identity of 4294967280 bytes (at most 4096)", shipped.session(), ours);
+  write_bytes(path, put_u32(good, 8, 7));
+  expect_refused(shipped, path, "session format 7; this gufo reads 1", shipped.session(), ours);
+  // After the identity, the build, "F16", two u64: the token count, the tokens, the cached count.
+  const size_t tokens_at = 12 + 4 + ours.model.size() + 4 + ours.build.size() + 4 + 3 + 8 + 8;
+  uint32_t n_tokens = 0;
+  std::memcpy(&n_tokens, good.data() + tokens_at, sizeof n_tokens);
+  ASSERT_GT(n_tokens, 2u);
+  write_bytes(path, put_u32(good, tokens_at + 4 + 4 * size_t{n_tokens}, n_tokens));
+  expect_refused(shipped, path, "cached positions for", shipped.session(), ours);
+  write_bytes(path, put_u32(good, tokens_at, 5000));  // more than the context (256) holds
+  expect_refused(shipped, path, "5000 tokens; the context holds 256 (-c)", shipped.session(), ours);
+  // A generator state that is not one: the file loads, generation refuses it in one line.
+  write_bytes(path, good);
+  Session session = shipped.session();
+  auto loaded = load_session(path, session, ours);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  GenerateOptions options = options_of(0.8f, 4);
+  options.generator_state = "not a generator";
+  const Tokens rest(loaded->state.tokens.begin() + loaded->n_kv, loaded->state.tokens.end());
+  auto result = generate(session, *shipped.tokenizer, rest, options, [](std::string_view) {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.error().message.find("the sampler's generator state"), std::string::npos);
+}
+
 TEST(SessionFile, AFailedSaveLeavesThePreviousFileWhole) {
   Shipped shipped;
   ASSERT_NE(shipped.model, nullptr);
@@ -210,6 +260,9 @@ TEST(SessionFile, AFailedSaveLeavesThePreviousFileWhole) {
   EXPECT_NE(full.error().message.find(path + ": cannot write"), std::string::npos) << full.error().message;
   std::ifstream in(path, std::ios::binary);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), good);
+  EXPECT_FALSE(fs::exists(path + ".tmp-" + std::to_string(::getpid())));
+  // Sessions hold the user's conversation: owner-only.
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
   // A target that cannot be replaced (a directory that is not empty); no temporary file is left.
   const fs::path dir = testing::process_temp_path("session_dir");
   fs::create_directories(dir / "inside");
