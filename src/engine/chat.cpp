@@ -29,7 +29,8 @@ void Chat::reset() {
 
 Status Chat::save(const std::string& path, const SessionIdentity& identity) const {
   if (cached_.empty()) return Error{path + ": nothing to save yet (no message has been answered)"};
-  const SessionState state{.tokens = cached_, .generator = "", .note = ordered_json{{"messages", messages_}}.dump()};
+  const SessionState state{
+      .tokens = cached_, .generator = generator_, .note = ordered_json{{"messages", messages_}}.dump()};
   return save_session(path, session_, state, identity);
 }
 
@@ -48,6 +49,7 @@ Status Chat::resume(const std::string& path, const SessionIdentity& identity) {
     return Error{path + ": not a chat session (no messages in it; gufo run --session continues a run)"};
   }
   messages_ = note["messages"];
+  generator_ = std::move(loaded.state.generator);
   cached_.assign(loaded.state.tokens.begin(), loaded.state.tokens.begin() + loaded.n_kv);
   return {};
 }
@@ -83,6 +85,7 @@ Result<ChatTurn> Chat::reply(std::string_view user_text, const std::function<voi
 
   GenerateOptions generate = options_.generate;
   generate.cancel = cancel;
+  generate.generator_state = generator_;
   generate.earlier = std::span<const int32_t>(*prompt).first(common);  // earlier turns
   ChatTurn turn;
   auto result = engine::generate(session_, *tokenizer_, std::span<const int32_t>(*prompt).subspan(common), generate,
@@ -96,6 +99,7 @@ Result<ChatTurn> Chat::reply(std::string_view user_text, const std::function<voi
     return result.error();
   }
   turn.result = std::move(result).value();
+  generator_ = turn.result.generator_state;
   // The cache now holds the prompt and the generated tokens that were evaluated (all but
   // the last one, unless generation was cancelled).
   cached_ = std::move(prompt).value();

@@ -50,8 +50,9 @@ class Chat {
   // Forgets the conversation (the system prompt stays).
   void reset();
   // gufo chat --session: saves the messages, the tokens the cache holds and their keys and
-  // values (engine/session_file.h; the note is {"messages": [...]}), and takes them back; a
-  // resumed chat answers the next message as the chat that never stopped would. A failed
+  // values and the sampler's generator (engine/session_file.h; the note is {"messages": [...]}),
+  // and takes them back; a resumed chat answers the next message as the chat that never
+  // stopped would. A failed
   // resume leaves the conversation empty, the system prompt aside.
   Status save(const std::string& path, const SessionIdentity& identity) const;
   Status resume(const std::string& path, const SessionIdentity& identity);
@@ -73,6 +74,9 @@ class Chat {
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   std::vector<int32_t> cached_;
   size_t last_prefill_ = 0;
+  // The sampler's generator after the last answer: each answer draws on from where the last
+  // left off (as one llama.cpp sampler does), so two turns never repeat the same draws.
+  std::string generator_;
 };
 
 }  // namespace gufo::engine

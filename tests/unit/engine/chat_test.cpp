@@ -47,14 +47,15 @@ struct Loaded {
     tok = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
   }
 
-  Chat chat(int64_t n_ctx, int32_t n_predict, std::string system = "") {
+  Chat chat(int64_t n_ctx, int32_t n_predict, std::string system = "", float temperature = 0.0f) {
     auto session = Session::create(*model, cpu, n_ctx, DType::F32);
     EXPECT_TRUE(session.ok());
     ChatOptions options;
     options.system_prompt = std::move(system);
     options.enable_thinking = false;
     options.generate.n_predict = n_predict;
-    options.generate.sampler.temperature = 0.0f;
+    options.generate.sampler.temperature = temperature;
+    options.generate.sampler.seed = 77;
     auto chat = Chat::create(*model, std::move(session).value(), *tok, options);
     EXPECT_TRUE(chat.ok()) << chat.error().message;
     return std::move(chat).value();
@@ -89,21 +90,34 @@ TEST(Chat, SecondTurnReusesThePrefixAndMatchesAFreshSession) {
   EXPECT_LT(chat.last_prefill_tokens(), cached_after_first);
 }
 
+// Sampled answers draw on from where the last answer left off: the same message twice gets
+// two different answers (one seed, not re-seeded each turn).
+TEST(Chat, EachAnswerDrawsOnFromTheLast) {
+  Loaded tiny("tiny-qwen3");
+  Chat chat = tiny.chat(256, 12, "", 1.0f);
+  auto first = chat.reply("Hello there", [](std::string_view) {});
+  ASSERT_TRUE(first.ok());
+  chat.reset();
+  auto second = chat.reply("Hello there", [](std::string_view) {});
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(first->result.tokens, second->result.tokens);
+}
+
 // A chat saved after a turn and resumed in another session (another system prompt asked for:
-// the saved one wins) answers the next message as the chat that never stopped; a session file
-// of a run is not a chat's.
-TEST(Chat, AResumedChatAnswersAsTheChatThatNeverStopped) {
+// the saved one wins) answers the next message as the chat that never stopped, sampled too;
+// a session file of a run is not a chat's.
+void expect_resumed_chat_answers_the_same(float temperature) {
   Loaded tiny("tiny-qwen3");
   const std::string path = testing::process_temp_path("chat", ".gufo-session").string();
   const SessionIdentity identity{.model = model_identity(tiny.model->file()), .build = "test"};
-  Chat whole = tiny.chat(256, 8, "You are terse.");
+  Chat whole = tiny.chat(256, 8, "You are terse.", temperature);
   EXPECT_NE(whole.save(path, identity).error().message.find("nothing to save yet"), std::string::npos);
   ASSERT_TRUE(whole.reply("Hello there", [](std::string_view) {}).ok());
   ASSERT_TRUE(whole.save(path, identity).ok());
   auto expected = whole.reply("And again?", [](std::string_view) {});
   ASSERT_TRUE(expected.ok());
 
-  Chat resumed = tiny.chat(256, 8, "Another system prompt.");
+  Chat resumed = tiny.chat(256, 8, "Another system prompt.", temperature);
   const Status restored = resumed.resume(path, identity);
   ASSERT_TRUE(restored.ok()) << restored.error().message;
   ASSERT_EQ(resumed.messages().size(), 3u);
@@ -126,6 +140,13 @@ TEST(Chat, AResumedChatAnswersAsTheChatThatNeverStopped) {
   Chat other = tiny.chat(256, 8);
   EXPECT_NE(other.resume(path, identity).error().message.find("not a chat session"), std::string::npos);
   EXPECT_TRUE(other.cached_tokens().empty());
+}
+
+TEST(Chat, AResumedChatAnswersAsTheChatThatNeverStopped) {
+  for (const float temperature : {0.0f, 0.9f}) {
+    SCOPED_TRACE(temperature);
+    expect_resumed_chat_answers_the_same(temperature);
+  }
 }
 
 TEST(Chat, PrefixReuseGivesTheSameTokensAsOneColdPrefill) {
