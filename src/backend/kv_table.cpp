@@ -107,6 +107,16 @@ void KvTable::for_each_run(int32_t seq, int32_t n, const std::function<void(int3
   if (n > first) fn(first, n - first, row);
 }
 
+void KvTable::for_each_layer_run(int32_t seq, int32_t n, int32_t layer,
+                                 const std::function<void(size_t, size_t, size_t)>& fn) const {
+  const size_t row_bytes = static_cast<size_t>(spec_.n_embd_kv) * spec_.elem_bytes();
+  const size_t layer_offset = static_cast<size_t>(layer) * layer_bytes();
+  for_each_run(seq, n, [&](int32_t first, int32_t count, int64_t row) {
+    fn(layer_offset + static_cast<size_t>(row) * row_bytes, static_cast<size_t>(first) * row_bytes,
+       static_cast<size_t>(count) * row_bytes);
+  });
+}
+
 Status KvTable::read_layers(int32_t seq, int32_t n, const CopyLayer& copy, const KvCache::LayerSink& sink) const {
   GUFO_RETURN_IF_ERROR(check_transfer(seq, n, /*write=*/false));
   std::vector<std::byte> k(static_cast<size_t>(n) * static_cast<size_t>(spec_.n_embd_kv) * spec_.elem_bytes());

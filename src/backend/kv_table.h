@@ -47,6 +47,10 @@ class KvTable {
   // pool row), in position order.
   Status check_transfer(int32_t seq, int32_t n, bool write) const;
   void for_each_run(int32_t seq, int32_t n, const std::function<void(int32_t, int32_t, int64_t)>& fn) const;
+  // The same runs of one layer in bytes, for a backend's copy: fn(offset into the layer-major
+  // K or V pool, offset into host [n, n_embd_kv] rows, bytes).
+  void for_each_layer_run(int32_t seq, int32_t n, int32_t layer,
+                          const std::function<void(size_t pool, size_t host, size_t bytes)>& fn) const;
   // KvCache::read_positions and write_positions over a backend's own copy of one layer's
   // positions [0, n) between its pools and host k, v ([n, n_embd_kv] each): the checks, the
   // host buffers, the layer loop and the fill level, in one place.

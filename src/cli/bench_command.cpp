@@ -100,29 +100,37 @@ std::string test_label(const TestResult& r) {
   return r.name + kept;
 }
 
+// `n` token ids drawn uniformly from the model's vocabulary, as llama-bench's are.
+std::vector<int32_t> random_tokens(int64_t n, const engine::Model& model, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.hparams().n_vocab - 1));
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int32_t& id : ids) id = token(rng);
+  return ids;
+}
+
+// Fills `depth` positions of the session with random tokens, 512 a batch (untimed).
+Status fill_depth(engine::Session& session, int64_t depth, const engine::Model& model, std::mt19937& rng) {
+  for (int64_t filled = 0; filled < depth;) {
+    const int64_t chunk = std::min<int64_t>(512, depth - filled);
+    GUFO_RETURN_IF_ERROR(session.eval(random_tokens(chunk, model, rng), false));
+    filled += chunk;
+  }
+  return {};
+}
+
 // One run: fill `depth` untimed, then time `n_prompt` tokens as one batch or `n_gen` decode steps.
 Result<double> run_once(const engine::Model& model, backend::Backend& backend, DType cache_type, int64_t depth,
                         int64_t n_prompt, int64_t n_gen, std::mt19937& rng) {
   const int64_t n_ctx = depth + std::max(n_prompt, n_gen);
   GUFO_ASSIGN_OR_RETURN(engine::Session session, engine::Session::create(model, backend, n_ctx, cache_type));
-  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.hparams().n_vocab - 1));
-  auto random_tokens = [&](int64_t n) {
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (int32_t& id : ids) id = token(rng);
-    return ids;
-  };
-  for (int64_t filled = 0; filled < depth;) {
-    const int64_t chunk = std::min<int64_t>(512, depth - filled);
-    GUFO_RETURN_IF_ERROR(session.eval(random_tokens(chunk), false));
-    filled += chunk;
-  }
+  GUFO_RETURN_IF_ERROR(fill_depth(session, depth, model, rng));
   if (n_prompt > 0) {
-    const std::vector<int32_t> prompt = random_tokens(n_prompt);
+    const std::vector<int32_t> prompt = random_tokens(n_prompt, model, rng);
     const auto start = Clock::now();
     GUFO_RETURN_IF_ERROR(session.eval(prompt, false));
     return static_cast<double>(n_prompt) / std::chrono::duration<double>(Clock::now() - start).count();
   }
-  const std::vector<int32_t> steps = random_tokens(n_gen);
+  const std::vector<int32_t> steps = random_tokens(n_gen, model, rng);
   const auto start = Clock::now();
   for (int32_t id : steps) GUFO_RETURN_IF_ERROR(session.eval_greedy(std::span<const int32_t>(&id, 1)));
   return static_cast<double>(n_gen) / std::chrono::duration<double>(Clock::now() - start).count();
@@ -139,16 +147,10 @@ struct GenerateRun {
 Result<GenerateRun> generate_once(const engine::Model& model, backend::Backend& backend,
                                   const tokenizer::Tokenizer& tok, DType cache_type, int64_t depth, int64_t n_gen,
                                   const engine::SpecOptions& spec, std::mt19937& rng) {
-  std::vector<int32_t> prompt = tok.encode(kSpecPrompt, /*parse_special=*/false);
+  const std::vector<int32_t> prompt = tok.encode(kSpecPrompt, /*parse_special=*/false);
   const int64_t n_ctx = depth + static_cast<int64_t>(prompt.size()) + n_gen + 1;
   GUFO_ASSIGN_OR_RETURN(engine::Session session, engine::Session::create(model, backend, n_ctx, cache_type));
-  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.hparams().n_vocab - 1));
-  for (int64_t filled = 0; filled < depth;) {
-    std::vector<int32_t> chunk(static_cast<size_t>(std::min<int64_t>(512, depth - filled)));
-    for (int32_t& id : chunk) id = token(rng);
-    GUFO_RETURN_IF_ERROR(session.eval(chunk, false));
-    filled += static_cast<int64_t>(chunk.size());
-  }
+  GUFO_RETURN_IF_ERROR(fill_depth(session, depth, model, rng));
   engine::GenerateOptions options;
   options.n_predict = static_cast<int32_t>(n_gen);
   options.sampler.temperature = 0.0f;
@@ -170,12 +172,11 @@ Result<std::vector<TestResult>> spec_tests(const BenchOptions& o, const engine::
     TestResult r;
     r.n_gen = o.n_gen;
     r.depth = depth;
-    r.name = "tg" + std::to_string(o.n_gen) + " " +
-             std::string(engine::spec_mode_name(drafting ? o.spec.spec.mode : engine::SpecMode::None)) +
-             (depth > 0 ? " @ d" + std::to_string(depth) : "");
     engine::SpecOptions spec = o.spec.spec;
     if (!drafting) spec.mode = engine::SpecMode::None;
     spec.drafter = drafter;
+    r.name = "tg" + std::to_string(o.n_gen) + " " + std::string(engine::spec_mode_name(spec.mode)) +
+             (depth > 0 ? " @ d" + std::to_string(depth) : "");
     std::mt19937 rng(1234);
     for (int32_t rep = -1; rep < o.reps; ++rep) {  // rep -1: warm-up, not counted
       GUFO_ASSIGN_OR_RETURN(GenerateRun run,

@@ -89,8 +89,8 @@ Result<RunContext> resumed_context(const RunOptions& options, const engine::Sess
 }
 
 // Resumes --session FILE when it exists and appends -p; else tokenizes -p alone (with BOS).
-Result<RunContext> run_context(const RunOptions& options, const engine::Model& model, const tokenizer::Tokenizer& tok,
-                               const backend::Backend& backend, engine::Session& session) {
+Result<RunContext> run_context(const RunOptions& options, const tokenizer::Tokenizer& tok,
+                               const engine::SessionIdentity& identity, engine::Session& session) {
   const std::vector<int32_t> body = tok.encode(options.prompt, /*parse_special=*/true);
   const bool resuming = !options.session_path.empty() && std::filesystem::exists(options.session_path);
   if (!resuming && body.empty()) {
@@ -100,7 +100,7 @@ Result<RunContext> run_context(const RunOptions& options, const engine::Model& m
   }
   RunContext context;
   if (resuming) {
-    GUFO_ASSIGN_OR_RETURN(context, resumed_context(options, session_identity(model, backend), session, !body.empty()));
+    GUFO_ASSIGN_OR_RETURN(context, resumed_context(options, identity, session, !body.empty()));
   } else if (tok.vocab().add_bos) {
     context.prompt.push_back(tok.vocab().bos_id);
   }
@@ -115,12 +115,12 @@ Result<RunContext> run_context(const RunOptions& options, const engine::Model& m
 
 // Saves the run to --session FILE: its context and generated tokens, the generator, its end.
 Status save_run(const RunOptions& options, const RunContext& context, const engine::GenerateResult& result,
-                const engine::Model& model, const backend::Backend& backend, const engine::Session& session) {
+                const engine::SessionIdentity& identity, const engine::Session& session) {
   engine::SessionState state{
       .tokens = context.earlier, .generator = result.generator_state, .note = run_note(result.reason)};
   state.tokens.insert(state.tokens.end(), context.prompt.begin(), context.prompt.end());
   state.tokens.insert(state.tokens.end(), result.tokens.begin(), result.tokens.end());
-  return engine::save_session(options.session_path, session, state, session_identity(model, backend));
+  return engine::save_session(options.session_path, session, state, identity);
 }
 
 // After the text, as llama.cpp does: how fast the prompt was read and the answer written.
@@ -189,7 +189,10 @@ int run_run(const RunOptions& options) {
   if (!ctx.ok()) return report_error(ctx.error());
   auto session = engine::Session::create(*model, backend, *ctx, cache_type);
   if (!session.ok()) return report_error(session.error());
-  auto context = run_context(options, *model, *tok, backend, *session);
+  // Hashed once a run: the model's identity reads its header and samples of every tensor.
+  const engine::SessionIdentity identity =
+      options.session_path.empty() ? engine::SessionIdentity{} : session_identity(*model, backend);
+  auto context = run_context(options, *tok, identity, *session);
   if (!context.ok()) return report_error(context.error());
   if (options.validate_prefill) {
     std::vector<int32_t> all = context->earlier;
@@ -223,7 +226,7 @@ int run_run(const RunOptions& options) {
   std::fflush(stdout);
   print_timings(*result);
   if (!options.session_path.empty()) {
-    if (Status saved = save_run(options, *context, *result, *model, backend, *session); !saved.ok()) {
+    if (Status saved = save_run(options, *context, *result, identity, *session); !saved.ok()) {
       return report_error(saved.error());
     }
   }

@@ -52,8 +52,7 @@ class Chat {
   // gufo chat --session: saves the messages, the tokens the cache holds and their keys and
   // values and the sampler's generator (engine/session_file.h; the note is {"messages": [...]}),
   // and takes them back; a resumed chat answers the next message as the chat that never
-  // stopped would. A failed
-  // resume leaves the conversation empty, the system prompt aside.
+  // stopped would. A failed resume leaves the conversation empty, the system prompt aside.
   Status save(const std::string& path, const SessionIdentity& identity) const;
   Status resume(const std::string& path, const SessionIdentity& identity);
 

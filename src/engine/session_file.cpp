@@ -73,13 +73,13 @@ class Reader {
   Reader(std::ifstream& in, std::string path, uint64_t size) : in_(&in), path_(std::move(path)), left_(size) {}
   // Whether `n` more bytes are there, checked before anything that size is allocated.
   Status need(uint64_t n, std::string_view what) const {
-    if (n > left_) return Error{path_ + ": truncated (the file ends inside " + std::string(what) + ")"};
+    if (n > left_) return truncated(what);
     return {};
   }
   Status bytes(std::span<std::byte> out, std::string_view what) {
     GUFO_RETURN_IF_ERROR(need(out.size(), what));
     in_->read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
-    if (static_cast<size_t>(in_->gcount()) != out.size()) return need(UINT64_MAX, what);
+    if (static_cast<size_t>(in_->gcount()) != out.size()) return truncated(what);  // shrunk while read
     left_ -= out.size();
     hash_ = fnv1a_64(std::span<const std::byte>(out), hash_);
     return {};
@@ -105,6 +105,10 @@ class Reader {
   uint64_t hash() const { return hash_; }
 
  private:
+  Error truncated(std::string_view what) const {
+    return Error{path_ + ": truncated (the file ends inside " + std::string(what) + ")"};
+  }
+
   std::ifstream* in_;
   std::string path_;
   uint64_t left_;  // bytes not read yet

@@ -20,16 +20,14 @@ KvView CpuKvCache::view(int32_t seq, int32_t layer) {
 }
 
 Status CpuKvCache::copy_layer(int32_t seq, int32_t n, int32_t layer, std::byte* k, std::byte* v, bool into_cache) {
-  const size_t row_bytes = static_cast<size_t>(table_.spec().n_embd_kv) * table_.spec().elem_bytes();
-  const size_t offset = static_cast<size_t>(layer) * table_.layer_bytes();
-  table_.for_each_run(seq, n, [&](int32_t first, int32_t count, int64_t row) {
-    std::byte* pool_k = k_.data() + offset + static_cast<size_t>(row) * row_bytes;
-    std::byte* pool_v = v_.data() + offset + static_cast<size_t>(row) * row_bytes;
-    std::byte* host_k = k + static_cast<size_t>(first) * row_bytes;
-    std::byte* host_v = v + static_cast<size_t>(first) * row_bytes;
-    const size_t bytes = static_cast<size_t>(count) * row_bytes;
-    std::memcpy(into_cache ? pool_k : host_k, into_cache ? host_k : pool_k, bytes);
-    std::memcpy(into_cache ? pool_v : host_v, into_cache ? host_v : pool_v, bytes);
+  table_.for_each_layer_run(seq, n, layer, [&](size_t pool, size_t host, size_t bytes) {
+    if (into_cache) {
+      std::memcpy(k_.data() + pool, k + host, bytes);
+      std::memcpy(v_.data() + pool, v + host, bytes);
+    } else {
+      std::memcpy(k + host, k_.data() + pool, bytes);
+      std::memcpy(v + host, v_.data() + pool, bytes);
+    }
   });
   return {};
 }

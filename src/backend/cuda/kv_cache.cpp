@@ -63,19 +63,13 @@ KvLayer CudaKvCache::layer(int64_t layer) const {
 }
 
 Status CudaKvCache::copy_layer(int32_t seq, int32_t n, int32_t layer, std::byte* k, std::byte* v, bool into_cache) {
-  const size_t row_bytes = static_cast<size_t>(table_.spec().n_embd_kv) * table_.spec().elem_bytes();
-  const size_t offset = static_cast<size_t>(layer) * table_.layer_bytes();
   gpu::error_t error = gpu::success;
-  table_.for_each_run(seq, n, [&](int32_t first, int32_t count, int64_t row) {
-    std::byte* device_k = k_.get<std::byte>() + offset + static_cast<size_t>(row) * row_bytes;
-    std::byte* device_v = v_.get<std::byte>() + offset + static_cast<size_t>(row) * row_bytes;
-    std::byte* host_k = k + static_cast<size_t>(first) * row_bytes;
-    std::byte* host_v = v + static_cast<size_t>(first) * row_bytes;
-    const size_t bytes = static_cast<size_t>(count) * row_bytes;
-    for (const auto& [device, host] : {std::pair{device_k, host_k}, std::pair{device_v, host_v}}) {
+  table_.for_each_layer_run(seq, n, layer, [&](size_t pool, size_t host, size_t bytes) {
+    for (const auto& [device, host_side] :
+         {std::pair{k_.get<std::byte>() + pool, k + host}, std::pair{v_.get<std::byte>() + pool, v + host}}) {
       if (error != gpu::success) return;
-      error = into_cache ? gpu::copy_to_device_async(device, host, bytes, stream_)
-                         : gpu::copy_to_host_async(host, device, bytes, stream_);
+      error = into_cache ? gpu::copy_to_device_async(device, host_side, bytes, stream_)
+                         : gpu::copy_to_host_async(host_side, device, bytes, stream_);
     }
   });
   // Synchronized whatever happened: the host buffers must outlive every copy queued.
