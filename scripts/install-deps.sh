@@ -18,11 +18,12 @@ set -euo pipefail
 # clang-format-16 is the formatter scripts/check-format.sh holds every C++ and CUDA file to, and
 # clang-tidy-16 the static checker of scripts/check-tidy.sh; gnuplot-nox draws the plots of
 # `gufo qualify`'s report; dpkg-dev (dpkg-shlibdeps) and file are what CPack's Debian
-# packages need (`gufo qualify` stage 6).
+# packages need (`gufo qualify` stage 6); ccache lets the cuda preset reuse the default preset's
+# objects (cmake/GufoCcache.cmake).
 PACKAGES=(
   g++-12 clang-16 libclang-rt-16-dev clang-format-16 clang-tidy-16
   clang-15 clang-tools-15 libamdhip64-dev rocm-device-libs
-  cmake ninja-build git pkg-config
+  cmake ninja-build git pkg-config ccache
   libcli11-dev libfmt-dev nlohmann-json3-dev libicu-dev libedit-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium json-schema-test-suite gnuplot-nox dpkg-dev file

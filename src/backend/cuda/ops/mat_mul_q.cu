@@ -83,8 +83,16 @@ template <class T, int kRm, int kTn>
 __device__ __forceinline__ void super_block_sums(const Args& args, const LaneRows<kRm, kTn>& rows,
                                                  const typename T::RowBlock (&rb)[kRm][2], int64_t sb, int t,
                                                  int (&s)[kRm * kTn * 4], int (&m)[kRm * kTn * 4]) {
+  if constexpr (gpu::has_mma()) {
 #pragma unroll
-  for (int c = 0; c < T::kChunks; ++c) add_chunk<T, kRm, kTn>(args, rows, rb, sb, c, t, s);
+    for (int c = 0; c < T::kChunks; ++c) add_chunk<T, kRm, kTn>(args, rows, rb, sb, c, t, s);
+  } else {
+    // NOTE(mat_mul_q): rolled without MMA: each lane's loops over the fragment unrolled in
+    // every chunk (8 for the K-quants) made this one file take 19 minutes of clang for the two
+    // AMD targets, most of CI's HIP compile.
+#pragma unroll 1
+    for (int c = 0; c < T::kChunks; ++c) add_chunk<T, kRm, kTn>(args, rows, rb, sb, c, t, s);
+  }
   if constexpr (T::kMins) {
     for_each_element<kRm, kTn>([&](int rm, int tn, int i, int e) {
       const int32_t* sums = args.x.sum32 + rows.c[tn][i % 2] * (args.x.k / 32) + sb * 8;
