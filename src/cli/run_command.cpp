@@ -52,12 +52,6 @@ struct RunContext {
   std::string generator;         // a resumed sampler generator ("": from the seed)
 };
 
-// A run's note in its session file (SessionState::note): how it ended, so that a resumed run
-// never goes on past an end the saved run had reached.
-std::string run_note(engine::StopReason reason) {
-  return nlohmann::json{{"stop", std::string(engine::stop_reason_name(reason))}}.dump();
-}
-
 // Restores --session FILE into `session` (checked against this model and build): the context
 // past its cache to evaluate again, its generator. A run that ended (an end token, a stop
 // string) goes on only from new text (`appending`); a chat's file is gufo chat's to continue.
@@ -117,7 +111,7 @@ Result<RunContext> run_context(const RunOptions& options, const tokenizer::Token
 Status save_run(const RunOptions& options, const RunContext& context, const engine::GenerateResult& result,
                 const engine::SessionIdentity& identity, const engine::Session& session) {
   engine::SessionState state{
-      .tokens = context.earlier, .generator = result.generator_state, .note = run_note(result.reason)};
+      .tokens = context.earlier, .generator = result.generator_state, .note = engine::stop_note(result.reason)};
   state.tokens.insert(state.tokens.end(), context.prompt.begin(), context.prompt.end());
   state.tokens.insert(state.tokens.end(), result.tokens.begin(), result.tokens.end());
   return engine::save_session(options.session_path, session, state, identity);

@@ -146,6 +146,14 @@ int run_serve(ServeOptions options) {
     return report_error(Error{"--draft-min " + std::to_string(options.spec.draft_min) + " is more than --draft-max " +
                               std::to_string(options.spec.draft_max)});
   }
+  if (!options.http.slot_save_path.empty()) {
+    std::error_code made;
+    std::filesystem::create_directories(options.http.slot_save_path, made);
+    if (made || !std::filesystem::is_directory(options.http.slot_save_path)) {
+      return report_error(Error{"--slot-save-path " + options.http.slot_save_path + ": not a directory" +
+                                (made ? " (" + made.message() + ")" : "")});
+    }
+  }
   options.http.access_log = !options.log_disable;
   options.http.http_threads =
       std::max(options.http.http_threads, options.engine.n_parallel + options.engine.max_queue + 16);
@@ -269,6 +277,9 @@ Command register_serve(CLI::App& root) {
                   "draft tokens a step at least where the lookup finds them (default 0: drafts only where they pay; a "
                   "request's \"draft_min\" overrides)")
       ->check(CLI::Range(0, static_cast<int>(engine::kMaxDraftTokens)));
+  app->add_option("--slot-save-path", o->http.slot_save_path,
+                  "directory (created if missing) where POST /slots/{id}?action=save and restore keep slot files "
+                  "(llama.cpp's slot API; without it those actions are 501s)");
   return Command{app, [o] { return run_serve(*o); }};
 }
 

@@ -65,7 +65,8 @@ Result<std::unique_ptr<server::LoadedModel>> load_served_model(const ServeModelO
       .pooling = options.pooling.value_or(weights.hparams().pooling),
       .tool_syntax = model->chat_prompt ? server::tool_syntax_of(model->chat_prompt->template_source())
                                         : server::ToolSyntax::Hermes,
-      .spec = options.spec};
+      .spec = options.spec,
+      .session = session_identity(weights, *model->chosen.backend)};
   const bool shared =
       room.sharing > 1 && options.engine.kv_tokens == 0 && model->chosen.backend->capabilities().device_memory;
   std::fprintf(stderr, "gufo serve: loaded %s: %d parallel, context %lld, KV pool %lld tokens%s, on %s\n",

@@ -23,6 +23,8 @@ enum class ErrorKind : uint8_t {
   OutOfMemory,  // host or device memory ran out
   DeviceLost,   // the accelerator failed; nothing more can run on it
   Unsupported,  // valid, but this build or device cannot do it
+  Unavailable,  // not now (the engine is stopping, or too much already waits): try again later
+  Io,           // the file system failed (a full disk, permissions): the machine's, not the input's
 };
 
 // A failure with a message meant for the user: it names the input, the place, and what was

@@ -43,15 +43,18 @@ std::vector<int32_t> KvBlockPool::acquire_prefix(std::span<const int32_t> tokens
     const std::optional<int32_t> block = find(previous, tokens.subspan(static_cast<size_t>(at), block_size_));
     if (!block) break;
     Block& b = blocks_[static_cast<size_t>(*block)];
-    if (b.in_lru) {
-      lru_.erase(b.lru_at);
-      b.in_lru = false;
-    }
+    leave_lru(b);
     ++b.refs;
     held.push_back(*block);
     previous = *block;
   }
   return held;
+}
+
+void KvBlockPool::leave_lru(Block& b) {
+  if (!b.in_lru) return;
+  lru_.erase(b.lru_at);
+  b.in_lru = false;
 }
 
 void KvBlockPool::uncache(int32_t block) {
@@ -105,14 +108,17 @@ void KvBlockPool::release(std::span<const int32_t> blocks) {
   }
 }
 
-void KvBlockPool::register_full(int32_t block, int32_t previous, std::span<const int32_t> tokens) {
+int32_t KvBlockPool::register_full(int32_t block, int32_t previous, std::span<const int32_t> tokens) {
   Block& b = blocks_[static_cast<size_t>(block)];
-  if (b.cached || static_cast<int32_t>(tokens.size()) != block_size_ || find(previous, tokens)) return;
+  if (static_cast<int32_t>(tokens.size()) != block_size_) return -1;
+  if (const std::optional<int32_t> cached = find(previous, tokens)) return *cached;
+  if (b.cached) return -1;
   b.previous = previous;
   b.previous_generation = generation_of(previous);
   b.tokens.assign(tokens.begin(), tokens.end());
   b.cached = true;
   by_key_.emplace(key(b.previous, b.previous_generation, b.tokens), block);
+  return block;
 }
 
 uint64_t KvBlockPool::generation_of(int32_t block) const {
@@ -160,10 +166,7 @@ std::optional<KvBlockPool::Tail> KvBlockPool::find_tail(int32_t previous, std::s
 void KvBlockPool::take_tail(const Tail& tail) {
   Block& b = blocks_[static_cast<size_t>(tail.block)];
   GUFO_CHECK(b.tail && b.refs == 0);
-  if (b.in_lru) {
-    lru_.erase(b.lru_at);
-    b.in_lru = false;
-  }
+  leave_lru(b);
   uncache(tail.block);
   ++b.generation;  // rewritten from here on, like a fresh block
   b.refs = 1;
@@ -173,6 +176,75 @@ std::optional<KvBlockPool::Tail> KvBlockPool::adopt_tail(int32_t previous, std::
   const std::optional<Tail> tail = find_tail(previous, rest);
   if (tail) take_tail(*tail);
   return tail;
+}
+
+void KvBlockPool::hold_tail(const Tail& tail) {
+  Block& b = blocks_[static_cast<size_t>(tail.block)];
+  GUFO_CHECK(b.tail && b.refs == 0);
+  leave_lru(b);
+  b.refs = 1;
+}
+
+int64_t KvBlockPool::forget(std::span<const int32_t> tokens, int64_t keep) {
+  std::vector<int32_t> chain;
+  int32_t previous = -1;
+  size_t at = 0;
+  for (; at + static_cast<size_t>(block_size_) <= tokens.size(); at += static_cast<size_t>(block_size_)) {
+    const std::optional<int32_t> block = find(previous, tokens.subspan(at, static_cast<size_t>(block_size_)));
+    if (!block) break;
+    chain.push_back(*block);
+    previous = *block;
+  }
+  int64_t dropped = 0;
+  std::vector<int32_t> gone;  // dropped, in the order dropped
+  const auto drop = [&](int32_t block) {
+    Block& b = blocks_[static_cast<size_t>(block)];
+    if (b.refs > 0) return false;  // a running sequence's: it stays cached (and so does what it needs)
+    leave_lru(b);
+    uncache(block);
+    free_.push_back(block);
+    gone.push_back(block);
+    return true;
+  };
+  // Only a tail that is all this context's (another, which shares some tokens, is another's).
+  const std::optional<Tail> tail = find_tail(previous, tokens.subspan(at));
+  if (tail && static_cast<int64_t>(at) >= keep &&
+      blocks_[static_cast<size_t>(tail->block)].tokens.size() == static_cast<size_t>(tail->n_tokens) &&
+      drop(tail->block)) {
+    dropped += tail->n_tokens;
+  }
+  // Last first: a block a sequence holds has its whole chain before it held too.
+  for (size_t i = chain.size(); i-- > 0;) {
+    if (static_cast<int64_t>(i) * block_size_ < keep) break;  // shared with another context
+    if (drop(chain[i])) dropped += block_size_;
+  }
+  drop_followers(gone);
+  return dropped;
+}
+
+void KvBlockPool::drop_followers(std::vector<int32_t> gone) {
+  if (gone.empty()) return;
+  // A dropped block keeps its generation until it is allocated again, so what followed it
+  // still "follows" it: find those by their link (one pass over the pool), and drop them and
+  // what followed them in turn.
+  std::unordered_multimap<int32_t, int32_t> followers;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const Block& block = blocks_[b];
+    if (block.cached && block.refs == 0 && block.previous >= 0)
+      followers.emplace(block.previous, static_cast<int32_t>(b));
+  }
+  for (size_t next = 0; next < gone.size(); ++next) {
+    const int32_t dropped = gone[next];
+    const auto [first, last] = followers.equal_range(dropped);
+    for (auto it = first; it != last; ++it) {
+      Block& block = blocks_[static_cast<size_t>(it->second)];
+      if (!block.cached || !follows(block, dropped)) continue;
+      leave_lru(block);
+      uncache(it->second);
+      free_.push_back(it->second);
+      gone.push_back(it->second);
+    }
+  }
 }
 
 }  // namespace gufo::engine

@@ -47,8 +47,9 @@ class KvBlockPool {
   void release(std::span<const int32_t> blocks);
   // Records that `block`, which follows `previous` (-1 for a sequence's first block), now
   // holds exactly `tokens` (block_size of them), so later prompts can reuse it. A block whose
-  // contents are already cached under another id stays private.
-  void register_full(int32_t block, int32_t previous, std::span<const int32_t> tokens);
+  // contents are already cached under another id stays private. Returns the block cached for
+  // them now (`block`, or that other one; -1 when neither is).
+  int32_t register_full(int32_t block, int32_t previous, std::span<const int32_t> tokens);
   // Records that `block`, which follows `previous`, holds `tokens` (1 to block_size - 1 of
   // them) and its holder writes nothing more into it; it is cached from now on and, once
   // released, evictable. Skipped when a cached tail there already starts with the same tokens.
@@ -65,6 +66,14 @@ class KvBlockPool {
   void take_tail(const Tail& tail);
   // find_tail, then take_tail.
   std::optional<Tail> adopt_tail(int32_t previous, std::span<const int32_t> rest);
+  // The caller holds `tail` (from find_tail, nothing changed since) as it is, still cached: to
+  // read it (release it when done).
+  void hold_tail(const Tail& tail);
+  // Drops what is cached of `tokens` past its first `keep` (which others share): the full
+  // blocks of its chain and the tail that continues them with its tokens alone, where nobody
+  // holds them, and then every cached block that followed a dropped one (nothing could reach
+  // it any more). Dropped blocks become free. Returns the positions of `tokens` dropped.
+  int64_t forget(std::span<const int32_t> tokens, int64_t keep = 0);
 
  private:
   struct Block {
@@ -84,6 +93,9 @@ class KvBlockPool {
   bool follows(const Block& b, int32_t previous) const;
   std::optional<int32_t> find(int32_t previous, std::span<const int32_t> tokens) const;
   void uncache(int32_t block);
+  void leave_lru(Block& b);  // held again, or dropped: no longer evictable
+  // Drops every cached, unheld block that follows one of `gone` (already dropped), and so on.
+  void drop_followers(std::vector<int32_t> gone);
 
   int32_t block_size_;
   std::vector<Block> blocks_;

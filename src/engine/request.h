@@ -46,6 +46,8 @@ struct RequestOptions {
   // draft is kept while it is the token drawn. The engine holds no draft model: SpecMode::Draft
   // is refused.
   SpecChoice spec;
+  // The engine slot to run in (Scheduler, "Slots"), waiting while it is busy; -1: any.
+  int32_t slot = -1;
 };
 
 struct TokenLogprob {

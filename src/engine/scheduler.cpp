@@ -191,6 +191,7 @@ Scheduler::Scheduler(const Model& model, backend::Backend& backend, const tokeni
       pool_(static_cast<int32_t>(cache_->spec().n_blocks), options.block_size),
       end_tokens_(end_of_generation_tokens(tokenizer.vocab())) {
   for (int32_t s = options_.n_parallel - 1; s >= 0; --s) free_slots_.push_back(s);
+  slot_context_.resize(static_cast<size_t>(options_.n_parallel));
   think_tokens_ = think_tokens(tokenizer.vocab());
   stats_.kv_blocks_total = pool_.n_blocks();
   thread_ = std::thread([this] { loop(); });
@@ -209,6 +210,15 @@ Submission Scheduler::submit(const std::vector<int32_t>& prompt, const std::vect
   }
   if (choices.empty()) return {SubmitStatus::TooLong, "no choices asked for", nullptr};
   for (const RequestOptions& choice : choices) {
+    if (choice.slot < -1 || choice.slot >= options_.n_parallel) {
+      return {SubmitStatus::Invalid,
+              "slot " + std::to_string(choice.slot) + ": the engine's slots are 0.." +
+                  std::to_string(options_.n_parallel - 1) + " (-1: any)",
+              nullptr};
+    }
+    if (choice.slot >= 0 && choices.size() > 1) {
+      return {SubmitStatus::Invalid, "a slot holds one generation; ask for one choice (n = 1) with it", nullptr};
+    }
     const SpecChoice& spec = choice.spec;
     if (spec.mode == SpecMode::Draft) {
       return {SubmitStatus::Invalid, "speculative decoding with a draft model is not served; spec ngram is", nullptr};
@@ -316,12 +326,15 @@ void Scheduler::loop() {
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(running_.empty() && !waiting_.empty() ? 10 : 1000),
-                     [&] { return stopping_ || !submitted_.empty() || !running_.empty(); });
+      wake_.wait_for(lock, std::chrono::milliseconds(running_.empty() && !waiting_.empty() ? 10 : 1000), [&] {
+        return stopping_ || !submitted_.empty() || !submitted_tasks_.empty() || !running_.empty() ||
+               !slot_tasks_.empty();
+      });
       if (stopping_) break;
       take_submissions(lock);
     }
     drop_cancelled();
+    run_slot_tasks();
     admit();
     if (!running_.empty()) step();
     publish_occupancy();
@@ -331,6 +344,7 @@ void Scheduler::loop() {
     std::unique_lock lock(mutex_);
     take_submissions(lock);
   }
+  cancel_slot_tasks();
   while (!running_.empty()) finish(*running_.back(), StopReason::Cancelled);
   while (!waiting_.empty()) {
     waiting_.front()->send(RequestEvent::done(StopReason::Cancelled, waiting_.front()->n_prompt, 0, 0));
@@ -344,6 +358,8 @@ void Scheduler::take_submissions(std::unique_lock<std::mutex>&) {
     waiting_.push_back(std::move(submitted_.front()));
     submitted_.pop_front();
   }
+  for (SlotTask& task : submitted_tasks_) slot_tasks_.push_back(std::move(task));
+  submitted_tasks_.clear();
 }
 
 void Scheduler::drop_cancelled() {
@@ -372,8 +388,14 @@ void Scheduler::drop_cancelled() {
 
 void Scheduler::admit() {
   const int32_t block = options_.block_size;
-  while (!waiting_.empty() && !free_slots_.empty()) {
-    Sequence& seq = *waiting_.front();
+  for (auto it = waiting_.begin(); it != waiting_.end() && !free_slots_.empty();) {
+    Sequence& seq = **it;
+    // A sequence that asks for a slot waits while it is busy; the ones behind it go on.
+    const auto slot_at = slot_for(seq);
+    if (slot_at == free_slots_.end()) {
+      ++it;
+      continue;
+    }
     const int64_t n_tokens = static_cast<int64_t>(seq.tokens.size());
     std::vector<int32_t> shared;
     std::optional<KvBlockPool::Tail> tail;  // a cached partial block that continues `shared`
@@ -407,21 +429,41 @@ void Scheduler::admit() {
     for (int64_t i = 0; i < needed; ++i) seq.blocks.push_back(*pool_.allocate());
     const bool first_admission = seq.cached_tokens < 0;
     if (first_admission) seq.cached_tokens = std::min(seq.n_computed, seq.n_prompt);
-    seq.slot = free_slots_.back();
-    free_slots_.pop_back();
+    seq.slot = *slot_at;
+    free_slots_.erase(slot_at);
     const Status assigned = cache_->set_blocks(seq.slot, seq.blocks, seq.n_computed);
-    std::unique_ptr<Sequence> owned = std::move(waiting_.front());
-    waiting_.pop_front();
+    std::unique_ptr<Sequence> owned = std::move(*it);
+    it = waiting_.erase(it);
     {
       std::lock_guard lock(mutex_);
       --n_queued_;
-      queue_places_ -= seq.holds_queue_place ? 1 : 0;
+      queue_places_ -= owned->holds_queue_place ? 1 : 0;
       ++stats_.running;
-      if (first_admission) stats_.cached_prompt_tokens += static_cast<uint64_t>(seq.cached_tokens);
+      if (first_admission) stats_.cached_prompt_tokens += static_cast<uint64_t>(owned->cached_tokens);
     }
     running_.push_back(std::move(owned));
     if (!assigned.ok()) fail(*running_.back(), assigned.error().message);
   }
+}
+
+bool Scheduler::slot_busy(int32_t slot) const {
+  if (std::find(free_slots_.begin(), free_slots_.end(), slot) == free_slots_.end()) return true;
+  return std::any_of(waiting_.begin(), waiting_.end(), [slot](const std::unique_ptr<Sequence>& seq) {
+    return seq->options.slot == slot && seq->cached_tokens >= 0;  // admitted once: preempted
+  });
+}
+
+std::vector<int32_t>::iterator Scheduler::slot_for(const Sequence& seq) {
+  if (seq.options.slot >= 0) return std::find(free_slots_.begin(), free_slots_.end(), seq.options.slot);
+  const auto wanted = [this](int32_t slot) {
+    return std::any_of(waiting_.begin(), waiting_.end(),
+                       [slot](const std::unique_ptr<Sequence>& other) { return other->options.slot == slot; });
+  };
+  for (auto it = free_slots_.end(); it != free_slots_.begin();) {
+    --it;
+    if (!wanted(*it)) return it;
+  }
+  return free_slots_.end() - 1;
 }
 
 void Scheduler::preempt_newest() {
@@ -846,6 +888,10 @@ void Scheduler::finish(Sequence& seq, StopReason reason) {
     for (double v : seq.pooled) done.embedding.push_back(static_cast<float>(v / count));
   }
   seq.send(std::move(done));
+  // The slot remembers the context whose blocks the prefix cache now has (generations only).
+  if (!seq.pooling && caches_blocks(seq)) {
+    slot_context_[static_cast<size_t>(seq.slot)] = {.tokens = std::move(seq.tokens), .note = stop_note(reason)};
+  }
   remove_running(seq);
 }
 
@@ -858,6 +904,7 @@ void Scheduler::fail(Sequence& seq, const std::string& message) {
     stats_.kv_blocks_used = pool_.n_used();
   }
   seq.send(RequestEvent::failure(message));
+  slot_context_[static_cast<size_t>(seq.slot)] = {};
   remove_running(seq);
 }
 

@@ -18,12 +18,21 @@
 // prefix cache only ever registers kept tokens).
 // A failed step fails only the sequences in that step's batch; a lost device (ErrorKind::
 // DeviceLost) fails every request, and new ones are refused.
-// Tested by tests/unit/engine/scheduler_test.cpp.
+// Slots, as llama.cpp's server has them (gufo serve's /slots routes): slot k is backend
+// sequence k of n_parallel. A slot remembers the context of the last generation that ran in it,
+// whose keys and values the prefix cache keeps until they are evicted, and a request may ask
+// for a slot (RequestOptions::slot; it waits while the slot is busy). Saving a slot writes its
+// context and the keys and values still cached for it to a session file (engine/session_file.h);
+// restoring reads one into fresh blocks and caches them, so the next request with that context
+// starts after it; erasing forgets the context and drops its cached blocks. Each waits until
+// the slot is idle, then runs on the engine thread between steps (scheduler_slots.cpp).
+// Tested by tests/unit/engine/scheduler_test.cpp and slots_test.cpp.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,6 +48,7 @@
 #include "engine/kv_blocks.h"
 #include "engine/model.h"
 #include "engine/request.h"
+#include "engine/session_file.h"
 #include "engine/stats.h"
 #include "grammar/token_matcher.h"
 #include "model/graph.h"
@@ -101,6 +111,24 @@ class Scheduler {
   // event) and joins the engine thread.
   void shutdown();
 
+  struct SlotState {
+    int32_t id = 0;
+    bool busy = false;      // a sequence runs in it
+    int32_t n_context = 0;  // tokens of the context it remembers
+  };
+  Result<std::vector<SlotState>> slots();
+  struct SlotTransfer {
+    int32_t n_tokens = 0;  // the context saved or restored
+    int32_t n_kv = 0;      // positions of it whose keys and values went with it
+    uint64_t n_bytes = 0;  // the file's size
+    double ms = 0;         // on the engine thread
+  };
+  // Errors: Invalid for a slot id out of range or a file that is not a session of this model
+  // and build (the message names the file); OutOfMemory when the pool has no room now.
+  Result<SlotTransfer> save_slot(int32_t slot, const std::string& path, const SessionIdentity& identity);
+  Result<SlotTransfer> restore_slot(int32_t slot, const std::string& path, const SessionIdentity& identity);
+  Result<int32_t> erase_slot(int32_t slot);  // the tokens of the context it forgot
+
   const SchedulerOptions& options() const { return options_; }
   EngineStats stats() const;
   // Why the backend's device was lost ("" while it works): then every request fails.
@@ -156,6 +184,24 @@ class Scheduler {
   // A released sequence's partial last block, for a later prompt that continues the same way.
   void register_tail_block(const Sequence& seq);
   void publish_occupancy();
+  // Slots (scheduler_slots.cpp): work for the engine thread, run once `slot` is idle (-1: at
+  // once), and what it runs.
+  template <class T>
+  T on_engine_thread(int32_t slot, std::function<T()> work);
+  void run_slot_tasks();
+  void cancel_slot_tasks();
+  // A sequence runs in `slot`, or one that ran there waits to go on (preempted).
+  bool slot_busy(int32_t slot) const;
+  // The free slot an admitted sequence takes: the one it asks for, else the last freed that no
+  // waiting sequence asks for; end() when the one it asks for is busy.
+  std::vector<int32_t>::iterator slot_for(const Sequence& seq);
+  Status check_slot(int32_t slot) const;
+  Result<SlotTransfer> save_slot_now(int32_t slot, const std::string& path, const SessionIdentity& identity);
+  Result<SlotTransfer> restore_slot_now(int32_t slot, const std::string& path, const SessionIdentity& identity);
+  // Caches the restored context's blocks (its keys and values written) and gives them back.
+  void cache_restored(std::span<const int32_t> tokens, int32_t n_kv, const std::vector<int32_t>& blocks);
+  // The leading tokens of `slot`'s context that another slot's context shares.
+  int64_t shared_with_other_slots(int32_t slot) const;
   // The vocabulary as a token trie for constrained decoding, built by the first request that
   // needs it (on its own thread, not the engine's) and shared by all after.
   std::shared_ptr<const grammar::TokenTrie> token_trie();
@@ -183,11 +229,25 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   std::vector<int32_t> free_slots_;                 // backend sequence ids
   std::vector<float> masked_logits_;                // a constrained sequence's logits, masked
+  // Per slot: its last generation's tokens and how it ended (stop_note), for its session file.
+  struct SlotContext {
+    std::vector<int32_t> tokens;
+    std::string note;
+  };
+  std::vector<SlotContext> slot_context_;
+  struct SlotTask {
+    int32_t slot;                // -1: any time
+    std::function<void()> run;   // on the engine thread
+    std::function<void()> drop;  // instead, when the engine stops first
+  };
+  std::vector<SlotTask> slot_tasks_;  // waiting for their slots
 
   // Shared with submitters (mutex_).
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Sequence>> submitted_;
+  std::vector<SlotTask> submitted_tasks_;
+  int32_t n_slot_tasks_ = 0;  // submitted and not yet run or dropped (at most kMaxSlotTasks)
   int32_t n_queued_ = 0;      // sequences in submitted_ + waiting_
   int32_t queue_places_ = 0;  // the places they take (Sequence::holds_queue_place)
   bool stopping_ = false;

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -130,9 +133,9 @@ Status check_cache(const std::string& path, const backend::KvCacheSpec& spec, st
   return {};
 }
 
-Status write_body(Writer& out, const Session& session, const SessionState& state, const SessionIdentity& identity,
+Status write_body(Writer& out, const SessionKv& kv, const SessionState& state, const SessionIdentity& identity,
                   int32_t n_kv) {
-  const backend::KvCacheSpec& spec = session.cache_spec();
+  const backend::KvCacheSpec& spec = kv.spec;
   out.bytes(std::as_bytes(std::span(kMagic.data(), kMagic.size())));
   out.scalar(kSessionFileVersion);
   out.string(identity.model);
@@ -145,8 +148,8 @@ Status write_body(Writer& out, const Session& session, const SessionState& state
   out.scalar(static_cast<uint32_t>(n_kv));
   out.string(state.generator);
   out.string(state.note);
-  GUFO_RETURN_IF_ERROR(session.save_positions(
-      n_kv, [&out](int32_t, std::span<const std::byte> k, std::span<const std::byte> v) -> Status {
+  GUFO_RETURN_IF_ERROR(
+      kv.read(n_kv, [&out](int32_t, std::span<const std::byte> k, std::span<const std::byte> v) -> Status {
         out.bytes(k);
         out.bytes(v);
         return {};
@@ -204,9 +207,9 @@ Result<LoadedSession> read_context(Reader& read, const std::string& path, const 
   return loaded;
 }
 
-// The keys and values into `session`, then the checksum over the whole file.
-Status read_cache(Reader& read, const std::string& path, Session& session, int32_t n_kv) {
-  const backend::KvCacheSpec& spec = session.cache_spec();
+// The keys and values into `kv`, then the checksum over the whole file.
+Status read_cache(Reader& read, const std::string& path, const SessionKv& kv, int32_t n_kv) {
+  const backend::KvCacheSpec& spec = kv.spec;
   const uint64_t cache_bytes = 2 * static_cast<uint64_t>(spec.n_layer) * static_cast<uint64_t>(n_kv) *
                                static_cast<uint64_t>(spec.n_embd_kv) * spec.elem_bytes();
   GUFO_RETURN_IF_ERROR(read.need(cache_bytes + sizeof(uint64_t), "the keys and values"));
@@ -214,7 +217,7 @@ Status read_cache(Reader& read, const std::string& path, Session& session, int32
     GUFO_RETURN_IF_ERROR(read.bytes(k, "the keys and values"));
     return read.bytes(v, "the keys and values");
   };
-  GUFO_RETURN_IF_ERROR(session.restore_positions(n_kv, layer));
+  GUFO_RETURN_IF_ERROR(kv.write(n_kv, layer));
   const uint64_t expected = read.hash();
   GUFO_ASSIGN_OR_RETURN(const uint64_t checksum, read.scalar<uint64_t>("the checksum"));
   if (checksum != expected) return Error{path + ": corrupt (its checksum does not match)"};
@@ -236,11 +239,10 @@ std::string model_identity(const gguf::File& file) {
   return "fnv1a64:" + hex16(hash);
 }
 
-Status save_session(const std::string& path, const Session& session, const SessionState& state,
+Status save_session(const std::string& path, const SessionKv& kv, const SessionState& state,
                     const SessionIdentity& identity) {
   if (state.tokens.empty()) return Error{path + ": nothing to save (no tokens)"};
-  const auto n_kv =
-      static_cast<int32_t>(std::min<int64_t>(session.n_past(), static_cast<int64_t>(state.tokens.size()) - 1));
+  const auto n_kv = static_cast<int32_t>(std::min<int64_t>(kv.n_filled, static_cast<int64_t>(state.tokens.size()) - 1));
   if (identity.model.size() > kMaxIdentityBytes || identity.build.size() > kMaxIdentityBytes ||
       state.generator.size() > kMaxGeneratorBytes || state.note.size() > kMaxNoteBytes) {
     return Error{path + ": a session larger than a session file holds (identity, generator or note)"};
@@ -248,7 +250,9 @@ Status save_session(const std::string& path, const Session& session, const Sessi
   // NOTE(session): a temporary file beside the target, renamed over it only when complete and
   // on disk, so that a failure leaves the previous session whole. Owner-only, as the keys and
   // values and a chat's messages are the user's conversation.
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  // NOTE(session): a counter beside the pid: two engines of one server may save at once.
+  static std::atomic<uint64_t> saves{0};
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(saves++);
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   std::FILE* file = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
   if (file == nullptr) {
@@ -256,25 +260,29 @@ Status save_session(const std::string& path, const Session& session, const Sessi
     if (fd >= 0) ::close(fd);
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
-    return Error{path + ": cannot write (" + std::string(std::strerror(error)) + ")"};
+    return Error{path + ": cannot write (" + std::string(std::strerror(error)) + ")", ErrorKind::Io};
   }
   Writer out(file);
-  Status written = write_body(out, session, state, identity, n_kv);
+  Status written = write_body(out, kv, state, identity, n_kv);
   if (const int error = out.finish(); written.ok() && error != 0) {
-    written = Error{path + ": cannot write (" + std::string(std::strerror(error)) + ")"};
+    written = Error{path + ": cannot write (" + std::string(std::strerror(error)) + ")", ErrorKind::Io};
   }
   std::error_code failed;
   if (written.ok()) std::filesystem::rename(temporary, path, failed);
   if (!written.ok() || failed) {
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
-    return written.ok() ? Error{path + ": cannot replace it (" + failed.message() + ")"} : written;
+    return written.ok() ? Error{path + ": cannot replace it (" + failed.message() + ")", ErrorKind::Io} : written;
   }
   return {};
 }
 
-Result<LoadedSession> load_session(const std::string& path, Session& session, const SessionIdentity& identity) {
-  session.rewind(0);
+Result<LoadedSession> load_session(const std::string& path, const SessionKv& kv, const SessionIdentity& identity) {
+  // Before opening: a FIFO would block the reader (the serving engine's thread) for ever.
+  std::error_code kind_error;
+  if (std::filesystem::exists(path, kind_error) && !std::filesystem::is_regular_file(path, kind_error)) {
+    return Error{path + ": not a regular file"};
+  }
   std::ifstream in(path, std::ios::binary);
   std::error_code size_error;
   const uintmax_t size = std::filesystem::file_size(path, size_error);
@@ -283,12 +291,42 @@ Result<LoadedSession> load_session(const std::string& path, Session& session, co
                  (size_error ? size_error.message() : std::string(std::strerror(errno))) + ")"};
   }
   Reader read(in, path, size);
-  GUFO_RETURN_IF_ERROR(read_identity(read, path, identity, session.cache_spec()));
-  GUFO_ASSIGN_OR_RETURN(LoadedSession loaded, read_context(read, path, session.cache_spec()));
-  if (Status cache = read_cache(read, path, session, loaded.n_kv); !cache.ok()) {
-    session.rewind(0);
-    return cache.error();
-  }
+  GUFO_RETURN_IF_ERROR(read_identity(read, path, identity, kv.spec));
+  GUFO_ASSIGN_OR_RETURN(LoadedSession loaded, read_context(read, path, kv.spec));
+  GUFO_RETURN_IF_ERROR(read_cache(read, path, kv, loaded.n_kv));
+  return loaded;
+}
+
+std::string stop_note(StopReason reason) {
+  return nlohmann::json{{"stop", std::string(stop_reason_name(reason))}}.dump();
+}
+
+SessionKv session_kv(Session& session) {
+  return SessionKv{
+      .spec = session.cache_spec(),
+      .n_filled = session.n_past(),
+      .read = [&session](int32_t n,
+                         const backend::KvCache::LayerSink& sink) { return session.save_positions(n, sink); },
+      .write = [&session](
+                   int32_t n,
+                   const backend::KvCache::LayerSource& source) { return session.restore_positions(n, source); }};
+}
+
+Status save_session(const std::string& path, const Session& session, const SessionState& state,
+                    const SessionIdentity& identity) {
+  const SessionKv kv{
+      .spec = session.cache_spec(),
+      .n_filled = session.n_past(),
+      .read = [&session](int32_t n,
+                         const backend::KvCache::LayerSink& sink) { return session.save_positions(n, sink); },
+      .write = nullptr};
+  return save_session(path, kv, state, identity);
+}
+
+Result<LoadedSession> load_session(const std::string& path, Session& session, const SessionIdentity& identity) {
+  session.rewind(0);
+  Result<LoadedSession> loaded = load_session(path, session_kv(session), identity);
+  if (!loaded) session.rewind(0);
   return loaded;
 }
 

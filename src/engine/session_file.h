@@ -23,11 +23,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
 #include "engine/model.h"
+#include "engine/request.h"
 #include "gguf/file.h"
 
 namespace gufo::engine {
@@ -50,20 +52,41 @@ struct SessionState {
   std::string note;             // the program's own (gufo chat: its messages, JSON)
 };
 
-// Writes `state` and the keys and values of its first min(session.n_past(), tokens - 1)
-// positions, which must be those of state.tokens. Errors name `path`.
-Status save_session(const std::string& path, const Session& session, const SessionState& state,
-                    const SessionIdentity& identity);
+// A run's note (SessionState::note): how it ended, {"stop": stop_reason_name(reason)}, so that
+// a resumed run never goes on past an end the saved run had reached (gufo run --session reads
+// it; the serving engine's slot files carry it too).
+std::string stop_note(StopReason reason);
 
 struct LoadedSession {
   SessionState state;
-  int32_t n_kv = 0;  // positions restored into the session (its n_past())
+  int32_t n_kv = 0;  // positions restored (a Session's n_past())
 };
 
-// Reads `path` into `session` (empty before; n_past() becomes n_kv) after checking that the
-// file is a session of this model, made by this build, with this cache's shape and type, and
-// that its tokens fit the context. Errors name `path` and what differs; `session` is left
-// empty on any failure, and the file is never written.
+// Where a session file's keys and values come from and go to: a gufo run/chat Session
+// (session_kv), or a slot of the serving engine (engine/scheduler.h).
+struct SessionKv {
+  backend::KvCacheSpec spec;
+  int64_t n_filled = 0;  // positions holding keys and values (what a save can take)
+  // Hands positions [0, n) to `sink` a layer at a time (backend::KvCache::read_positions).
+  std::function<Status(int32_t n, const backend::KvCache::LayerSink& sink)> read;
+  // Takes n positions and fills them from `source` (backend::KvCache::write_positions).
+  std::function<Status(int32_t n, const backend::KvCache::LayerSource& source)> write;
+};
+SessionKv session_kv(Session& session);
+
+// Writes `state` and the keys and values of its first min(kv.n_filled, tokens - 1) positions,
+// which must be those of state.tokens. Errors name `path`.
+Status save_session(const std::string& path, const SessionKv& kv, const SessionState& state,
+                    const SessionIdentity& identity);
+Status save_session(const std::string& path, const Session& session, const SessionState& state,
+                    const SessionIdentity& identity);
+
+// Reads `path` after checking that the file is a session of this model, made by this build,
+// with this cache's shape and type, and that its tokens fit the context; then kv.write() takes
+// its keys and values, and the checksum is checked last. Errors name `path` and what differs;
+// the file is never written. After a failure kv.write() may have run: the caller undoes it.
+Result<LoadedSession> load_session(const std::string& path, const SessionKv& kv, const SessionIdentity& identity);
+// The same into `session` (empty before; n_past() becomes n_kv), left empty on any failure.
 Result<LoadedSession> load_session(const std::string& path, Session& session, const SessionIdentity& identity);
 
 }  // namespace gufo::engine

@@ -119,9 +119,16 @@ PlannedGeneration plan_generation(const ServedModel& model, CompletionRequest re
                            std::to_string(spec.draft_max) + ")",
                        "draft_min");
   }
+  if (const int32_t slots = model.scheduler->options().n_parallel; r.slot >= slots) {
+    return bad_request("'id_slot' " + std::to_string(r.slot) + ": this server's slots are 0.." +
+                           std::to_string(slots - 1) + " (-1: any)",
+                       "id_slot");
+  }
+  if (r.slot >= 0 && r.n > 1) return bad_request("'id_slot' runs one choice; 'n' must be 1 with it", "id_slot");
   for (int32_t i = 0; i < r.n; ++i) {
     engine::RequestOptions options;
     options.spec = spec;
+    options.slot = r.slot;
     options.max_tokens = max_tokens;
     options.stop = r.stop;
     options.sampler = r.sampler;

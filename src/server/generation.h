@@ -46,6 +46,8 @@ struct ServedModel {
   ToolSyntax tool_syntax = ToolSyntax::Hermes;    // how its template writes tool calls (tool_syntax_of)
   // Speculative decoding for requests that do not say (gufo serve --spec, --draft-max, --draft-min).
   engine::SpecChoice spec;
+  // Who computed its keys and values, for the session files of the slot API (server/slots.h).
+  engine::SessionIdentity session;
 };
 
 // A request made ready for the engine.

@@ -264,6 +264,7 @@ void HttpServer::reply_error(httplib::Response& res, const std::string& route, c
 void HttpServer::routes() {
   page_and_status_routes();
   model_routes();
+  slot_routes();
   http_->Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
   http_->Post("/v1/completions",

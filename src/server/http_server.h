@@ -1,6 +1,7 @@
 // `gufo serve`'s HTTP side (cpp-httplib): the OpenAI routes (POST /v1/chat/completions,
 // POST /v1/completions, POST /v1/responses, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}), Anthropic's
-// Messages API (POST /v1/messages, POST /v1/messages/count_tokens), GET /health (the process answers), GET /ready (the
+// Messages API (POST /v1/messages, POST /v1/messages/count_tokens), llama.cpp's slot API (GET /slots,
+// POST /slots/{id}?action=save|restore|erase: server/slots.h), GET /health (the process answers), GET /ready (the
 // model is loaded and the engine takes requests), GET /metrics (Prometheus) and GET / (the chat page,
 // server/chat_page.h; also /index.html). Requests are
 // checked (server/openai_request.h), rendered with the model's chat template, and handed to
@@ -44,6 +45,7 @@ struct ServerOptions {
   bool separate_reasoning = true;               // chat: <think> blocks go to reasoning_content (server/reasoning.h)
   bool access_log = true;                       // a line per request on stderr (server/access_log.h)
   std::chrono::milliseconds injected_delay{0};  // GUFO_FAULTS request_delay_ms (core/faults.h)
+  std::string slot_save_path;                   // where /slots/{id} saves and restores ("": no slot actions)
 };
 
 class HttpServer {
@@ -85,6 +87,12 @@ class HttpServer {
   void anthropic_messages(const httplib::Request& req, httplib::Response& res, bool count_only);
   void responses(const httplib::Request& req, httplib::Response& res);   // responses_routes.cpp
   void embeddings(const httplib::Request& req, httplib::Response& res);  // embeddings_routes.cpp
+  // The slot API (server/slots.h; slot_routes.cpp); slot_model: the model a slot route names
+  // (?model=), or null once the error is replied (the caller checked the API key).
+  void slot_routes();
+  void slot_action(const httplib::Request& req, httplib::Response& res);
+  std::shared_ptr<const LoadedModel> slot_model(const httplib::Request& req, httplib::Response& res,
+                                                const std::string& route);
 
   // The first steps of every generation route: the API key, a 503 while loading or
   // stopping, the body as JSON and the model it names. On failure the error has been

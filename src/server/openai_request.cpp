@@ -224,6 +224,13 @@ void parse_spec(Fields& fields, CompletionRequest& out) {
   }
 }
 
+// llama.cpp's "id_slot": the engine slot the request runs in (-1: any; server/slots.h).
+void parse_slot(Fields& fields, CompletionRequest& out) {
+  if (const std::optional<int64_t> slot = fields.integer("id_slot", -1, 1 << 20)) {
+    out.slot = static_cast<int32_t>(*slot);
+  }
+}
+
 void parse_logit_bias(Fields& fields, const RequestLimits& limits, CompletionRequest& out) {
   const ordered_json* bias = fields.get("logit_bias");
   if (bias == nullptr || fields.failed()) return;
@@ -506,6 +513,7 @@ ParsedRequest parse_completion_request(const ordered_json& body, bool chat, cons
   }
   parse_stop(fields, limits, out);
   parse_spec(fields, out);
+  parse_slot(fields, out);
   parse_logit_bias(fields, limits, out);
   parse_constraint(fields, out);
   check_tools_and_constraint(fields, out);

@@ -75,6 +75,7 @@ struct CompletionRequest {
   std::optional<engine::SpecMode> spec;
   std::optional<int32_t> draft_max;
   std::optional<int32_t> draft_min;
+  int32_t slot = -1;  // llama.cpp's id_slot: the engine slot to run in (-1: any)
 };
 
 using ParsedRequest = std::variant<CompletionRequest, ApiError>;

@@ -1,7 +1,8 @@
 // KvBlockPool: allocation until the pool is empty, prefix matches over full blocks only and
 // never past max_tokens, reuse after release, least-recently-used eviction (tail of a chain
 // before its head), no stale match through a block id that was reused, and partial last
-// blocks (tails) taken over by a prompt that continues their chain.
+// blocks (tails) taken over by a prompt that continues their chain; forgetting a context
+// (a slot's erase) drops its unheld blocks and nothing of another's.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -205,6 +206,77 @@ TEST(KvBlockPool, AnAllocationEvictsATailLikeAnyCachedBlock) {
   const std::optional<KvBlockPool::Tail> got = pool.adopt_tail(-1, tokens);
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->n_tokens, 3);
+}
+
+TEST(KvBlockPool, ForgetDropsAContextsOwnBlocksAndWhatOnlyTheyLedTo) {
+  KvBlockPool pool(10, 4);
+  const std::vector<int32_t> tokens = iota_tokens(14);  // three full blocks and a tail of 2
+  const std::vector<int32_t> ours = fill(pool, tokens);
+  pool.register_tail(ours[3], ours[2], std::span<const int32_t>(tokens).subspan(12, 2));
+  pool.release(ours);
+  // Another context shares the first two blocks, then has a block and a tail of its own.
+  std::vector<int32_t> theirs(tokens.begin(), tokens.begin() + 8);
+  for (int32_t t : {500, 501, 502, 503, 600, 601}) theirs.push_back(t);
+  std::vector<int32_t> held = pool.acquire_prefix(theirs, 8);
+  ASSERT_EQ(held.size(), 2u);
+  held.push_back(*pool.allocate());
+  held.push_back(*pool.allocate());
+  pool.register_full(held[2], held[1], std::span<const int32_t>(theirs).subspan(8, 4));
+  pool.register_tail(held[3], held[2], std::span<const int32_t>(theirs).subspan(12, 2));
+  // And a third context's tail after our third block, which shares one token with our tail.
+  const int32_t after_ours = *pool.allocate();
+  pool.register_tail(after_ours, ours[2], std::vector<int32_t>{112, 999, 5});
+  pool.release(std::vector<int32_t>{after_ours});
+  pool.release(held);
+  ASSERT_EQ(pool.n_cached(), 7);
+
+  // The first 8 tokens are shared: our third block and our tail go, and the tail that only our
+  // third block led to; the other context keeps all of its chain.
+  EXPECT_EQ(pool.forget(tokens, 8), 4 + 2);
+  EXPECT_EQ(pool.n_cached(), 4);
+  const std::vector<int32_t> kept = pool.acquire_prefix(theirs, 12);
+  EXPECT_EQ(kept.size(), 3u);
+  EXPECT_EQ(pool.n_available(), 10 - 3);
+  pool.release(kept);
+
+  // A block a sequence holds stays cached, and so do the blocks before it.
+  std::vector<int32_t> first = pool.acquire_prefix(tokens, 4);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(pool.forget(theirs), 2 + 4 + 4);
+  EXPECT_EQ(pool.n_cached(), 1);
+  pool.release(first);
+  EXPECT_EQ(pool.forget(tokens), 4);
+  EXPECT_EQ(pool.n_cached(), 0);
+  EXPECT_EQ(pool.n_available(), 10);
+  EXPECT_EQ(pool.forget(tokens), 0);
+}
+
+TEST(KvBlockPool, RegisteringContentsCachedElsewhereNamesTheCachedBlock) {
+  KvBlockPool pool(6, 4);
+  const std::vector<int32_t> tokens = iota_tokens(8);
+  const std::vector<int32_t> first = fill(pool, tokens);
+  const int32_t copy = *pool.allocate();
+  EXPECT_EQ(pool.register_full(copy, -1, std::span<const int32_t>(tokens).first(4)), first[0]);
+  EXPECT_EQ(pool.register_full(first[1], first[0], std::span<const int32_t>(tokens).subspan(4, 4)), first[1]);
+  EXPECT_EQ(pool.register_full(copy, -1, std::vector<int32_t>{1, 2}), -1);  // not a full block
+  pool.release(std::vector<int32_t>{copy});
+  EXPECT_EQ(pool.n_cached(), 2);  // the copy stayed private, and is free again
+}
+
+TEST(KvBlockPool, AHeldTailStaysCachedAndFindable) {
+  KvBlockPool pool(4, 4);
+  const std::vector<int32_t> tokens = iota_tokens(6);
+  std::vector<int32_t> blocks = fill(pool, tokens);
+  pool.register_tail(blocks[1], blocks[0], std::span<const int32_t>(tokens).subspan(4, 2));
+  pool.release(blocks);
+  const std::optional<KvBlockPool::Tail> tail = pool.find_tail(blocks[0], std::span<const int32_t>(tokens).subspan(4));
+  ASSERT_TRUE(tail.has_value());
+  pool.hold_tail(*tail);
+  EXPECT_EQ(pool.n_available(), 3);
+  EXPECT_EQ(pool.n_cached(), 2);
+  pool.release(std::vector<int32_t>{tail->block});
+  EXPECT_EQ(pool.n_available(), 4);
+  EXPECT_TRUE(pool.find_tail(blocks[0], std::span<const int32_t>(tokens).subspan(4)).has_value());
 }
 
 }  // namespace

@@ -17,52 +17,13 @@
 #include "engine/generate.h"
 #include "engine/scheduler.h"
 #include "tests/unit/common/tiny_model.h"
+#include "tests/unit/engine/requests.h"
 
 namespace gufo::engine {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct Outcome {
-  std::vector<std::string> text;
-  std::vector<RequestEvent> done;
-  std::vector<TokenLogprob> logprobs;
-  std::string error;
-};
-
-Outcome collect(const RequestHandle& handle, size_t n_choices = 1) {
-  Outcome out;
-  out.text.resize(n_choices);
-  while (out.done.size() < n_choices && out.error.empty()) {
-    std::optional<RequestEvent> e = handle->next(30s);
-    if (!e) {
-      out.error = "timed out";
-      break;
-    }
-    if (e->kind == RequestEvent::Kind::Text) {
-      out.text[static_cast<size_t>(e->choice)] += e->text;
-      out.logprobs.insert(out.logprobs.end(), e->logprobs.begin(), e->logprobs.end());
-    } else if (e->kind == RequestEvent::Kind::Done) {
-      out.done.push_back(*e);
-    } else {
-      out.error = e->error;
-    }
-  }
-  return out;
-}
-
-std::vector<int32_t> prompt_of(int n, int salt) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) t[static_cast<size_t>(i)] = (i * 31 + salt * 17 + 3) % 250 + 4;
-  return t;
-}
-
-RequestOptions greedy(int32_t max_tokens) {
-  RequestOptions o;
-  o.max_tokens = max_tokens;
-  o.sampler.temperature = 0.0f;
-  return o;
-}
+using namespace test;
 
 class SchedulerTest : public ::testing::Test {
  protected:
