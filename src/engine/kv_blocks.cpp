@@ -198,11 +198,9 @@ int64_t KvBlockPool::forget(std::span<const int32_t> tokens, int64_t keep) {
   int64_t dropped = 0;
   std::vector<int32_t> gone;  // dropped, in the order dropped
   const auto drop = [&](int32_t block) {
-    Block& b = blocks_[static_cast<size_t>(block)];
-    if (b.refs > 0) return false;  // a running sequence's: it stays cached (and so does what it needs)
-    leave_lru(b);
-    uncache(block);
-    free_.push_back(block);
+    // A running sequence's stays cached (and so does what it needs).
+    if (blocks_[static_cast<size_t>(block)].refs > 0) return false;
+    free_cached(block);
     gone.push_back(block);
     return true;
   };
@@ -222,6 +220,12 @@ int64_t KvBlockPool::forget(std::span<const int32_t> tokens, int64_t keep) {
   return dropped;
 }
 
+void KvBlockPool::free_cached(int32_t block) {
+  leave_lru(blocks_[static_cast<size_t>(block)]);
+  uncache(block);
+  free_.push_back(block);
+}
+
 void KvBlockPool::drop_followers(std::vector<int32_t> gone) {
   if (gone.empty()) return;
   // A dropped block keeps its generation until it is allocated again, so what followed it
@@ -239,9 +243,7 @@ void KvBlockPool::drop_followers(std::vector<int32_t> gone) {
     for (auto it = first; it != last; ++it) {
       Block& block = blocks_[static_cast<size_t>(it->second)];
       if (!block.cached || !follows(block, dropped)) continue;
-      leave_lru(block);
-      uncache(it->second);
-      free_.push_back(it->second);
+      free_cached(it->second);
       gone.push_back(it->second);
     }
   }

@@ -93,7 +93,8 @@ class KvBlockPool {
   bool follows(const Block& b, int32_t previous) const;
   std::optional<int32_t> find(int32_t previous, std::span<const int32_t> tokens) const;
   void uncache(int32_t block);
-  void leave_lru(Block& b);  // held again, or dropped: no longer evictable
+  void leave_lru(Block& b);         // held again, or dropped: no longer evictable
+  void free_cached(int32_t block);  // an unheld cached block leaves the cache for the free list
   // Drops every cached, unheld block that follows one of `gone` (already dropped), and so on.
   void drop_followers(std::vector<int32_t> gone);
 

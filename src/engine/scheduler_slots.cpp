@@ -210,7 +210,7 @@ Result<Scheduler::SlotTransfer> Scheduler::restore_slot_now(int32_t slot, const 
   cache_restored(loaded->state.tokens, loaded->n_kv, blocks);
   const SlotTransfer transfer{.n_tokens = static_cast<int32_t>(loaded->state.tokens.size()),
                               .n_kv = loaded->n_kv,
-                              .n_bytes = file_bytes(path),
+                              .n_bytes = loaded->n_bytes,
                               .ms = ms_since(start)};
   slot_context_[static_cast<size_t>(slot)] = {.tokens = std::move(loaded->state.tokens),
                                               .note = std::move(loaded->state.note)};

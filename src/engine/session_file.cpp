@@ -294,6 +294,7 @@ Result<LoadedSession> load_session(const std::string& path, const SessionKv& kv,
   GUFO_RETURN_IF_ERROR(read_identity(read, path, identity, kv.spec));
   GUFO_ASSIGN_OR_RETURN(LoadedSession loaded, read_context(read, path, kv.spec));
   GUFO_RETURN_IF_ERROR(read_cache(read, path, kv, loaded.n_kv));
+  loaded.n_bytes = size;
   return loaded;
 }
 

@@ -59,7 +59,8 @@ std::string stop_note(StopReason reason);
 
 struct LoadedSession {
   SessionState state;
-  int32_t n_kv = 0;  // positions restored (a Session's n_past())
+  int32_t n_kv = 0;      // positions restored (a Session's n_past())
+  uint64_t n_bytes = 0;  // the file's size
 };
 
 // Where a session file's keys and values come from and go to: a gufo run/chat Session

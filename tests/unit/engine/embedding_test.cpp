@@ -16,6 +16,7 @@
 #include "gguf/file.h"
 #include "model/hparams.h"
 #include "tests/unit/common/tiny_model.h"
+#include "tests/unit/engine/requests.h"
 
 namespace gufo::engine {
 namespace {
@@ -29,17 +30,8 @@ std::vector<int32_t> tokens_of(int n, int salt) {
   return t;
 }
 
-class EmbeddingTest : public ::testing::Test {
+class EmbeddingTest : public test::EngineTest {
  protected:
-  void SetUp() override { ASSERT_NE(tiny.model, nullptr); }
-
-  std::unique_ptr<Scheduler> make(SchedulerOptions options) {
-    options.cache_type = DType::F32;
-    auto s = Scheduler::create(*tiny.model, tiny.cpu, *tiny.tokenizer, options);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-
   // The final hidden state of every token of `tokens`, in one forward on a fresh cache. The
   // backend runs one forward at a time: call it only while no scheduler is computing.
   std::vector<std::vector<float>> hidden_rows(const std::vector<int32_t>& tokens) {
@@ -96,8 +88,6 @@ class EmbeddingTest : public ::testing::Test {
     }
     return done;
   }
-
-  testing::TinyModel tiny{"tiny-qwen3"};
 };
 
 TEST_F(EmbeddingTest, EachPoolingGivesItsDefinitionOverTheHiddenStates) {

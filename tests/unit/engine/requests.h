@@ -1,13 +1,19 @@
-// Test helpers for the serving engine (engine/scheduler.h): a request's events collected, and
-// prompts and greedy options made up for the tiny test models.
+// Test helpers for the serving engine (engine/scheduler.h): a request's events collected,
+// prompts and greedy options made up for the tiny test models, and a fixture that makes
+// engines over the tiny Qwen3 (f32 weights and cache).
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "engine/request.h"
+#include "engine/scheduler.h"
+#include "tests/unit/common/tiny_model.h"
 
 namespace gufo::engine::test {
 
@@ -51,5 +57,25 @@ inline RequestOptions greedy(int32_t max_tokens) {
   o.sampler.temperature = 0.0f;
   return o;
 }
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(tiny.model, nullptr); }
+
+  std::unique_ptr<Scheduler> make(SchedulerOptions options) {
+    options.cache_type = DType::F32;
+    auto s = Scheduler::create(*tiny.model, tiny.cpu, *tiny.tokenizer, options);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  Outcome run_one(Scheduler& s, const std::vector<int32_t>& prompt, RequestOptions o) {
+    Submission sub = s.submit(prompt, {o});
+    EXPECT_EQ(sub.status, SubmitStatus::Accepted) << sub.message;
+    return sub.handle ? collect(sub.handle) : Outcome{};
+  }
+
+  gufo::testing::TinyModel tiny{"tiny-qwen3"};
+};
 
 }  // namespace gufo::engine::test

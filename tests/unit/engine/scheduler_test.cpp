@@ -25,25 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace test;
 
-class SchedulerTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_NE(tiny.model, nullptr); }
-
-  std::unique_ptr<Scheduler> make(SchedulerOptions options) {
-    options.cache_type = DType::F32;
-    auto s = Scheduler::create(*tiny.model, tiny.cpu, *tiny.tokenizer, options);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-
-  Outcome run_one(Scheduler& s, const std::vector<int32_t>& prompt, RequestOptions o) {
-    Submission sub = s.submit(prompt, {o});
-    EXPECT_EQ(sub.status, SubmitStatus::Accepted) << sub.message;
-    return sub.handle ? collect(sub.handle) : Outcome{};
-  }
-
-  testing::TinyModel tiny{"tiny-qwen3"};
-};
+using SchedulerTest = EngineTest;
 
 TEST_F(SchedulerTest, OneRequestGivesWhatGenerateGives) {
   const std::vector<int32_t> prompt = prompt_of(11, 1);

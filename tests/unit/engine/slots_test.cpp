@@ -28,10 +28,10 @@ RequestOptions in_slot(int32_t slot, int32_t max_tokens) {
   return o;
 }
 
-class Slots : public ::testing::Test {
+class Slots : public EngineTest {
  protected:
   void SetUp() override {
-    ASSERT_NE(tiny.model, nullptr);
+    EngineTest::SetUp();
     dir = fs::temp_directory_path() / ("gufo_slots_" + std::to_string(::getpid()) + "_" +
                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir);
@@ -39,17 +39,7 @@ class Slots : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir); }
 
-  std::unique_ptr<Scheduler> make(SchedulerOptions options = {.n_parallel = 2, .n_ctx = 128}) {
-    options.cache_type = DType::F32;
-    auto s = Scheduler::create(*tiny.model, tiny.cpu, *tiny.tokenizer, options);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-  Outcome run(Scheduler& s, const std::vector<int32_t>& prompt, RequestOptions o) {
-    Submission sub = s.submit(prompt, {o});
-    EXPECT_EQ(sub.status, SubmitStatus::Accepted) << sub.message;
-    return sub.handle ? collect(sub.handle) : Outcome{};
-  }
+  std::unique_ptr<Scheduler> make() { return EngineTest::make({.n_parallel = 2, .n_ctx = 128}); }
   SessionIdentity identity() const { return {.model = model_identity(tiny.model->file()), .build = "gufo test CPU"}; }
   int32_t context_of(Scheduler& s, int32_t slot) {
     auto slots = s.slots();
@@ -58,14 +48,13 @@ class Slots : public ::testing::Test {
   }
   std::string file(const std::string& name) const { return (dir / name).string(); }
 
-  testing::TinyModel tiny{"tiny-qwen3"};
   fs::path dir;
 };
 
 TEST_F(Slots, ARestoredSlotStartsTheNextRequestAfterItsContext) {
   const std::vector<int32_t> prompt = prompt_of(40, 3);
   auto first = make();
-  const Outcome answer = run(*first, prompt, in_slot(1, 10));
+  const Outcome answer = run_one(*first, prompt, in_slot(1, 10));
   ASSERT_TRUE(answer.error.empty()) << answer.error;
   ASSERT_EQ(context_of(*first, 1), 50);
   EXPECT_EQ(context_of(*first, 0), 0);
@@ -94,13 +83,13 @@ TEST_F(Slots, ARestoredSlotStartsTheNextRequestAfterItsContext) {
 
   std::vector<int32_t> longer = loaded->state.tokens;
   for (int32_t t : prompt_of(6, 9)) longer.push_back(t);
-  const Outcome continued = run(*second, longer, greedy(12));
+  const Outcome continued = run_one(*second, longer, greedy(12));
   ASSERT_TRUE(continued.error.empty()) << continued.error;
   ASSERT_EQ(continued.done.size(), 1u);
   EXPECT_EQ(continued.done[0].cached_tokens, 49);
   RequestOptions uncached = greedy(12);
   uncached.use_prefix_cache = false;
-  const Outcome computed = run(*make(), longer, uncached);
+  const Outcome computed = run_one(*make(), longer, uncached);
   EXPECT_EQ(continued.text[0], computed.text[0]);
   EXPECT_EQ(second->stats().kv_blocks_used, 0);
 }
@@ -108,8 +97,8 @@ TEST_F(Slots, ARestoredSlotStartsTheNextRequestAfterItsContext) {
 TEST_F(Slots, EraseForgetsTheContextAndItsCachedBlocks) {
   auto s = make();
   const std::vector<int32_t> prompt = prompt_of(37, 5);
-  ASSERT_TRUE(run(*s, prompt, in_slot(0, 4)).error.empty());
-  EXPECT_EQ(run(*s, prompt, in_slot(1, 4)).done.at(0).cached_tokens, 36);
+  ASSERT_TRUE(run_one(*s, prompt, in_slot(0, 4)).error.empty());
+  EXPECT_EQ(run_one(*s, prompt, in_slot(1, 4)).done.at(0).cached_tokens, 36);
   auto erased = s->erase_slot(1);
   ASSERT_TRUE(erased.ok()) << erased.error().message;
   auto erased0 = s->erase_slot(0);
@@ -118,7 +107,7 @@ TEST_F(Slots, EraseForgetsTheContextAndItsCachedBlocks) {
   EXPECT_EQ(context_of(*s, 0), 0);
   EXPECT_EQ(context_of(*s, 1), 0);
   EXPECT_EQ(s->stats().kv_blocks_cached, 0);
-  EXPECT_EQ(run(*s, prompt, greedy(4)).done.at(0).cached_tokens, 0);
+  EXPECT_EQ(run_one(*s, prompt, greedy(4)).done.at(0).cached_tokens, 0);
   auto again = s->save_slot(0, file("none.slot"), identity());
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().message, "slot 0 holds no context to save");
@@ -159,7 +148,7 @@ TEST_F(Slots, ASaveWhileTheSlotRunsWaitsForItsGeneration) {
 
 TEST_F(Slots, RefusedSlotsAndFilesChangeNothing) {
   auto s = make();
-  ASSERT_TRUE(run(*s, prompt_of(20, 4), in_slot(0, 3)).error.empty());
+  ASSERT_TRUE(run_one(*s, prompt_of(20, 4), in_slot(0, 3)).error.empty());
   ASSERT_TRUE(s->save_slot(0, file("good.slot"), identity()).ok());
   const EngineStats before = s->stats();
 
